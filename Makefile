@@ -1,0 +1,79 @@
+# sandkit: build in place (build/), test, demo. `make test` and `make demo`
+# install missing Debian packages when run as root, or print the command.
+
+CC ?= cc
+LUA ?= lua5.4
+PKGS := libuv libcurl jansson libwebsockets libprotobuf-c lua5.4
+CFLAGS ?= -O2 -g
+CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LIBS := $(shell pkg-config --libs libuv libcurl jansson libwebsockets libprotobuf-c 2>/dev/null) -lm
+
+# Debian packages the build and the tests need (fragments may add more).
+DEB_PACKAGES := build-essential pkg-config lua5.4 liblua5.4-dev luarocks lua-busted lua-cjson \
+	lua-cqueues libuv1-dev libcurl4-openssl-dev libwebsockets-dev libwebsockets-evlib-uv \
+	libjansson-dev libprotobuf-c-dev protobuf-c-compiler bubblewrap nodejs npm procps
+
+CORE_SRC := $(sort $(wildcard src/core/*.c src/core/providers/*.c))
+LUA_SRC := $(sort $(wildcard src/lua/*.c))
+CORE_OBJ := $(CORE_SRC:%.c=build/obj/%.o)
+LUA_OBJ := $(LUA_SRC:%.c=build/obj/%.o)
+HEADERS := $(wildcard src/core/*.h src/core/providers/*.h src/lua/*.h)
+C_TESTS := $(patsubst spec/c/%.c,build/test/%,$(wildcard spec/c/*_test.c))
+TEST_PREP :=
+
+.PHONY: all deps test demo clean check-deps spec-c npm-deps rock
+
+all: build/sandkit/core.so build/libsandkit_core.a
+
+include $(wildcard mk/*.mk)
+
+build/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+build/libsandkit_core.a: $(CORE_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+build/sandkit/core.so: $(CORE_OBJ) $(LUA_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $^ $(LIBS)
+
+build/test/%: spec/c/%.c build/libsandkit_core.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Isrc/core $< build/libsandkit_core.a $(LIBS) -o $@
+
+# Installs what is missing (as root), or prints the command to run.
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing: $$missing"; \
+	    (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else \
+	    echo "missing packages; run: sudo apt-get install -y $$missing"; exit 1; \
+	  fi; \
+	fi
+
+# npm ci in every reference-server folder that has a lock file.
+npm-deps:
+	@for d in spec/servers/*/; do \
+	  if [ -f "$$d/package-lock.json" ] && [ ! -d "$$d/node_modules" ]; then \
+	    echo "npm ci in $$d"; (cd "$$d" && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
+	  fi; \
+	done
+
+test: deps
+	@$(MAKE) --no-print-directory all $(C_TESTS)
+	@$(MAKE) --no-print-directory npm-deps $(TEST_PREP)
+	@LUA=$(LUA) sh spec/run.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@LUA_CPATH='build/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;' $(LUA) examples/demo.lua
+
+rock: deps
+	luarocks --lua-version=5.4 make --deps-mode=none rockspec/sandkit-scm-1.rockspec
+
+clean:
+	rm -rf build

@@ -1,0 +1,149 @@
+--- Option validation against provider descriptors. Misuse raises a
+-- ConfigError that names the key and the provider; values of `env` never
+-- appear in a message.
+local errors = require "sandkit.errors"
+
+local M = {}
+
+--- Options every provider accepts (DESIGN.md: id, env, instructions, hooks).
+M.common = {
+  id = { type = "string", description = "Sandbox id; a fresh one is generated when absent." },
+  env = { type = "env", description = "Environment variables for every command (names to string values)." },
+  instructions = { type = { "string", "function" },
+    description = "Text describing the sandbox to an agent, or function({ default_instructions, request_context, sandbox }) returning it." },
+  on_start = { type = "function", description = "Hook called with { sandbox } after each start; an error fails the start." },
+  on_stop = { type = "function", description = "Hook called with { sandbox } before stop." },
+  on_destroy = { type = "function", description = "Hook called with { sandbox } before destroy." },
+}
+
+local function type_name(t)
+  return type(t) == "table" and table.concat(t, " or ") or t
+end
+
+local function fail(desc, key, message)
+  error(errors.new("ConfigError", ("%s option '%s' %s"):format(desc.name, key, message),
+    { provider = desc.id, key = key }), 4)
+end
+
+--- Checks an env table; `what` names it in messages ("env", "exec option 'env'").
+function M.check_env(env, on_error)
+  for k, v in pairs(env) do
+    if type(k) ~= "string" then
+      on_error(("has a non-string key (%s)"):format(type(k)))
+    elseif k == "" then
+      on_error("has an empty variable name")
+    elseif k:find("=", 1, true) then
+      on_error(("variable name '%s' contains '='"):format(k))
+    elseif k:find("\0", 1, true) then
+      on_error("has a variable name containing a NUL byte")
+    elseif type(v) ~= "string" and type(v) ~= "number" and type(v) ~= "boolean" then
+      on_error(("variable '%s' must be a string, got %s"):format(k, type(v)))
+    elseif type(v) == "string" and v:find("\0", 1, true) then
+      on_error(("variable '%s' contains a NUL byte"):format(k))
+    end
+  end
+end
+
+--- A copy of env with every value as a string.
+function M.normalize_env(env)
+  local out = {}
+  for k, v in pairs(env) do out[k] = tostring(v) end
+  return out
+end
+
+local function check_value(desc, key, spec, v)
+  local t = spec.type
+  local types = type(t) == "table" and t or { t }
+  local matched
+  for _, name in ipairs(types) do
+    if name == "integer" and math.type(v) == "integer" then matched = name
+    elseif name == "integer" and type(v) == "number" and v == math.floor(v) and v == v and math.abs(v) < 2^53 then matched = name
+    elseif (name == "env" or name == "map" or name == "array") and type(v) == "table" then matched = name
+    elseif name == type(v) then matched = name end
+    if matched then break end
+  end
+  if not matched then
+    local shown = ({ env = "table", map = "table", array = "table" })[type_name(t)] or type_name(t)
+    fail(desc, key, ("must be a %s, got %s"):format(shown, type(v)))
+  end
+  if matched == "string" then
+    if v:find("\0", 1, true) then fail(desc, key, "contains a NUL byte") end
+    if spec.enum then
+      local ok = false
+      for _, e in ipairs(spec.enum) do ok = ok or e == v end
+      if not ok then
+        fail(desc, key, ('must be one of "%s" (got "%s")'):format(table.concat(spec.enum, '", "'), v))
+      end
+    end
+    if spec.non_empty and v == "" then fail(desc, key, "must not be empty") end
+  elseif matched == "number" or matched == "integer" then
+    if v ~= v or v == math.huge or v == -math.huge then fail(desc, key, "must be a finite number") end
+    if spec.min and v < spec.min then fail(desc, key, ("must be at least %s"):format(spec.min)) end
+  elseif matched == "env" then
+    M.check_env(v, function(msg) fail(desc, key, msg) end)
+    return M.normalize_env(v)
+  elseif matched == "array" then
+    local n = #v
+    for k in pairs(v) do
+      if math.type(k) ~= "integer" or k < 1 or k > n then fail(desc, key, "must be an array") end
+    end
+    for i = 1, n do
+      local item = v[i]
+      local item_type = spec.items or "string"
+      if type(item) ~= item_type then
+        fail(desc, key, ("[%d] must be a %s, got %s"):format(i, item_type, type(item)))
+      end
+      if item_type == "string" and item:find("\0", 1, true) then
+        fail(desc, key, ("[%d] contains a NUL byte"):format(i))
+      end
+    end
+  elseif matched == "map" then
+    for k2, v2 in pairs(v) do
+      if type(k2) ~= "string" or type(v2) ~= (spec.values or "string") then
+        fail(desc, key, ("must map strings to %ss"):format(spec.values or "string"))
+      end
+      if k2:find("\0", 1, true) or (type(v2) == "string" and v2:find("\0", 1, true)) then
+        fail(desc, key, "contains a NUL byte")
+      end
+    end
+  end
+  if spec.check then
+    local msg = spec.check(v)
+    if msg then fail(desc, key, msg) end
+  end
+  return v
+end
+
+--- Validates opts against desc.options; returns a new table with defaults
+-- left absent (providers apply them) and env normalised.
+function M.validate(desc, opts)
+  if opts == nil then opts = {} end
+  if type(opts) ~= "table" then
+    error(("bad argument #1 to '%s' (table expected, got %s)"):format(desc.name, type(opts)), 3)
+  end
+  local out = {}
+  for k, v in pairs(opts) do
+    if type(k) ~= "string" then
+      error(errors.new("ConfigError", ("%s options must have string keys (got %s)"):format(desc.name, type(k)),
+        { provider = desc.id }), 3)
+    end
+    local spec = desc.options[k]
+    if not spec then
+      error(errors.new("ConfigError", ("Unknown option '%s' for %s"):format(k, desc.name),
+        { provider = desc.id, key = k }), 3)
+    end
+    out[k] = check_value(desc, k, spec, v)
+  end
+  if desc.validate then desc.validate(out, function(key, msg) fail(desc, key, msg) end) end
+  return out
+end
+
+--- A descriptor's options merged with the common ones.
+function M.with_common(specific)
+  local all = {}
+  for k, v in pairs(M.common) do all[k] = v end
+  for k, v in pairs(specific) do all[k] = v end
+  return all
+end
+
+return M

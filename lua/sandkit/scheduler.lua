@@ -1,0 +1,196 @@
+--- The scheduler: records that core events complete, tasks (coroutines)
+-- that wait on them, and the three ways of waiting — block in a plain
+-- script, yield inside a task, or let a host loop call step().
+local core = require "sandkit.core"
+local errors = require "sandkit.errors"
+
+local M = {}
+
+local records = {}          -- token -> record awaiting core events
+local next_token = 0
+local ready = {}            -- FIFO of task coroutines to resume
+local ready_first, ready_last = 1, 0
+local tasks = {}            -- coroutine -> task record
+local live_tasks = 0
+local failures = {}         -- uncaught task errors, raised from turn()
+
+local function pack(...) return { n = select("#", ...), ... } end
+
+--- A record waits for one completion; `handler(rec, kind, ...)` receives
+-- the core's events for its token.
+function M.record(handler)
+  next_token = next_token + 1
+  local rec = { token = next_token, handler = handler, done = false }
+  if handler then records[next_token] = rec end
+  return rec
+end
+
+local function make_ready(co)
+  ready_last = ready_last + 1
+  ready[ready_last] = co
+end
+
+--- Completes a record with the values its waiters will receive.
+function M.complete(rec, ...)
+  if rec.done then return end
+  rec.done = true
+  rec.values = pack(...)
+  records[rec.token] = nil
+  local waiters = rec.waiters
+  rec.waiters = nil
+  if waiters then
+    for i = 1, #waiters do make_ready(waiters[i]) end
+  end
+end
+
+local function dispatch(token, kind, a, b)
+  local rec = records[token]
+  if rec then rec.handler(rec, kind, a, b) end
+end
+core.set_dispatch(dispatch, errors.new)
+
+local WAIT = {}
+
+local function resume(co)
+  local task = tasks[co]
+  local ok, res = coroutine.resume(co)
+  if coroutine.status(co) == "dead" then
+    tasks[co] = nil
+    live_tasks = live_tasks - 1
+    if not ok then
+      failures[#failures + 1] = debug.traceback(co, tostring(res))
+      M.complete(task.rec, false, res)
+    else
+      M.complete(task.rec, true, table.unpack(task.results or {}, 1, task.results and task.results.n or 0))
+    end
+  elseif res ~= WAIT then
+    make_ready(co) -- a task that yielded for its own reasons runs again next turn
+  end
+end
+
+local function run_ready()
+  -- Only what is ready now: tasks made ready meanwhile run next round.
+  local last = ready_last
+  while ready_first <= last do
+    local co = ready[ready_first]
+    ready[ready_first] = nil
+    ready_first = ready_first + 1
+    resume(co)
+  end
+end
+
+local function has_ready() return ready_first <= ready_last end
+
+local function raise_failures()
+  if #failures > 0 then
+    local msg = table.remove(failures, 1)
+    error("sandkit task failed: " .. msg, 0)
+  end
+end
+
+--- One turn: resume ready tasks, wait up to timeout_ms for the loop (-1:
+-- until something happens), dispatch events, resume again.
+-- Returns whether anything is still pending.
+function M.turn(timeout_ms)
+  run_ready()
+  if has_ready() or core.pending() then timeout_ms = 0 end
+  local alive = core.step(timeout_ms)
+  run_ready()
+  raise_failures()
+  return alive or has_ready() or live_tasks > 0
+end
+
+--- Waits for `rec`; returns its values. Yields inside a task, else runs
+-- the loop until the record is done.
+function M.await(rec)
+  if not rec.done then
+    local co = coroutine.running()
+    if tasks[co] then
+      rec.waiters = rec.waiters or {}
+      rec.waiters[#rec.waiters + 1] = co
+      repeat coroutine.yield(WAIT) until rec.done
+    else
+      while not rec.done do
+        run_ready()
+        if rec.done then break end
+        local wait = (has_ready() or core.pending()) and 0 or -1
+        local alive, n = core.step(wait)
+        run_ready()
+        raise_failures()
+        if not rec.done and not alive and n == 0 and not has_ready() then
+          error("sandkit: deadlock: waiting for an operation that nothing can complete", 2)
+        end
+      end
+    end
+  end
+  return table.unpack(rec.values, 1, rec.values.n)
+end
+
+--- True when the running coroutine is a sandkit task.
+function M.in_task()
+  return tasks[coroutine.running()] ~= nil
+end
+
+local Task = { __name = "sandkit.Task" }
+Task.__index = Task
+
+--- Waits for the task; returns its function's values, or raises its error.
+function Task:wait()
+  local vals = pack(M.await(self.rec))
+  if not vals[1] then error(vals[2], 0) end
+  return table.unpack(vals, 2, vals.n)
+end
+
+function Task:__tostring()
+  return "sandkit.Task (" .. (self.rec.done and "done" or "running") .. ")"
+end
+
+--- Starts fn(...) as a task; it runs on the next turn.
+function M.spawn(fn, ...)
+  if type(fn) ~= "function" then
+    error(("bad argument #1 to 'spawn' (function expected, got %s)"):format(type(fn)), 2)
+  end
+  local args = pack(...)
+  local task = setmetatable({ rec = M.record() }, Task)
+  local co = coroutine.create(function()
+    task.results = pack(fn(table.unpack(args, 1, args.n)))
+  end)
+  task.co = co
+  tasks[co] = task
+  live_tasks = live_tasks + 1
+  make_ready(co)
+  return task
+end
+
+--- Runs until every task has finished.
+function M.run()
+  while live_tasks > 0 or has_ready() do
+    local alive = M.turn(has_ready() and 0 or -1)
+    if not alive and live_tasks > 0 and not has_ready() and not core.pending() then
+      error("sandkit: deadlock: tasks wait for operations that nothing can complete", 2)
+    end
+  end
+end
+
+--- Sleeps (yields in a task; blocks otherwise).
+function M.sleep(seconds)
+  if type(seconds) ~= "number" or seconds ~= seconds or seconds < 0 or seconds == math.huge then
+    error(("bad argument #1 to 'sleep' (non-negative number expected, got %s)"):format(tostring(seconds)), 2)
+  end
+  local rec = M.record(function(r) M.complete(r) end)
+  local timer = core.timer(seconds * 1000, rec.token)
+  M.await(rec)
+  timer:cancel()
+end
+
+--- Host-loop surface (cqueues convention).
+function M.timeout()
+  if has_ready() or core.pending() then return 0 end
+  local ms = core.timeout()
+  if ms < 0 then return nil end
+  return ms / 1000
+end
+
+function M.pending_work() return live_tasks > 0 or has_ready() end
+
+return M

@@ -1,0 +1,19 @@
+/* A growable byte buffer (output accumulation, request bodies). */
+#ifndef SK_BUF_H
+#define SK_BUF_H
+
+#include <stddef.h>
+
+typedef struct sk_buf {
+    char *data; /* NUL-terminated when len > 0 */
+    size_t len, cap;
+} sk_buf;
+
+int sk_buf_append(sk_buf *b, const void *data, size_t len); /* 0 or -1 (ENOMEM) */
+int sk_buf_appendf(sk_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sk_buf_reset(sk_buf *b);
+void sk_buf_free(sk_buf *b);
+/* Hands the contents to the caller (NUL-terminated, never NULL) and empties b. */
+char *sk_buf_take(sk_buf *b);
+
+#endif

@@ -1,0 +1,105 @@
+/* One libuv loop per Lua state; see loop.h. */
+#include "loop.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+
+struct sk_loop {
+    uv_loop_t uv;
+    sk_loop_hook *hooks;
+    void *services[SK_SERVICE_COUNT];
+};
+
+sk_loop *sk_loop_new(void)
+{
+    sk_loop *loop = calloc(1, sizeof *loop);
+    if (!loop)
+        return NULL;
+    if (uv_loop_init(&loop->uv) != 0) {
+        free(loop);
+        return NULL;
+    }
+    loop->uv.data = loop;
+    /* A child that closes its stdin early must not kill us with SIGPIPE
+     * when we write to it (lws sets the same when it starts). */
+    struct sigaction sa;
+    if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
+        signal(SIGPIPE, SIG_IGN);
+    return loop;
+}
+
+uv_loop_t *sk_loop_uv(sk_loop *loop) { return &loop->uv; }
+
+void sk_loop_add_hook(sk_loop *loop, sk_loop_hook *hook)
+{
+    hook->next = loop->hooks;
+    loop->hooks = hook;
+}
+
+void *sk_loop_service(sk_loop *loop, int slot) { return loop->services[slot]; }
+
+void sk_loop_set_service(sk_loop *loop, int slot, void *service) { loop->services[slot] = service; }
+
+int sk_loop_fd(sk_loop *loop) { return uv_backend_fd(&loop->uv); }
+
+int sk_loop_timeout(sk_loop *loop) { return uv_backend_timeout(&loop->uv); }
+
+int sk_loop_turn(sk_loop *loop, int timeout_ms)
+{
+    if (timeout_ms != 0) {
+        int t = uv_backend_timeout(&loop->uv);
+        if (timeout_ms > 0 && (t < 0 || t > timeout_ms))
+            t = timeout_ms;
+        if (t != 0 && uv_loop_alive(&loop->uv)) {
+            struct pollfd pfd = { .fd = uv_backend_fd(&loop->uv), .events = POLLIN };
+            /* EINTR just ends the wait early; the caller turns again. */
+            (void)poll(&pfd, 1, t);
+        } else if (t != 0 && timeout_ms > 0) {
+            (void)poll(NULL, 0, timeout_ms);
+        }
+    }
+    return uv_run(&loop->uv, UV_RUN_NOWAIT);
+}
+
+static void loop_close_stray(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+static void loop_drain(sk_loop *loop)
+{
+    /* Bounded (about 2 s): a handle that never closes must not hang exit.
+     * Killed children need a moment for SIGCHLD, so wait in small steps. */
+    for (int i = 0; i < 400 && uv_loop_alive(&loop->uv); i++)
+        sk_loop_turn(loop, 5);
+}
+
+void sk_loop_free(sk_loop *loop)
+{
+    if (!loop)
+        return;
+    /* Hooks may add no new hooks; newest first (curl before lws when ws
+     * was created after http, and each drains before the next). */
+    sk_loop_hook *hook = loop->hooks;
+    loop->hooks = NULL;
+    while (hook) {
+        sk_loop_hook *next = hook->next;
+        hook->shutdown(hook, loop);
+        loop_drain(loop);
+        if (hook->finish) {
+            hook->finish(hook, loop);
+            loop_drain(loop);
+        }
+        hook = next;
+    }
+    uv_walk(&loop->uv, loop_close_stray, NULL);
+    loop_drain(loop);
+    (void)uv_loop_close(&loop->uv);
+    free(loop);
+}
+
+double sk_now_ms(void) { return (double)uv_hrtime() / 1e6; }

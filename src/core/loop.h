@@ -1,0 +1,48 @@
+/* One libuv loop per Lua state, and the embedding surface a host loop needs.
+ * Services that live on the loop (HTTP, WebSocket) register a shutdown hook so
+ * sk_loop_free can tear them down in the order event-core.md prescribes. */
+#ifndef SK_LOOP_H
+#define SK_LOOP_H
+
+#include <uv.h>
+
+typedef struct sk_loop sk_loop;
+
+/* A service on the loop (http.c, ws.c). shutdown runs once, from
+ * sk_loop_free, newest hook first; it may start uv_close()s, and
+ * sk_loop_free drains the loop after each hook. finish (optional) runs after
+ * that drain (lws needs a second destroy call once its handles are closed). */
+typedef struct sk_loop_hook {
+    void (*shutdown)(struct sk_loop_hook *hook, sk_loop *loop);
+    void (*finish)(struct sk_loop_hook *hook, sk_loop *loop);
+    struct sk_loop_hook *next;
+} sk_loop_hook;
+
+sk_loop *sk_loop_new(void);
+/* Kills nothing by itself: owners close their handles first (sandboxes are
+ * freed before the loop). Runs hooks, drains, closes the uv loop, frees. */
+void sk_loop_free(sk_loop *loop);
+
+uv_loop_t *sk_loop_uv(sk_loop *loop);
+void sk_loop_add_hook(sk_loop *loop, sk_loop_hook *hook);
+
+/* Named per-loop service slots so http.c / ws.c can lazily create one
+ * instance per loop without globals. */
+enum { SK_SERVICE_HTTP, SK_SERVICE_WS, SK_SERVICE_COUNT };
+void *sk_loop_service(sk_loop *loop, int slot);
+void sk_loop_set_service(sk_loop *loop, int slot, void *service);
+
+/* Embedding: the descriptor to poll and how long to wait (ms, -1 = until
+ * the descriptor is readable). */
+int sk_loop_fd(sk_loop *loop);
+int sk_loop_timeout(sk_loop *loop);
+
+/* One turn: wait at most timeout_ms (0 = do not wait, -1 = until something
+ * happens) for the backend fd, then run ready callbacks once.
+ * Returns non-zero while the loop has active handles or requests. */
+int sk_loop_turn(sk_loop *loop, int timeout_ms);
+
+/* Monotonic milliseconds (uv_hrtime based). */
+double sk_now_ms(void);
+
+#endif

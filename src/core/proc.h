@@ -1,0 +1,47 @@
+/* Child processes on the loop: pipes for stdin/stdout/stderr, optionally a
+ * new session (own process group) so the whole tree can be signalled.
+ * The exit callback runs once, after the child has exited AND both output
+ * pipes reached EOF (or were closed), so no output is lost. */
+#ifndef SK_PROC_H
+#define SK_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "loop.h"
+
+typedef struct sk_proc sk_proc;
+
+typedef struct sk_proc_opts {
+    const char *file;         /* resolved through PATH when it has no '/' */
+    char **argv;              /* NULL-terminated; argv[0] conventionally file */
+    char **envp;              /* NULL-terminated "K=V"; NULL inherits ours */
+    const char *cwd;          /* NULL: ours */
+    bool new_group;           /* setsid(): signals go to the whole group */
+    bool stdin_pipe;          /* else stdin is /dev/null */
+} sk_proc_opts;
+
+typedef struct sk_proc_callbacks {
+    void (*output)(sk_proc *p, int stream /* 1, 2 */, const char *data, size_t len, void *ud);
+    /* term_signal != 0 when killed by a signal. */
+    void (*exit)(sk_proc *p, int64_t exit_status, int term_signal, void *ud);
+} sk_proc_callbacks;
+
+/* Returns NULL and sets *uv_err (a libuv error code, e.g. UV_ENOENT) when the
+ * child cannot be started. */
+sk_proc *sk_proc_spawn(sk_loop *loop, const sk_proc_opts *o, const sk_proc_callbacks *cb,
+                       void *ud, int *uv_err);
+int sk_proc_pid(const sk_proc *p);
+bool sk_proc_running(const sk_proc *p);
+/* Signals the group (new_group) or the child. 0, or a uv error code. */
+int sk_proc_kill(sk_proc *p, int sig);
+/* Copies data into the write queue. 0, or a uv error code (stdin closed). */
+int sk_proc_write(sk_proc *p, const char *data, size_t len);
+/* Closes stdin after queued writes are flushed. */
+int sk_proc_close_stdin(sk_proc *p);
+/* Stop reading output (capture = false with no consumer still drains). */
+/* Frees: a running child's group gets SIGKILL and is reaped by the loop
+ * later; no callback runs after this call. */
+void sk_proc_free(sk_proc *p);
+
+#endif

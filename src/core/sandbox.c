@@ -1,0 +1,576 @@
+/* The provider-neutral sandbox; see sandbox.h. Lifecycle requests coalesce
+ * through waiter lists: whoever arrives while an operation runs waits for
+ * its outcome instead of starting another. */
+#include "sandbox.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+extern const sk_provider sk_provider_local;
+
+const sk_provider *const sk_providers[] = {
+    &sk_provider_local,
+    NULL,
+};
+
+/* Grace between SIGTERM and SIGKILL for a timed-out process group. */
+enum { SANDBOX_KILL_GRACE_MS = 1000 };
+
+typedef struct sk_waiter {
+    sk_lifecycle_cb cb;
+    void *ud;
+    struct sk_waiter *next;
+} sk_waiter;
+
+const sk_provider *sk_provider_find(const char *id)
+{
+    for (int i = 0; sk_providers[i]; i++)
+        if (strcmp(sk_providers[i]->id, id) == 0)
+            return sk_providers[i];
+    return NULL;
+}
+
+const char *sk_status_name(sk_status s)
+{
+    static const char *const names[] = { "pending", "starting", "running", "stopping",
+                                         "stopped", "destroying", "destroyed", "error" };
+    return names[s];
+}
+
+static sk_error *sandbox_oom(void) { return sk_error_new("Error", NULL, "out of memory"); }
+
+sk_sandbox *sk_sandbox_new(sk_loop *loop, const sk_provider *provider, const json_t *options,
+                           sk_error **err)
+{
+    sk_sandbox *sb = calloc(1, sizeof *sb);
+    if (!sb) {
+        *err = sandbox_oom();
+        return NULL;
+    }
+    sb->provider = provider;
+    sb->loop = loop;
+    sb->status = SK_PENDING;
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    sb->created_at_ms = (double)tv.tv_sec * 1000.0 + (double)(tv.tv_usec / 1000);
+    sb->options = options ? json_deep_copy(options) : json_object();
+    const char *id = json_string_value(json_object_get(sb->options, "id"));
+    const char *name = json_string_value(json_object_get(sb->options, "name"));
+    json_t *env = json_object_get(sb->options, "env");
+    sb->env = json_is_object(env) ? json_deep_copy(env) : json_object();
+    if (id)
+        sb->id = strdup(id);
+    if (name)
+        sb->name = strdup(name);
+    if (!sb->options || !sb->env || (id && !sb->id) || (name && !sb->name)) {
+        *err = sandbox_oom();
+        goto fail;
+    }
+    if (provider->init(sb, sb->options, err) != 0)
+        goto fail;
+    if (!sb->id)
+        sb->id = sk_sandbox_default_id(provider->id);
+    if (!sb->name)
+        sb->name = strdup(provider->name);
+    if (!sb->id || !sb->name) {
+        *err = sandbox_oom();
+        goto fail;
+    }
+    return sb;
+fail:
+    if (sb->impl && provider->free)
+        provider->free(sb);
+    json_decref(sb->options);
+    json_decref(sb->env);
+    free(sb->id);
+    free(sb->name);
+    free(sb);
+    return NULL;
+}
+
+char *sk_sandbox_default_id(const char *prefix)
+{
+    /* upstream: <prefix>-sandbox-<base36 ms>-<6 random base36 chars> */
+    static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    unsigned long long ms = (unsigned long long)tv.tv_sec * 1000ULL + (unsigned long long)tv.tv_usec / 1000ULL;
+    char t[16];
+    int n = 0;
+    do {
+        t[n++] = digits[ms % 36];
+        ms /= 36;
+    } while (ms && n < 15);
+    char rnd[7];
+    unsigned char bytes[6];
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (!f || fread(bytes, 1, sizeof bytes, f) != sizeof bytes) {
+        for (int i = 0; i < 6; i++)
+            bytes[i] = (unsigned char)(rand() & 0xff);
+    }
+    if (f)
+        fclose(f);
+    for (int i = 0; i < 6; i++)
+        rnd[i] = digits[bytes[i] % 36];
+    rnd[6] = '\0';
+    char *id = NULL;
+    char tt[16];
+    for (int i = 0; i < n; i++)
+        tt[i] = t[n - 1 - i];
+    tt[n] = '\0';
+    if (asprintf(&id, "%s-sandbox-%s-%s", prefix, tt, rnd) < 0)
+        return NULL;
+    return id;
+}
+
+/* ---- lifecycle ---------------------------------------------------------- */
+
+static int sandbox_wait(sk_waiter **list, sk_lifecycle_cb cb, void *ud)
+{
+    sk_waiter *w = malloc(sizeof *w);
+    if (!w)
+        return -1;
+    w->cb = cb;
+    w->ud = ud;
+    w->next = NULL;
+    while (*list)
+        list = &(*list)->next;
+    *list = w;
+    return 0;
+}
+
+static void sandbox_notify(sk_sandbox *sb, sk_waiter **list, const sk_error *err)
+{
+    sk_waiter *w = *list;
+    *list = NULL;
+    while (w) {
+        sk_waiter *next = w->next;
+        if (w->cb)
+            w->cb(sb, err, w->ud);
+        free(w);
+        w = next;
+    }
+}
+
+static void sandbox_fail_now(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud, sk_error *err)
+{
+    if (cb)
+        cb(sb, err, ud);
+    sk_error_free(err);
+}
+
+static void sandbox_kill_all(sk_sandbox *sb)
+{
+    for (sk_process *p = sb->procs; p; p = p->next)
+        if (p->started && !p->exited)
+            sb->provider->kill(p, SIGKILL);
+}
+
+static void sandbox_begin_start(sk_sandbox *sb);
+static void sandbox_begin_stop(sk_sandbox *sb);
+static void sandbox_begin_destroy(sk_sandbox *sb);
+
+/* After an operation settles, run whatever was queued behind it. */
+static void sandbox_run_queued(sk_sandbox *sb)
+{
+    if (sb->destroy_waiters && sb->status != SK_DESTROYING && sb->status != SK_DESTROYED)
+        sandbox_begin_destroy(sb);
+    else if (sb->start_waiters && sb->status != SK_STARTING && sb->status != SK_RUNNING &&
+             sb->status != SK_DESTROYED)
+        sandbox_begin_start(sb);
+}
+
+static void sandbox_on_started(sk_sandbox *sb, sk_error *err)
+{
+    sb->status = err ? SK_ERROR : SK_RUNNING;
+    sandbox_notify(sb, &sb->start_waiters, err);
+    sk_error_free(err);
+    if (sb->stop_waiters && sb->status == SK_RUNNING)
+        sandbox_begin_stop(sb);
+    else if (sb->stop_waiters) {
+        /* a start that failed leaves nothing to stop */
+        sb->status = SK_STOPPED;
+        sandbox_notify(sb, &sb->stop_waiters, NULL);
+    }
+    sandbox_run_queued(sb);
+}
+
+static void sandbox_begin_start(sk_sandbox *sb)
+{
+    sb->status = SK_STARTING;
+    sb->provider->start(sb, sandbox_on_started);
+}
+
+void sk_sandbox_start(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
+{
+    switch (sb->status) {
+    case SK_DESTROYING:
+    case SK_DESTROYED:
+        sandbox_fail_now(sb, cb, ud, sk_error_new("SandboxNotReadyError", NULL,
+                                                  "Cannot start a destroyed sandbox"));
+        return;
+    case SK_RUNNING:
+        if (cb)
+            cb(sb, NULL, ud);
+        return;
+    default:
+        break;
+    }
+    if (sandbox_wait(&sb->start_waiters, cb, ud) != 0) {
+        sandbox_fail_now(sb, cb, ud, sandbox_oom());
+        return;
+    }
+    if (sb->status == SK_STARTING || sb->status == SK_STOPPING)
+        return; /* joins the start in flight, or starts after the stop */
+    sandbox_begin_start(sb);
+}
+
+static void sandbox_on_stopped(sk_sandbox *sb, sk_error *err)
+{
+    sb->status = SK_STOPPED;
+    sandbox_notify(sb, &sb->stop_waiters, err);
+    sk_error_free(err);
+    sandbox_run_queued(sb);
+}
+
+static void sandbox_begin_stop(sk_sandbox *sb)
+{
+    sb->status = SK_STOPPING;
+    sandbox_kill_all(sb);
+    sb->provider->stop(sb, sandbox_on_stopped);
+}
+
+void sk_sandbox_stop(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
+{
+    switch (sb->status) {
+    case SK_PENDING:
+    case SK_STOPPED:
+    case SK_DESTROYED:
+        if (cb)
+            cb(sb, NULL, ud);
+        return;
+    case SK_ERROR:
+        sb->status = SK_STOPPED;
+        if (cb)
+            cb(sb, NULL, ud);
+        return;
+    default:
+        break;
+    }
+    if (sandbox_wait(&sb->stop_waiters, cb, ud) != 0) {
+        sandbox_fail_now(sb, cb, ud, sandbox_oom());
+        return;
+    }
+    if (sb->status == SK_RUNNING)
+        sandbox_begin_stop(sb);
+    /* STARTING: stops once the start settles; STOPPING: joins it;
+     * DESTROYING: settles with the destroy. */
+}
+
+static void sandbox_on_destroyed(sk_sandbox *sb, sk_error *err)
+{
+    sb->status = SK_DESTROYED;
+    sandbox_notify(sb, &sb->destroy_waiters, err);
+    /* anyone still waiting for a stop or start learns the outcome */
+    sandbox_notify(sb, &sb->stop_waiters, NULL);
+    sk_error *gone = sk_error_new("SandboxNotReadyError", NULL, "Cannot start a destroyed sandbox");
+    sandbox_notify(sb, &sb->start_waiters, gone);
+    sk_error_free(gone);
+    sk_error_free(err);
+}
+
+static void sandbox_begin_destroy(sk_sandbox *sb)
+{
+    if (sb->status == SK_PENDING) {
+        /* never provisioned: nothing to tear down (upstream) */
+        sandbox_on_destroyed(sb, NULL);
+        return;
+    }
+    sb->status = SK_DESTROYING;
+    sandbox_kill_all(sb);
+    sb->provider->destroy(sb, sandbox_on_destroyed);
+}
+
+void sk_sandbox_destroy(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
+{
+    if (sb->status == SK_DESTROYED) {
+        if (cb)
+            cb(sb, NULL, ud);
+        return;
+    }
+    if (sandbox_wait(&sb->destroy_waiters, cb, ud) != 0) {
+        sandbox_fail_now(sb, cb, ud, sandbox_oom());
+        return;
+    }
+    if (sb->status == SK_STARTING || sb->status == SK_STOPPING || sb->status == SK_DESTROYING)
+        return; /* after the operation in flight */
+    sandbox_begin_destroy(sb);
+}
+
+/* ---- processes ---------------------------------------------------------- */
+
+static void process_timer_closed(uv_handle_t *h) { free(h); }
+
+static void process_stop_timer(sk_process *p)
+{
+    if (p->timer) {
+        uv_close((uv_handle_t *)p->timer, process_timer_closed);
+        p->timer = NULL;
+    }
+}
+
+static void process_on_timer(uv_timer_t *t)
+{
+    sk_process *p = t->data;
+    if (p->exited || !p->sb)
+        return;
+    if (!p->timing_out) {
+        p->timing_out = true;
+        p->sb->provider->kill(p, SIGTERM);
+        uv_timer_start(t, process_on_timer, SANDBOX_KILL_GRACE_MS, 0);
+    } else {
+        p->sb->provider->kill(p, SIGKILL);
+    }
+}
+
+static void process_unlink(sk_process *p)
+{
+    if (!p->sb)
+        return;
+    for (sk_process **pp = &p->sb->procs; *pp; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            p->next = NULL;
+            return;
+        }
+    }
+}
+
+static void process_free(sk_process *p)
+{
+    process_stop_timer(p);
+    if (p->impl && p->sb && p->sb->provider->release)
+        p->sb->provider->release(p);
+    free(p->command);
+    sk_buf_free(&p->out);
+    sk_buf_free(&p->err);
+    sk_error_free(p->error);
+    free(p);
+}
+
+void sk_process_ref(sk_process *p) { p->refs++; }
+
+void sk_process_unref(sk_process *p)
+{
+    if (--p->refs > 0)
+        return;
+    process_unlink(p);
+    process_free(p);
+}
+
+sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracked,
+                             const sk_process_events *ev, void *ev_ud, sk_error **err)
+{
+    if (sb->status != SK_RUNNING) {
+        *err = sk_error_new("SandboxNotReadyError", NULL, "Sandbox is not running (status: %s)",
+                            sk_status_name(sb->status));
+        return NULL;
+    }
+    sk_process *p = calloc(1, sizeof *p);
+    if (!p || !(p->command = strdup(o->command))) {
+        free(p);
+        *err = sandbox_oom();
+        return NULL;
+    }
+    p->sb = sb;
+    p->capture = o->capture;
+    p->tracked = tracked;
+    p->ev = ev;
+    p->ev_ud = ev_ud;
+    p->timeout_ms = o->timeout_ms;
+    p->refs = 1; /* the caller's */
+    p->start_ms = sk_now_ms();
+    if (sb->provider->spawn(sb, p, o, err) != 0) {
+        process_free(p);
+        return NULL;
+    }
+    p->started = true;
+    if (!p->pid[0])
+        snprintf(p->pid, sizeof p->pid, "%u", ++sb->next_local_pid);
+    p->refs++; /* the sandbox's list */
+    p->next = sb->procs;
+    sb->procs = p;
+    if (o->timeout_ms > 0 && !sb->provider->handles_timeout && !p->exited) {
+        p->timer = malloc(sizeof *p->timer);
+        if (p->timer) {
+            uv_timer_init(sk_loop_uv(sb->loop), p->timer);
+            p->timer->data = p;
+            uv_timer_start(p->timer, process_on_timer, (uint64_t)o->timeout_ms, 0);
+        }
+    }
+    return p;
+}
+
+void sk_process_output(sk_process *p, int stream, const char *data, size_t len)
+{
+    if (p->exited)
+        return;
+    if (p->capture)
+        sk_buf_append(stream == 1 ? &p->out : &p->err, data, len);
+    if (p->ev && p->ev->output)
+        p->ev->output(p, stream, data, len, p->ev_ud);
+}
+
+void sk_process_finish(sk_process *p, const sk_result *r, sk_error *err)
+{
+    if (p->exited) {
+        sk_error_free(err);
+        return;
+    }
+    p->exited = true;
+    process_stop_timer(p);
+    if (r)
+        p->result = *r;
+    else
+        p->result.exit_code = -1;
+    p->error = err;
+    p->result.execution_time_ms = sk_now_ms() - p->start_ms;
+    if (p->timing_out && !err) {
+        p->result.exit_code = 124;
+        p->result.timed_out = true;
+        p->result.killed = true;
+        char note[96];
+        int n = snprintf(note, sizeof note, "\nProcess timed out after %lldms", (long long)p->timeout_ms);
+        if (p->capture)
+            sk_buf_append(&p->err, note, (size_t)n);
+        if (p->ev && p->ev->output)
+            p->ev->output(p, 2, note, (size_t)n, p->ev_ud);
+    }
+    if (p->cancelling) {
+        p->result.cancelled = true;
+        p->result.killed = true;
+    }
+    sk_process_ref(p); /* the callback may drop the caller's reference */
+    if (p->ev && p->ev->exit)
+        p->ev->exit(p, &p->result, p->error, p->ev_ud);
+    if (p->impl && p->sb && p->sb->provider->release)
+        p->sb->provider->release(p);
+    if (!p->tracked && p->sb) {
+        process_unlink(p);
+        p->refs--; /* the list's */
+    }
+    sk_process_unref(p);
+}
+
+sk_process *sk_process_get(sk_sandbox *sb, const char *pid)
+{
+    for (sk_process *p = sb->procs; p; p = p->next) {
+        if (!p->tracked || strcmp(p->pid, pid) != 0)
+            continue;
+        if (p->exited)
+            sk_process_untrack(p); /* returned once more, then pruned */
+        return p;
+    }
+    return NULL;
+}
+
+void sk_process_untrack(sk_process *p)
+{
+    if (!p->tracked)
+        return;
+    p->tracked = false;
+    if (p->sb) {
+        bool listed = false;
+        for (sk_process *q = p->sb->procs; q; q = q->next)
+            listed |= (q == p);
+        if (listed) {
+            process_unlink(p);
+            /* the caller of get() still holds its own reference */
+            p->refs--;
+        }
+    }
+}
+
+int sk_process_kill(sk_process *p, int sig)
+{
+    if (p->exited || !p->sb)
+        return -1;
+    return p->sb->provider->kill(p, sig);
+}
+
+void sk_process_cancel(sk_process *p)
+{
+    if (p->exited || !p->sb)
+        return;
+    p->cancelling = true;
+    p->sb->provider->kill(p, SIGKILL);
+}
+
+int sk_process_write_stdin(sk_process *p, const char *data, size_t len, sk_error **err)
+{
+    if (p->exited || !p->sb) {
+        *err = sk_error_new("ProcessExitedError", NULL, "Process %s has already exited", p->pid);
+        return -1;
+    }
+    if (!p->sb->provider->write_stdin) {
+        *err = sk_error_new("UnsupportedError", NULL, "%s does not support writing to stdin",
+                            p->sb->provider->name);
+        return -1;
+    }
+    return p->sb->provider->write_stdin(p, data, len, err);
+}
+
+int sk_process_close_stdin(sk_process *p)
+{
+    if (p->exited || !p->sb || !p->sb->provider->close_stdin)
+        return -1;
+    return p->sb->provider->close_stdin(p);
+}
+
+json_t *sk_sandbox_merged_env(const sk_sandbox *sb, const json_t *per_command)
+{
+    json_t *env = json_deep_copy(sb->env);
+    if (env && json_is_object(per_command))
+        json_object_update(env, (json_t *)per_command);
+    return env;
+}
+
+void sk_sandbox_free(sk_sandbox *sb)
+{
+    if (!sb)
+        return;
+    sb->freeing = true;
+    sk_process *p = sb->procs;
+    sb->procs = NULL;
+    while (p) {
+        sk_process *next = p->next;
+        p->next = NULL;
+        if (p->started && !p->exited)
+            sb->provider->kill(p, SIGKILL);
+        if (p->impl && sb->provider->release)
+            sb->provider->release(p);
+        process_stop_timer(p);
+        p->sb = NULL;
+        p->ev = NULL;
+        p->exited = true;
+        p->tracked = false;
+        sk_process_unref(p); /* the list's */
+        p = next;
+    }
+    /* Waiters own their callback data: settle them rather than drop them. */
+    sk_error *closed = sk_error_new("SandboxNotReadyError", NULL, "The sandbox was closed");
+    sandbox_notify(sb, &sb->start_waiters, closed);
+    sandbox_notify(sb, &sb->stop_waiters, closed);
+    sandbox_notify(sb, &sb->destroy_waiters, closed);
+    sk_error_free(closed);
+    if (sb->provider->free)
+        sb->provider->free(sb);
+    json_decref(sb->options);
+    json_decref(sb->env);
+    free(sb->id);
+    free(sb->name);
+    free(sb);
+}

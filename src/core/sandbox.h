@@ -1,0 +1,170 @@
+/* The provider-neutral sandbox: lifecycle state machine with coalesced
+ * start/stop/destroy, and process bookkeeping (background processes, exec =
+ * spawn + wait, per-process timeout). A provider is a vtable (sk_provider)
+ * plus its own state in sb->impl; adding a provider adds one file under
+ * providers/ and one line in sk_providers[] (sandbox.c).
+ *
+ * Callbacks to the embedder (sk_lifecycle_cb, sk_process_events) may run
+ * synchronously from the call that caused them or later from the loop; the
+ * Lua binding queues them and delivers them from step. */
+#ifndef SK_SANDBOX_H
+#define SK_SANDBOX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+#include "buf.h"
+#include "error.h"
+#include "loop.h"
+
+typedef enum {
+    SK_PENDING, SK_STARTING, SK_RUNNING, SK_STOPPING,
+    SK_STOPPED, SK_DESTROYING, SK_DESTROYED, SK_ERROR
+} sk_status;
+
+const char *sk_status_name(sk_status s);
+
+typedef struct sk_sandbox sk_sandbox;
+typedef struct sk_process sk_process;
+
+typedef struct sk_result {
+    int exit_code;
+    bool timed_out;  /* exit_code is 124 */
+    bool killed;     /* ended by a signal (exit_code 128 + N) or by kill() */
+    bool cancelled;  /* ended by sk_process_cancel */
+    double execution_time_ms;
+} sk_result;
+
+typedef struct sk_spawn_opts {
+    const char *command;      /* full shell string */
+    const char *cwd;          /* NULL: the sandbox's working directory */
+    json_t *env;              /* per-command env (object of strings) or NULL; borrowed */
+    int64_t timeout_ms;       /* <= 0: none */
+    const char *stdin_data;   /* written then stdin closed (exec) */
+    size_t stdin_len;
+    bool has_stdin;
+    bool keep_stdin_open;     /* background spawn: stdin stays writable */
+    bool capture;             /* accumulate stdout/stderr on the process */
+} sk_spawn_opts;
+
+typedef struct sk_process_events {
+    void (*output)(sk_process *p, int stream /* 1 or 2 */, const char *data, size_t len, void *ud);
+    /* Exactly once. err is NULL for a result; otherwise a transport failure
+     * (owned by the process; copy it if kept). */
+    void (*exit)(sk_process *p, const sk_result *r, const sk_error *err, void *ud);
+} sk_process_events;
+
+struct sk_process {
+    sk_sandbox *sb;           /* NULL once the sandbox is freed */
+    char pid[32];             /* string pid as the provider reports it */
+    char *command;
+    sk_buf out, err;
+    bool capture;
+    bool started;             /* provider spawn succeeded */
+    bool exited;
+    bool tracked;             /* listed by sk_process_list / get */
+    bool returned_after_exit; /* get() has returned it once after exit */
+    sk_result result;
+    sk_error *error;          /* transport failure, if any */
+    double start_ms;
+    int64_t timeout_ms;
+    bool timing_out, cancelling;
+    uv_timer_t *timer;        /* timeout / kill grace; owned */
+    const sk_process_events *ev;
+    void *ev_ud;
+    void *impl;               /* provider's per-process state */
+    sk_process *next;         /* in sb->procs */
+    int refs;
+};
+
+typedef void (*sk_provider_done)(sk_sandbox *sb, sk_error *err /* stolen, NULL = ok */);
+
+typedef struct sk_provider {
+    const char *id;           /* "local", "platform", "modal", "apple-container" */
+    const char *name;         /* "LocalSandbox", ... */
+    bool handles_timeout;     /* provider enforces spawn timeouts itself */
+    /* Parse and keep the options (validated by the binding for key names and
+     * types; the provider checks values). Sync, no I/O. */
+    int (*init)(sk_sandbox *sb, const json_t *options, sk_error **err);
+    /* Async; each calls done exactly once, possibly synchronously. */
+    void (*start)(sk_sandbox *sb, sk_provider_done done);
+    void (*stop)(sk_sandbox *sb, sk_provider_done done);
+    void (*destroy)(sk_sandbox *sb, sk_provider_done done);
+    /* Start p running o->command. On success the provider later calls
+     * sk_process_output and exactly one sk_process_finish, never from
+     * inside spawn itself (a failure to start is returned as *err). */
+    int (*spawn)(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_error **err);
+    /* Signal the process (group). 0 if delivered/queued, -1 if not running. */
+    int (*kill)(sk_process *p, int sig);
+    int (*write_stdin)(sk_process *p, const char *data, size_t len, sk_error **err);
+    int (*close_stdin)(sk_process *p);
+    /* Free per-process state (after finish, or when the sandbox is freed). */
+    void (*release)(sk_process *p);
+    /* info().metadata; NULL for none. New reference. */
+    json_t *(*metadata)(sk_sandbox *sb);
+    /* Default instructions text (malloc'd), or NULL. */
+    char *(*instructions)(sk_sandbox *sb);
+    /* Free sb->impl synchronously: kill local children, close handles,
+     * cancel transfers. Remote resources are left as they are. */
+    void (*free)(sk_sandbox *sb);
+} sk_provider;
+
+extern const sk_provider *const sk_providers[];
+const sk_provider *sk_provider_find(const char *id);
+
+struct sk_sandbox {
+    const sk_provider *provider;
+    sk_loop *loop;
+    char *id;
+    char *name;
+    sk_status status;
+    double created_at_ms;     /* wall clock, ms since the epoch */
+    json_t *options;          /* the options as given (owned); never printed */
+    json_t *env;              /* sandbox-level env object (owned) */
+    void *impl;
+    sk_process *procs;
+    unsigned next_local_pid;
+    /* lifecycle waiters */
+    struct sk_waiter *start_waiters, *stop_waiters, *destroy_waiters;
+    bool start_after_stop;
+    bool freeing;
+};
+
+typedef void (*sk_lifecycle_cb)(sk_sandbox *sb, const sk_error *err, void *ud);
+
+/* Creates the sandbox object (no I/O). options: JSON object; "id", "name"
+ * and "env" are read here, the rest by the provider. */
+sk_sandbox *sk_sandbox_new(sk_loop *loop, const sk_provider *provider, const json_t *options, sk_error **err);
+void sk_sandbox_free(sk_sandbox *sb);
+/* "<prefix>-sandbox-<base36 ms>-<6 random chars>" (upstream's default ids). */
+char *sk_sandbox_default_id(const char *prefix);
+
+void sk_sandbox_start(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud);
+void sk_sandbox_stop(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud);
+void sk_sandbox_destroy(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud);
+
+/* Spawns on a running sandbox (callers ensure running first). Returns a
+ * process holding one reference for the caller, or NULL with *err. tracked:
+ * whether it is a background process listed by the process manager. */
+sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracked,
+                             const sk_process_events *ev, void *ev_ud, sk_error **err);
+
+/* Process manager (background processes). */
+sk_process *sk_process_get(sk_sandbox *sb, const char *pid); /* prune-on-read; borrowed */
+int sk_process_kill(sk_process *p, int sig); /* 0 sent, -1 already exited */
+void sk_process_cancel(sk_process *p);       /* kill, and mark the result cancelled */
+int sk_process_write_stdin(sk_process *p, const char *data, size_t len, sk_error **err);
+int sk_process_close_stdin(sk_process *p);
+void sk_process_untrack(sk_process *p);
+void sk_process_ref(sk_process *p);
+void sk_process_unref(sk_process *p);
+
+/* For providers. */
+void sk_process_output(sk_process *p, int stream, const char *data, size_t len);
+/* result NULL with err for a transport failure (err stolen). */
+void sk_process_finish(sk_process *p, const sk_result *r, sk_error *err);
+
+/* Sandbox-level env merged with a per-command env (new object). */
+json_t *sk_sandbox_merged_env(const sk_sandbox *sb, const json_t *per_command);
+
+#endif

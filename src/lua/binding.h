@@ -1,0 +1,56 @@
+/* Shared pieces of the Lua binding: the per-Lua-state core (loop + event
+ * queue), JSON <-> Lua conversion, error objects. Core callbacks only queue
+ * events here; Lua sees them when step() drains the queue. */
+#ifndef SKL_BINDING_H
+#define SKL_BINDING_H
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "../core/loop.h"
+#include "../core/sandbox.h"
+
+enum { SKL_EV_OUTPUT = 1, SKL_EV_EXIT, SKL_EV_LIFECYCLE, SKL_EV_TIMER };
+
+typedef struct skl_event {
+    int kind;
+    lua_Integer token;
+    int stream;
+    char *data;
+    size_t len;
+    sk_error *err;
+    struct skl_event *next;
+} skl_event;
+
+typedef struct skl_state {
+    sk_loop *loop;
+    skl_event *head, *tail;
+    int error_factory; /* registry ref to errors.new(kind, message, fields) */
+    int dispatch;      /* registry ref to the Lua dispatcher */
+} skl_state;
+
+/* Where a core callback delivers: the state and the Lua-side token. */
+typedef struct skl_target {
+    skl_state *st;
+    lua_Integer token;
+} skl_target;
+
+#define SKL_STATE_UPVALUE lua_upvalueindex(1)
+
+skl_state *skl_state_get(lua_State *L); /* from upvalue 1 */
+void skl_queue(skl_state *st, int kind, lua_Integer token, int stream, const char *data,
+               size_t len, const sk_error *err);
+
+/* JSON conversion. skl_to_json returns NULL and pushes nothing on success
+ * failure: it raises a Lua error naming `what` for unconvertible values. */
+json_t *skl_to_json(lua_State *L, int idx, const char *what);
+void skl_push_json(lua_State *L, const json_t *v);
+/* Pushes an error object made by the Lua error factory. */
+void skl_push_error(lua_State *L, skl_state *st, const sk_error *err);
+/* Raises it. */
+int skl_raise_error(lua_State *L, skl_state *st, const sk_error *err);
+
+void skl_open_sandbox(lua_State *L); /* registers the classes; expects the state upvalue on top */
+int skl_new_sandbox(lua_State *L);
+
+#endif

@@ -1,0 +1,509 @@
+/* luaopen_sandkit_core: the loop, the event queue and the embedding
+ * surface (step, pollfd, timeout), timers, shell quoting, JSON helpers. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/shell.h"
+#include "binding.h"
+
+#define SKL_STATE_NAME "sandkit.core.state"
+#define SKL_TIMER_NAME "sandkit.Timer"
+
+skl_state *skl_state_get(lua_State *L)
+{
+    return (skl_state *)lua_touserdata(L, SKL_STATE_UPVALUE);
+}
+
+void skl_queue(skl_state *st, int kind, lua_Integer token, int stream, const char *data,
+               size_t len, const sk_error *err)
+{
+    skl_event *e = calloc(1, sizeof *e);
+    if (!e)
+        return; /* dropping an event under OOM beats crashing the host */
+    e->kind = kind;
+    e->token = token;
+    e->stream = stream;
+    if (len) {
+        e->data = malloc(len);
+        if (!e->data) {
+            free(e);
+            return;
+        }
+        memcpy(e->data, data, len);
+        e->len = len;
+    }
+    e->err = sk_error_copy(err);
+    if (st->tail)
+        st->tail->next = e;
+    else
+        st->head = e;
+    st->tail = e;
+}
+
+static skl_event *core_pop(skl_state *st)
+{
+    skl_event *e = st->head;
+    if (e) {
+        st->head = e->next;
+        if (!st->head)
+            st->tail = NULL;
+    }
+    return e;
+}
+
+static void core_event_free(skl_event *e)
+{
+    free(e->data);
+    sk_error_free(e->err);
+    free(e);
+}
+
+/* ---- JSON <-> Lua ------------------------------------------------------- */
+
+static int core_is_array(lua_State *L, int idx, size_t *n)
+{
+    size_t count = 0;
+    lua_Integer max = 0;
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        lua_pop(L, 1);
+        if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1) {
+            lua_pop(L, 1);
+            return 0;
+        }
+        lua_Integer k = lua_tointeger(L, -1);
+        if (k > max)
+            max = k;
+        count++;
+    }
+    *n = count;
+    return (lua_Integer)count == max;
+}
+
+/* Checked first, converted second: the conversion itself never raises, so
+ * a bad value cannot leak a half-built JSON tree. */
+static void core_check_json(lua_State *L, int idx, const char *what, int depth)
+{
+    idx = lua_absindex(L, idx);
+    if (depth > 32)
+        luaL_error(L, "%s: nested too deeply", what);
+    switch (lua_type(L, idx)) {
+    case LUA_TNIL:
+    case LUA_TBOOLEAN:
+    case LUA_TSTRING:
+    case LUA_TFUNCTION: /* skipped in tables: Lua-side options */
+        return;
+    case LUA_TNUMBER:
+        if (!lua_isinteger(L, idx) && !isfinite(lua_tonumber(L, idx)))
+            luaL_error(L, "%s: number must be finite", what);
+        return;
+    case LUA_TTABLE:
+        lua_pushnil(L);
+        while (lua_next(L, idx)) {
+            if (lua_type(L, -2) == LUA_TSTRING) {
+                size_t klen;
+                const char *k = lua_tolstring(L, -2, &klen);
+                if (memchr(k, '\0', klen))
+                    luaL_error(L, "%s: key contains a NUL byte", what);
+            } else if (!lua_isinteger(L, -2)) {
+                luaL_error(L, "%s: table keys must be strings", what);
+            }
+            core_check_json(L, -1, what, depth + 1);
+            lua_pop(L, 1);
+        }
+        return;
+    default:
+        luaL_error(L, "%s: cannot pass a %s value", what, luaL_typename(L, idx));
+    }
+}
+
+static json_t *core_build_json(lua_State *L, int idx)
+{
+    idx = lua_absindex(L, idx);
+    switch (lua_type(L, idx)) {
+    case LUA_TBOOLEAN:
+        return json_boolean(lua_toboolean(L, idx));
+    case LUA_TNUMBER:
+        if (lua_isinteger(L, idx))
+            return json_integer((json_int_t)lua_tointeger(L, idx));
+        return json_real(lua_tonumber(L, idx));
+    case LUA_TSTRING: {
+        size_t len;
+        const char *s = lua_tolstring(L, idx, &len);
+        return json_stringn_nocheck(s, len);
+    }
+    case LUA_TTABLE: {
+        size_t n = 0;
+        if (core_is_array(L, idx, &n) && n > 0) {
+            json_t *arr = json_array();
+            for (size_t i = 1; i <= n; i++) {
+                lua_rawgeti(L, idx, (lua_Integer)i);
+                json_array_append_new(arr, core_build_json(L, -1));
+                lua_pop(L, 1);
+            }
+            return arr;
+        }
+        json_t *obj = json_object();
+        lua_pushnil(L);
+        while (lua_next(L, idx)) {
+            if (lua_type(L, -2) == LUA_TSTRING && lua_type(L, -1) != LUA_TFUNCTION)
+                json_object_set_new_nocheck(obj, lua_tostring(L, -2), core_build_json(L, -1));
+            lua_pop(L, 1);
+        }
+        return obj;
+    }
+    default:
+        return json_null();
+    }
+}
+
+json_t *skl_to_json(lua_State *L, int idx, const char *what)
+{
+    core_check_json(L, idx, what, 0);
+    return core_build_json(L, idx);
+}
+
+void skl_push_json(lua_State *L, const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        lua_createtable(L, 0, (int)json_object_size(v));
+        const char *k;
+        json_t *x;
+        json_object_foreach((json_t *)v, k, x) {
+            skl_push_json(L, x);
+            lua_setfield(L, -2, k);
+        }
+        break;
+    }
+    case JSON_ARRAY: {
+        lua_createtable(L, (int)json_array_size(v), 0);
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            skl_push_json(L, json_array_get(v, i));
+            lua_rawseti(L, -2, (lua_Integer)i + 1);
+        }
+        break;
+    }
+    case JSON_STRING:
+        lua_pushlstring(L, json_string_value(v), json_string_length(v));
+        break;
+    case JSON_INTEGER:
+        lua_pushinteger(L, (lua_Integer)json_integer_value(v));
+        break;
+    case JSON_REAL:
+        lua_pushnumber(L, json_real_value(v));
+        break;
+    case JSON_TRUE:
+        lua_pushboolean(L, 1);
+        break;
+    case JSON_FALSE:
+        lua_pushboolean(L, 0);
+        break;
+    default:
+        lua_pushnil(L);
+        break;
+    }
+}
+
+void skl_push_error(lua_State *L, skl_state *st, const sk_error *err)
+{
+    const char *kind = err ? err->kind : "Error";
+    const char *message = err ? err->message : "out of memory";
+    if (st->error_factory != LUA_NOREF) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, st->error_factory);
+        lua_pushstring(L, kind);
+        lua_pushstring(L, message);
+        if (err && err->fields)
+            skl_push_json(L, err->fields);
+        else
+            lua_pushnil(L);
+        lua_call(L, 3, 1);
+        return;
+    }
+    lua_pushfstring(L, "%s: %s", kind, message);
+}
+
+int skl_raise_error(lua_State *L, skl_state *st, const sk_error *err)
+{
+    skl_push_error(L, st, err);
+    return lua_error(L);
+}
+
+/* ---- the embedding surface ---------------------------------------------- */
+
+/* step(timeout_ms): one loop turn, then every queued event is handed to the
+ * dispatcher, one at a time (a dispatcher that turns the loop again keeps
+ * popping from the same queue). Returns alive, dispatched. */
+static int core_step(lua_State *L)
+{
+    skl_state *st = skl_state_get(L);
+    lua_Integer timeout = luaL_optinteger(L, 1, 0);
+    if (timeout < -1)
+        timeout = -1;
+    if (timeout > 2147483647)
+        timeout = 2147483647;
+    int alive = sk_loop_turn(st->loop, st->head ? 0 : (int)timeout);
+    int dispatched = 0;
+    skl_event *e;
+    while ((e = core_pop(st))) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, st->dispatch);
+        lua_pushinteger(L, e->token);
+        int nargs = 2;
+        switch (e->kind) {
+        case SKL_EV_OUTPUT:
+            lua_pushliteral(L, "output");
+            lua_pushinteger(L, e->stream);
+            lua_pushlstring(L, e->data ? e->data : "", e->len);
+            nargs = 4;
+            break;
+        case SKL_EV_EXIT:
+            lua_pushliteral(L, "exit");
+            break;
+        case SKL_EV_LIFECYCLE:
+            lua_pushliteral(L, "lifecycle");
+            if (e->err)
+                skl_push_error(L, st, e->err);
+            else
+                lua_pushnil(L);
+            nargs = 3;
+            break;
+        default:
+            lua_pushliteral(L, "timer");
+            break;
+        }
+        core_event_free(e);
+        dispatched++;
+        lua_call(L, nargs, 0);
+    }
+    lua_pushboolean(L, alive || st->head != NULL);
+    lua_pushinteger(L, dispatched);
+    return 2;
+}
+
+static int core_pollfd(lua_State *L)
+{
+    lua_pushinteger(L, sk_loop_fd(skl_state_get(L)->loop));
+    return 1;
+}
+
+/* Milliseconds until the loop needs a turn; 0 when events are queued;
+ * -1 for "only when the descriptor is readable". */
+static int core_timeout(lua_State *L)
+{
+    skl_state *st = skl_state_get(L);
+    lua_pushinteger(L, st->head ? 0 : sk_loop_timeout(st->loop));
+    return 1;
+}
+
+static int core_pending(lua_State *L)
+{
+    lua_pushboolean(L, skl_state_get(L)->head != NULL);
+    return 1;
+}
+
+static int core_set_dispatch(lua_State *L)
+{
+    skl_state *st = skl_state_get(L);
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_settop(L, 2);
+    luaL_unref(L, LUA_REGISTRYINDEX, st->error_factory);
+    st->error_factory = luaL_ref(L, LUA_REGISTRYINDEX);
+    luaL_unref(L, LUA_REGISTRYINDEX, st->dispatch);
+    st->dispatch = luaL_ref(L, LUA_REGISTRYINDEX);
+    return 0;
+}
+
+/* ---- timers ------------------------------------------------------------- */
+
+typedef struct core_timer {
+    uv_timer_t *handle; /* NULL once closed */
+    skl_target target;
+} core_timer;
+
+static void core_timer_closed(uv_handle_t *h) { free(h); }
+
+static void core_timer_fired(uv_timer_t *h)
+{
+    skl_target *t = h->data;
+    skl_queue(t->st, SKL_EV_TIMER, t->token, 0, NULL, 0, NULL);
+}
+
+static void core_timer_close(core_timer *t)
+{
+    if (t->handle) {
+        uv_close((uv_handle_t *)t->handle, core_timer_closed);
+        t->handle = NULL;
+    }
+}
+
+/* timer(ms, token) -> Timer; fires once with ("timer") for token. */
+static int core_timer_new(lua_State *L)
+{
+    skl_state *st = skl_state_get(L);
+    lua_Number ms = luaL_checknumber(L, 1);
+    lua_Integer token = luaL_checkinteger(L, 2);
+    luaL_argcheck(L, ms >= 0 && ms < 1e12, 1, "delay out of range");
+    core_timer *t = lua_newuserdatauv(L, sizeof *t, 0);
+    t->handle = NULL;
+    luaL_setmetatable(L, SKL_TIMER_NAME);
+    t->handle = malloc(sizeof *t->handle);
+    if (!t->handle)
+        return luaL_error(L, "out of memory");
+    t->target.st = st;
+    t->target.token = token;
+    uv_timer_init(sk_loop_uv(st->loop), t->handle);
+    t->handle->data = &t->target;
+    uv_timer_start(t->handle, core_timer_fired, (uint64_t)ceil(ms), 0);
+    return 1;
+}
+
+static int core_timer_cancel(lua_State *L)
+{
+    core_timer_close(luaL_checkudata(L, 1, SKL_TIMER_NAME));
+    return 0;
+}
+
+/* ---- shell quoting ------------------------------------------------------ */
+
+/* command(cmd, args?) -> cmd followed by each arg quoted as one word. */
+static int core_command(lua_State *L)
+{
+    size_t len;
+    const char *cmd = luaL_checklstring(L, 1, &len);
+    luaL_argcheck(L, !memchr(cmd, '\0', len), 1, "command contains a NUL byte");
+    sk_buf b = { 0 };
+    sk_buf_append(&b, cmd, len);
+    if (!lua_isnoneornil(L, 2)) {
+        luaL_checktype(L, 2, LUA_TTABLE);
+        lua_Integer n = luaL_len(L, 2);
+        for (lua_Integer i = 1; i <= n; i++) {
+            lua_geti(L, 2, i);
+            size_t alen;
+            const char *a = lua_tolstring(L, -1, &alen);
+            if (!a) {
+                sk_buf_free(&b);
+                return luaL_error(L, "bad argument #2 (args[%d] must be a string, got %s)", (int)i,
+                                  luaL_typename(L, -1));
+            }
+            if (sk_shell_append_arg(&b, a, alen) != 0) {
+                sk_buf_free(&b);
+                return luaL_error(L, "bad argument #2 (args[%d] contains a NUL byte)", (int)i);
+            }
+            lua_pop(L, 1);
+        }
+    }
+    lua_pushlstring(L, b.data ? b.data : "", b.len);
+    sk_buf_free(&b);
+    return 1;
+}
+
+static int core_quote(lua_State *L)
+{
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    sk_buf b = { 0 };
+    if (sk_shell_quote(&b, s, len) != 0) {
+        sk_buf_free(&b);
+        return luaL_argerror(L, 1, "contains a NUL byte");
+    }
+    lua_pushlstring(L, b.data ? b.data : "", b.len);
+    sk_buf_free(&b);
+    return 1;
+}
+
+static int core_now(lua_State *L)
+{
+    lua_pushnumber(L, sk_now_ms());
+    return 1;
+}
+
+static int core_provider_ids(lua_State *L)
+{
+    lua_newtable(L);
+    for (int i = 0; sk_providers[i]; i++) {
+        lua_pushstring(L, sk_providers[i]->id);
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+}
+
+/* ---- state lifetime ----------------------------------------------------- */
+
+static int core_state_gc(lua_State *L)
+{
+    skl_state *st = lua_touserdata(L, 1);
+    if (!st->loop)
+        return 0;
+    skl_event *e;
+    while ((e = core_pop(st)))
+        core_event_free(e);
+    sk_loop_free(st->loop);
+    st->loop = NULL;
+    /* events queued by handles closing during the free */
+    while ((e = core_pop(st)))
+        core_event_free(e);
+    return 0;
+}
+
+static int core_timer_gc(lua_State *L)
+{
+    core_timer_close(lua_touserdata(L, 1));
+    return 0;
+}
+
+int luaopen_sandkit_core(lua_State *L)
+{
+    static const luaL_Reg funcs[] = {
+        { "step", core_step },
+        { "pollfd", core_pollfd },
+        { "timeout", core_timeout },
+        { "pending", core_pending },
+        { "set_dispatch", core_set_dispatch },
+        { "timer", core_timer_new },
+        { "command", core_command },
+        { "quote", core_quote },
+        { "now", core_now },
+        { "provider_ids", core_provider_ids },
+        { "new_sandbox", skl_new_sandbox },
+        { NULL, NULL },
+    };
+    /* One state per Lua state: a second require returns the same module,
+     * but a fresh package.loaded entry must not make a second loop. */
+    if (lua_getfield(L, LUA_REGISTRYINDEX, SKL_STATE_NAME) != LUA_TUSERDATA) {
+        lua_pop(L, 1);
+        skl_state *st = lua_newuserdatauv(L, sizeof *st, 0);
+        memset(st, 0, sizeof *st);
+        st->error_factory = st->dispatch = LUA_NOREF;
+        lua_newtable(L);
+        lua_pushcfunction(L, core_state_gc);
+        lua_setfield(L, -2, "__gc");
+        lua_setmetatable(L, -2);
+        st->loop = sk_loop_new();
+        if (!st->loop)
+            return luaL_error(L, "sandkit: cannot initialise the event loop");
+        lua_pushvalue(L, -1);
+        lua_setfield(L, LUA_REGISTRYINDEX, SKL_STATE_NAME);
+    }
+    int state_idx = lua_gettop(L);
+
+    if (luaL_newmetatable(L, SKL_TIMER_NAME)) {
+        lua_pushcfunction(L, core_timer_gc);
+        lua_setfield(L, -2, "__gc");
+        lua_newtable(L);
+        lua_pushcfunction(L, core_timer_cancel);
+        lua_setfield(L, -2, "cancel");
+        lua_setfield(L, -2, "__index");
+    }
+    lua_pop(L, 1);
+
+    lua_newtable(L);
+    lua_pushvalue(L, state_idx);
+    luaL_setfuncs(L, funcs, 1);
+    lua_pushvalue(L, state_idx);
+    skl_open_sandbox(L); /* adds Sandbox/Process metatables; pops the state */
+    lua_pushliteral(L, "0.1.0");
+    lua_setfield(L, -2, "_VERSION");
+    return 1;
+}

@@ -1,0 +1,606 @@
+/* The sandkit.Sandbox and sandkit.Process userdata classes. Their
+ * user-facing methods are Lua functions (lua/sandkit/sandbox.lua) placed in
+ * the method tables this file creates; the C methods here are the
+ * underscore-prefixed primitives those functions build on. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "binding.h"
+
+#define SKL_SANDBOX "sandkit.Sandbox"
+#define SKL_PROCESS "sandkit.Process"
+#define SKL_PROCS "sandkit.procs" /* weak: sk_process* -> userdata */
+
+typedef struct skl_sandbox {
+    sk_sandbox *sb; /* NULL once freed */
+    skl_state *st;
+} skl_sandbox;
+
+typedef struct skl_process {
+    sk_process *p; /* NULL once released */
+    skl_target target;
+    int want_output; /* queue output events (someone streams) */
+} skl_process;
+
+static skl_sandbox *sandbox_check(lua_State *L, int idx)
+{
+    skl_sandbox *s = luaL_checkudata(L, idx, SKL_SANDBOX);
+    if (!s->sb)
+        luaL_error(L, "sandkit.Sandbox is closed");
+    return s;
+}
+
+static skl_process *process_check(lua_State *L, int idx)
+{
+    skl_process *p = luaL_checkudata(L, idx, SKL_PROCESS);
+    if (!p->p)
+        luaL_error(L, "sandkit.Process is closed");
+    return p;
+}
+
+/* ---- core callbacks: queue only -------------------------------------------- */
+
+static void sandbox_lifecycle_done(sk_sandbox *sb, const sk_error *err, void *ud)
+{
+    (void)sb;
+    skl_target *t = ud;
+    skl_queue(t->st, SKL_EV_LIFECYCLE, t->token, 0, NULL, 0, err);
+    free(t);
+}
+
+static void process_on_output(sk_process *p, int stream, const char *data, size_t len, void *ud)
+{
+    (void)p;
+    skl_process *box = ud;
+    if (box->want_output)
+        skl_queue(box->target.st, SKL_EV_OUTPUT, box->target.token, stream, data, len, NULL);
+}
+
+static void process_on_exit(sk_process *p, const sk_result *r, const sk_error *err, void *ud)
+{
+    (void)p;
+    (void)r;
+    (void)err;
+    skl_process *box = ud;
+    skl_queue(box->target.st, SKL_EV_EXIT, box->target.token, 0, NULL, 0, NULL);
+}
+
+static const sk_process_events process_events = { process_on_output, process_on_exit };
+
+/* ---- construction ----------------------------------------------------------- */
+
+/* new_sandbox(provider_id, options) -> Sandbox; raises ConfigError & co. */
+int skl_new_sandbox(lua_State *L)
+{
+    skl_state *st = skl_state_get(L);
+    const char *id = luaL_checkstring(L, 1);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    const sk_provider *prov = sk_provider_find(id);
+    if (!prov)
+        return luaL_error(L, "unknown sandbox provider '%s'", id);
+    json_t *opts = skl_to_json(L, 2, "options");
+    skl_sandbox *s = lua_newuserdatauv(L, sizeof *s, 1);
+    s->sb = NULL;
+    s->st = st;
+    luaL_setmetatable(L, SKL_SANDBOX);
+    lua_newtable(L);
+    lua_setiuservalue(L, -2, 1);
+    sk_error *err = NULL;
+    s->sb = sk_sandbox_new(st->loop, prov, opts, &err);
+    json_decref(opts);
+    if (!s->sb) {
+        skl_push_error(L, st, err);
+        sk_error_free(err);
+        return lua_error(L);
+    }
+    return 1;
+}
+
+/* ---- Sandbox ----------------------------------------------------------------- */
+
+static int sandbox_lifecycle(lua_State *L, void (*op)(sk_sandbox *, sk_lifecycle_cb, void *))
+{
+    skl_sandbox *s = sandbox_check(L, 1);
+    lua_Integer token = luaL_checkinteger(L, 2);
+    skl_target *t = malloc(sizeof *t);
+    if (!t)
+        return luaL_error(L, "out of memory");
+    t->st = s->st;
+    t->token = token;
+    op(s->sb, sandbox_lifecycle_done, t);
+    return 0;
+}
+
+static int sandbox_start(lua_State *L) { return sandbox_lifecycle(L, sk_sandbox_start); }
+static int sandbox_stop(lua_State *L) { return sandbox_lifecycle(L, sk_sandbox_stop); }
+static int sandbox_destroy(lua_State *L) { return sandbox_lifecycle(L, sk_sandbox_destroy); }
+
+static void process_remember(lua_State *L, sk_process *p, int ud_idx)
+{
+    ud_idx = lua_absindex(L, ud_idx);
+    lua_getfield(L, LUA_REGISTRYINDEX, SKL_PROCS);
+    lua_pushvalue(L, ud_idx);
+    lua_rawsetp(L, -2, p);
+    lua_pop(L, 1);
+}
+
+static int process_push_known(lua_State *L, sk_process *p)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, SKL_PROCS);
+    int t = lua_rawgetp(L, -1, p);
+    lua_remove(L, -2);
+    if (t == LUA_TUSERDATA)
+        return 1;
+    lua_pop(L, 1);
+    return 0;
+}
+
+static const char *opt_string(lua_State *L, int t, const char *key)
+{
+    lua_getfield(L, t, key);
+    const char *v = lua_tostring(L, -1);
+    lua_pop(L, 1); /* the string stays anchored in the options table */
+    return v;
+}
+
+/* _spawn(command, opts, tracked, token) -> Process | nil, err
+ * opts (validated in Lua): cwd, env, timeout, stdin, keep_stdin_open,
+ * capture, stream. */
+static int sandbox_spawn(lua_State *L)
+{
+    skl_sandbox *s = sandbox_check(L, 1);
+    size_t clen;
+    const char *command = luaL_checklstring(L, 2, &clen);
+    luaL_argcheck(L, !memchr(command, '\0', clen), 2, "command contains a NUL byte");
+    luaL_checktype(L, 3, LUA_TTABLE);
+    int tracked = lua_toboolean(L, 4);
+    lua_Integer token = luaL_checkinteger(L, 5);
+
+    sk_spawn_opts o = { .command = command, .capture = true };
+    o.cwd = opt_string(L, 3, "cwd");
+    lua_getfield(L, 3, "timeout");
+    o.timeout_ms = (int64_t)lua_tonumber(L, -1);
+    lua_pop(L, 1);
+    lua_getfield(L, 3, "stdin");
+    if (lua_type(L, -1) == LUA_TSTRING) {
+        o.stdin_data = lua_tolstring(L, -1, &o.stdin_len);
+        o.has_stdin = true;
+    }
+    lua_pop(L, 1);
+    lua_getfield(L, 3, "keep_stdin_open");
+    o.keep_stdin_open = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    lua_getfield(L, 3, "capture");
+    o.capture = lua_isnil(L, -1) || lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    lua_getfield(L, 3, "stream");
+    int stream = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    json_t *env = NULL;
+    if (lua_getfield(L, 3, "env") == LUA_TTABLE)
+        env = skl_to_json(L, -1, "env");
+    lua_pop(L, 1);
+    o.env = env;
+
+    skl_process *box = lua_newuserdatauv(L, sizeof *box, 2);
+    box->p = NULL;
+    box->target.st = s->st;
+    box->target.token = token;
+    box->want_output = stream;
+    luaL_setmetatable(L, SKL_PROCESS);
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 1); /* the sandbox outlives its processes */
+    lua_newtable(L);
+    lua_setiuservalue(L, -2, 2);
+
+    sk_error *err = NULL;
+    box->p = sk_sandbox_spawn(s->sb, &o, tracked, &process_events, box, &err);
+    json_decref(env);
+    if (!box->p) {
+        lua_pushnil(L);
+        skl_push_error(L, s->st, err);
+        sk_error_free(err);
+        return 2;
+    }
+    process_remember(L, box->p, -1);
+    return 1;
+}
+
+/* A start hook failed: the sandbox is in error until the next start. */
+static int sandbox_mark_error(lua_State *L)
+{
+    skl_sandbox *s = sandbox_check(L, 1);
+    if (s->sb->status == SK_RUNNING)
+        s->sb->status = SK_ERROR;
+    return 0;
+}
+
+static int sandbox_state(lua_State *L)
+{
+    luaL_checkudata(L, 1, SKL_SANDBOX);
+    lua_getiuservalue(L, 1, 1);
+    return 1;
+}
+
+static int sandbox_info(lua_State *L)
+{
+    skl_sandbox *s = sandbox_check(L, 1);
+    sk_sandbox *sb = s->sb;
+    lua_createtable(L, 0, 6);
+    lua_pushstring(L, sb->id);
+    lua_setfield(L, -2, "id");
+    lua_pushstring(L, sb->name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, sb->provider->id);
+    lua_setfield(L, -2, "provider");
+    lua_pushstring(L, sk_status_name(sb->status));
+    lua_setfield(L, -2, "status");
+    time_t secs = (time_t)(sb->created_at_ms / 1000.0);
+    struct tm tm;
+    char iso[40];
+    gmtime_r(&secs, &tm);
+    size_t n = strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(iso + n, sizeof iso - n, ".%03dZ", (int)((long long)sb->created_at_ms % 1000));
+    lua_pushstring(L, iso);
+    lua_setfield(L, -2, "created_at");
+    json_t *meta = sb->provider->metadata ? sb->provider->metadata(sb) : NULL;
+    if (meta)
+        skl_push_json(L, meta);
+    else
+        lua_newtable(L);
+    json_decref(meta);
+    lua_setfield(L, -2, "metadata");
+    return 1;
+}
+
+static int sandbox_default_instructions(lua_State *L)
+{
+    skl_sandbox *s = sandbox_check(L, 1);
+    char *text = s->sb->provider->instructions ? s->sb->provider->instructions(s->sb) : NULL;
+    if (!text)
+        return 0;
+    lua_pushstring(L, text);
+    free(text);
+    return 1;
+}
+
+/* _get(pid) -> Process | nil (prune-on-read in the core) */
+static int sandbox_get(lua_State *L)
+{
+    skl_sandbox *s = sandbox_check(L, 1);
+    const char *pid = luaL_checkstring(L, 2);
+    sk_process *p = sk_process_get(s->sb, pid);
+    if (!p || !process_push_known(L, p))
+        return 0;
+    return 1;
+}
+
+/* _list() -> array of Process (tracked ones, newest last) */
+static int sandbox_list(lua_State *L)
+{
+    skl_sandbox *s = sandbox_check(L, 1);
+    lua_newtable(L);
+    int n = 0;
+    for (sk_process *p = s->sb->procs; p; p = p->next) {
+        if (!p->tracked || !process_push_known(L, p))
+            continue;
+        lua_rawseti(L, -2, ++n);
+    }
+    /* procs is newest first; report in spawn order */
+    for (int i = 1, j = n; i < j; i++, j--) {
+        lua_rawgeti(L, -1, i);
+        lua_rawgeti(L, -2, j);
+        lua_rawseti(L, -3, i);
+        lua_rawseti(L, -2, j);
+    }
+    return 1;
+}
+
+static int sandbox_index(lua_State *L)
+{
+    skl_sandbox *s = luaL_checkudata(L, 1, SKL_SANDBOX);
+    /* methods first (upvalue 1) */
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
+        return 1;
+    lua_pop(L, 1);
+    const char *key = lua_tostring(L, 2);
+    if (!key)
+        return 0;
+    if (!s->sb) {
+        if (strcmp(key, "status") == 0) {
+            lua_pushliteral(L, "destroyed");
+            return 1;
+        }
+        return 0;
+    }
+    if (strcmp(key, "id") == 0)
+        lua_pushstring(L, s->sb->id);
+    else if (strcmp(key, "name") == 0)
+        lua_pushstring(L, s->sb->name);
+    else if (strcmp(key, "provider") == 0)
+        lua_pushstring(L, s->sb->provider->id);
+    else if (strcmp(key, "status") == 0)
+        lua_pushstring(L, sk_status_name(s->sb->status));
+    else if (strcmp(key, "processes") == 0) {
+        /* the process manager is a Lua object kept in the state table */
+        lua_getiuservalue(L, 1, 1);
+        lua_getfield(L, -1, "processes");
+    } else
+        return 0;
+    return 1;
+}
+
+static int sandbox_newindex(lua_State *L)
+{
+    luaL_checkudata(L, 1, SKL_SANDBOX);
+    return luaL_error(L, "sandkit.Sandbox field '%s' is read-only", luaL_tolstring(L, 2, NULL));
+}
+
+static int sandbox_tostring(lua_State *L)
+{
+    skl_sandbox *s = luaL_checkudata(L, 1, SKL_SANDBOX);
+    if (s->sb)
+        lua_pushfstring(L, "sandkit.Sandbox (%s %s, %s): %p", s->sb->provider->id, s->sb->id,
+                        sk_status_name(s->sb->status), (void *)s);
+    else
+        lua_pushfstring(L, "sandkit.Sandbox (closed): %p", (void *)s);
+    return 1;
+}
+
+static int sandbox_gc(lua_State *L)
+{
+    skl_sandbox *s = luaL_checkudata(L, 1, SKL_SANDBOX);
+    if (s->sb) {
+        sk_sandbox_free(s->sb);
+        s->sb = NULL;
+    }
+    return 0;
+}
+
+/* ---- Process ----------------------------------------------------------------- */
+
+static void process_push_buf(lua_State *L, const sk_buf *b)
+{
+    lua_pushlstring(L, b->data ? b->data : "", b->len);
+}
+
+/* _result() -> result table | nil, err (transport failure) | nothing while running */
+static int process_result(lua_State *L)
+{
+    skl_process *box = process_check(L, 1);
+    sk_process *p = box->p;
+    if (!p->exited)
+        return 0;
+    skl_sandbox *s = NULL;
+    lua_getiuservalue(L, 1, 1);
+    s = lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    if (p->error) {
+        lua_pushnil(L);
+        skl_push_error(L, s->st, p->error);
+        return 2;
+    }
+    const sk_result *r = &p->result;
+    lua_createtable(L, 0, 10);
+    lua_pushinteger(L, r->exit_code);
+    lua_setfield(L, -2, "exit_code");
+    lua_pushboolean(L, r->exit_code == 0 && !r->timed_out && !r->cancelled);
+    lua_setfield(L, -2, "success");
+    process_push_buf(L, &p->out);
+    lua_setfield(L, -2, "stdout");
+    process_push_buf(L, &p->err);
+    lua_setfield(L, -2, "stderr");
+    lua_pushnumber(L, r->execution_time_ms);
+    lua_setfield(L, -2, "execution_time_ms");
+    lua_pushboolean(L, r->timed_out);
+    lua_setfield(L, -2, "timed_out");
+    lua_pushboolean(L, r->killed);
+    lua_setfield(L, -2, "killed");
+    if (r->cancelled) {
+        lua_pushboolean(L, 1);
+        lua_setfield(L, -2, "cancelled");
+    }
+    lua_pushstring(L, p->command);
+    lua_setfield(L, -2, "command");
+    return 1;
+}
+
+static int process_kill(lua_State *L)
+{
+    skl_process *box = process_check(L, 1);
+    int sig = (int)luaL_optinteger(L, 2, SIGKILL);
+    luaL_argcheck(L, sig > 0 && sig < 65, 2, "not a signal number");
+    lua_pushboolean(L, sk_process_kill(box->p, sig) == 0);
+    return 1;
+}
+
+static int process_cancel(lua_State *L)
+{
+    sk_process_cancel(process_check(L, 1)->p);
+    return 0;
+}
+
+static int process_write(lua_State *L)
+{
+    skl_process *box = process_check(L, 1);
+    size_t len;
+    const char *data = luaL_checklstring(L, 2, &len);
+    sk_error *err = NULL;
+    if (sk_process_write_stdin(box->p, data, len, &err) != 0) {
+        lua_getiuservalue(L, 1, 1);
+        skl_sandbox *s = lua_touserdata(L, -1);
+        lua_pushnil(L);
+        skl_push_error(L, s->st, err);
+        sk_error_free(err);
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int process_close_stdin(lua_State *L)
+{
+    lua_pushboolean(L, sk_process_close_stdin(process_check(L, 1)->p) == 0);
+    return 1;
+}
+
+static int process_untrack(lua_State *L)
+{
+    sk_process_untrack(process_check(L, 1)->p);
+    return 0;
+}
+
+static int process_set_stream(lua_State *L)
+{
+    process_check(L, 1)->want_output = lua_toboolean(L, 2);
+    return 0;
+}
+
+static int process_state(lua_State *L)
+{
+    luaL_checkudata(L, 1, SKL_PROCESS);
+    lua_getiuservalue(L, 1, 2);
+    return 1;
+}
+
+static int process_sandbox(lua_State *L)
+{
+    luaL_checkudata(L, 1, SKL_PROCESS);
+    lua_getiuservalue(L, 1, 1);
+    return 1;
+}
+
+static int process_index(lua_State *L)
+{
+    skl_process *box = luaL_checkudata(L, 1, SKL_PROCESS);
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
+        return 1;
+    lua_pop(L, 1);
+    const char *key = lua_tostring(L, 2);
+    sk_process *p = box->p;
+    if (!key || !p)
+        return 0;
+    if (strcmp(key, "pid") == 0)
+        lua_pushstring(L, p->pid);
+    else if (strcmp(key, "command") == 0)
+        lua_pushstring(L, p->command);
+    else if (strcmp(key, "exit_code") == 0) {
+        if (!p->exited || p->error)
+            return 0;
+        lua_pushinteger(L, p->result.exit_code);
+    } else if (strcmp(key, "stdout") == 0)
+        process_push_buf(L, &p->out);
+    else if (strcmp(key, "stderr") == 0)
+        process_push_buf(L, &p->err);
+    else if (strcmp(key, "running") == 0)
+        lua_pushboolean(L, !p->exited);
+    else
+        return 0;
+    return 1;
+}
+
+static int process_tostring(lua_State *L)
+{
+    skl_process *box = luaL_checkudata(L, 1, SKL_PROCESS);
+    if (box->p)
+        lua_pushfstring(L, "sandkit.Process (pid %s, %s): %p", box->p->pid,
+                        box->p->exited ? "exited" : "running", (void *)box);
+    else
+        lua_pushfstring(L, "sandkit.Process (closed): %p", (void *)box);
+    return 1;
+}
+
+static int process_gc(lua_State *L)
+{
+    skl_process *box = luaL_checkudata(L, 1, SKL_PROCESS);
+    if (box->p) {
+        /* no more callbacks into this box; the sandbox may keep tracking */
+        box->p->ev = NULL;
+        box->p->ev_ud = NULL;
+        sk_process_unref(box->p);
+        box->p = NULL;
+    }
+    return 0;
+}
+
+/* ---- registration -------------------------------------------------------------- */
+
+static void sandbox_class(lua_State *L, const char *name, const luaL_Reg *prims,
+                          lua_CFunction index, lua_CFunction tostring, lua_CFunction gc,
+                          lua_CFunction newindex, int state_idx, const char *methods_field, int module_idx)
+{
+    luaL_newmetatable(L, name);
+    int mt = lua_gettop(L);
+    lua_newtable(L); /* methods */
+    int methods = lua_gettop(L);
+    lua_pushvalue(L, state_idx);
+    luaL_setfuncs(L, prims, 1);
+    lua_pushvalue(L, methods);
+    lua_setfield(L, module_idx, methods_field);
+    lua_pushvalue(L, methods);
+    lua_pushcclosure(L, index, 1);
+    lua_setfield(L, mt, "__index");
+    if (newindex) {
+        lua_pushcfunction(L, newindex);
+        lua_setfield(L, mt, "__newindex");
+    }
+    lua_pushcfunction(L, tostring);
+    lua_setfield(L, mt, "__tostring");
+    lua_pushcfunction(L, gc);
+    lua_setfield(L, mt, "__gc");
+    lua_pushvalue(L, mt);
+    lua_setfield(L, module_idx, methods_field[0] == 's' ? "Sandbox" : "Process");
+    lua_settop(L, mt - 1);
+}
+
+void skl_open_sandbox(lua_State *L)
+{
+    static const luaL_Reg sandbox_prims[] = {
+        { "_start", sandbox_start },
+        { "_stop", sandbox_stop },
+        { "_destroy", sandbox_destroy },
+        { "_spawn", sandbox_spawn },
+        { "_state", sandbox_state },
+        { "_mark_error", sandbox_mark_error },
+        { "_info", sandbox_info },
+        { "_default_instructions", sandbox_default_instructions },
+        { "_get", sandbox_get },
+        { "_list", sandbox_list },
+        { NULL, NULL },
+    };
+    static const luaL_Reg process_prims[] = {
+        { "_result", process_result },
+        { "_kill", process_kill },
+        { "_cancel", process_cancel },
+        { "_write", process_write },
+        { "_close_stdin", process_close_stdin },
+        { "_untrack", process_untrack },
+        { "_set_stream", process_set_stream },
+        { "_state", process_state },
+        { "_sandbox", process_sandbox },
+        { NULL, NULL },
+    };
+    int state_idx = lua_gettop(L);
+    int module_idx = state_idx - 1;
+    sandbox_class(L, SKL_SANDBOX, sandbox_prims, sandbox_index, sandbox_tostring, sandbox_gc,
+                  sandbox_newindex, state_idx, "sandbox_methods", module_idx);
+    sandbox_class(L, SKL_PROCESS, process_prims, process_index, process_tostring, process_gc, NULL,
+                  state_idx, "process_methods", module_idx);
+    /* weak-valued map from core process to its userdata */
+    if (lua_getfield(L, LUA_REGISTRYINDEX, SKL_PROCS) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_newtable(L);
+        lua_pushliteral(L, "v");
+        lua_setfield(L, -2, "__mode");
+        lua_setmetatable(L, -2);
+        lua_setfield(L, LUA_REGISTRYINDEX, SKL_PROCS);
+    } else {
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1); /* the state */
+}
