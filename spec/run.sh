@@ -1,0 +1,47 @@
+#!/bin/sh
+# Runs every test (busted specs, C test programs, reference-server tests)
+# and ends with one line: "N passed, N failed[, N skipped]" (CI reads it).
+set -u
+LUA=${LUA:-lua5.4}
+root=$(pwd)
+out="$root/build/test-results"
+rm -rf "$out"
+mkdir -p "$out"
+export LUA_CPATH="$root/build/?.so;;"
+export LUA_PATH="$root/lua/?.lua;$root/lua/?/init.lua;$root/spec/?.lua;;"
+
+# A runner that crashed or hung without printing a verdict counts as failed.
+run_tap() { # name, command...
+  name=$1; shift
+  printf '== %s\n' "$name"
+  timeout -k 10 "${SANDKIT_TEST_TIMEOUT:-900}" "$@" > "$out/$name.tap" 2>&1
+  rc=$?
+  if [ $rc -ne 0 ] && ! grep -q '^not ok' "$out/$name.tap"; then
+    echo "not ok 0 - $name exited with status $rc" >> "$out/$name.tap"
+  fi
+  grep -E '^not ok' "$out/$name.tap" | sed 's/^/   /'
+}
+
+for f in $(ls spec/*_spec.lua spec/*/*_spec.lua 2>/dev/null | sort); do
+  name=$(echo "$f" | sed 's|^spec/||; s|/|-|g; s|\.lua$||')
+  run_tap "$name" "$LUA" /usr/bin/busted -o TAP "$f"
+done
+for t in build/test/*_test; do
+  [ -x "$t" ] && run_tap "$(basename "$t")" "$t"
+done
+for f in spec/servers/*/test/*.test.mjs; do
+  [ -f "$f" ] || continue
+  name=$(echo "$f" | sed 's|^spec/servers/||; s|/test/|-|; s|\.test\.mjs$||')
+  run_tap "node-$name" node --test --test-reporter=tap "$f"
+done
+
+# Count top-level TAP results; "# SKIP"/"# TODO" ones are skipped.
+cat "$out"/*.tap | awk '
+  /^ok / { if ($0 ~ /# (SKIP|skip|TODO|todo)/) s++; else p++ }
+  /^not ok / { if ($0 ~ /# (TODO|todo)/) s++; else f++ }
+  END {
+    line = sprintf("%d passed, %d failed", p, f)
+    if (s) line = line sprintf(", %d skipped", s)
+    print line
+    exit (f > 0)
+  }'
