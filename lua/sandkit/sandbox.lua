@@ -42,6 +42,15 @@ end
 
 local function state(sb) return sb:_state() end
 
+-- Methods are plain Lua functions: check self so misuse reads
+-- "sandkit.Sandbox expected, got nil".
+local function check(self, class, fname)
+  if getmetatable(self) ~= class then
+    error(("bad argument #1 to '%s' (%s expected, got %s)"):format(fname, class.__name,
+      type(self) == "userdata" and (getmetatable(self) or {}).__name or type(self)), 3)
+  end
+end
+
 -- ---- lifecycle ----------------------------------------------------------------
 
 local function lifecycle(sb, prim)
@@ -85,6 +94,7 @@ end
 
 --- Provisions or reconnects; idempotent; concurrent calls share one start.
 function S:start()
+  check(self, core.Sandbox, "start")
   if self.status == "running" and not state(self).start_slot then return true end
   return shared(self, "start_slot", function()
     local err = lifecycle(self, "_start")
@@ -96,6 +106,7 @@ function S:start()
 end
 
 function S:stop()
+  check(self, core.Sandbox, "stop")
   return shared(self, "stop_slot", function()
     local s = self.status
     if s == "pending" or s == "stopped" or s == "destroyed" then return nil end
@@ -105,6 +116,7 @@ function S:stop()
 end
 
 function S:destroy()
+  check(self, core.Sandbox, "destroy")
   return shared(self, "destroy_slot", function()
     if self.status == "destroyed" then return nil end
     local herr = run_hook(self, "on_destroy")
@@ -114,6 +126,7 @@ end
 
 --- Starts the sandbox unless it is running (upstream ensureRunning).
 function S:ensure_running()
+  check(self, core.Sandbox, "ensure_running")
   local s = self.status
   if s == "running" then return true end
   if s == "destroyed" or s == "destroying" then
@@ -183,6 +196,7 @@ end
 
 --- Starts a command and returns an operation (op:wait(), op:cancel()).
 function S:exec_async(command, args, opts)
+  check(self, core.Sandbox, "exec_async")
   if type(command) ~= "string" then argerror(1, "exec", "string expected, got " .. type(command)) end
   if args ~= nil and type(args) ~= "table" then argerror(2, "exec", "table of arguments expected, got " .. type(args)) end
   local line = core.command(command, args)
@@ -206,6 +220,7 @@ end
 
 --- Runs a command and waits: returns the result table, or nil, err.
 function S:exec(command, args, opts)
+  check(self, core.Sandbox, "exec")
   return self:exec_async(command, args, opts):wait()
 end
 
@@ -304,32 +319,38 @@ M.Manager = Manager
 
 --- Waits for the process: its result table (idempotent), or nil, err.
 function P:wait()
+  check(self, core.Process, "wait")
   return scheduler.await(self:_state().rec)
 end
 
 --- Kills the process group (SIGKILL). False if it had already exited.
 function P:kill()
+  check(self, core.Process, "kill")
   return self:_kill()
 end
 
 --- Writes to stdin: true, or nil, err when the process has exited.
 function P:send_stdin(data)
+  check(self, core.Process, "send_stdin")
   if type(data) ~= "string" then argerror(1, "send_stdin", "string expected, got " .. type(data)) end
   return self:_write(data)
 end
 
 function P:close_stdin()
+  check(self, core.Process, "close_stdin")
   return self:_close_stdin()
 end
 
 -- ---- the rest of the sandbox ---------------------------------------------------
 
 function S:info()
+  check(self, core.Sandbox, "info")
   return self:_info()
 end
 
 --- Text describing the sandbox for an agent.
 function S:instructions(context)
+  check(self, core.Sandbox, "instructions")
   local default = self:_default_instructions() or ""
   local ins = state(self).options.instructions
   if type(ins) == "string" then return ins end
@@ -342,6 +363,7 @@ end
 --- A new, unstarted sandbox with the same options, a fresh id unless
 -- overridden, and the overrides applied. No I/O.
 function S:clone(overrides)
+  check(self, core.Sandbox, "clone")
   if overrides ~= nil and type(overrides) ~= "table" then
     argerror(1, "clone", "table expected, got " .. type(overrides))
   end

@@ -6,7 +6,9 @@ local errors = require "sandkit.errors"
 
 local M = {}
 
-local records = {}          -- token -> record awaiting core events
+-- token -> record awaiting core events. Weak: whoever waits for a record
+-- holds it, and a record nobody holds must not keep its sandbox alive.
+local records = setmetatable({}, { __mode = "v" })
 local next_token = 0
 local ready = {}            -- FIFO of task coroutines to resume
 local ready_first, ready_last = 1, 0

@@ -1,0 +1,541 @@
+/* sk_http against the loopback echo server (spec/servers/echo): HTTP/1.1,
+ * h2c prior knowledge with trailers, HTTPS with a private CA, reuse,
+ * timeouts, refused connections, cancel, shutdown with requests in flight. */
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "../servers/echo/harness.h"
+#include "buf.h"
+#include "http.h"
+#include "log.h"
+#include "loop.h"
+
+typedef struct call {
+    sk_http *req;
+    int done, heads, datas, trailer_calls;
+    int head_status;
+    bool data_before_head;
+    int cancel_after_datas; /* > 0: cancel itself in the Nth data callback */
+    sk_http_err err;
+    int status, http_version, curl_code;
+    long connects;
+    char error[1024];
+    sk_buf body;
+    char grpc_status_trailer[16], grpc_status_header[16], grpc_message[64], ctype[64];
+    size_t n_trailers;
+    double t_start, t_end;
+} call;
+
+static void on_head(sk_http *req, int status, const sk_http_header *h, size_t n, void *ud)
+{
+    (void)req;
+    call *c = ud;
+    c->heads++;
+    c->head_status = status;
+    const char *ct = sk_http_header_get(h, n, "content-type");
+    snprintf(c->ctype, sizeof c->ctype, "%s", ct ? ct : "");
+    const char *gs = sk_http_header_get(h, n, "grpc-status");
+    snprintf(c->grpc_status_header, sizeof c->grpc_status_header, "%s", gs ? gs : "");
+}
+
+static void on_data(sk_http *req, const char *data, size_t len, void *ud)
+{
+    call *c = ud;
+    if (c->heads == 0)
+        c->data_before_head = true;
+    c->datas++;
+    sk_buf_append(&c->body, data, len);
+    if (c->cancel_after_datas && c->datas == c->cancel_after_datas) {
+        sk_http_cancel(req);
+        c->req = NULL;
+    }
+}
+
+static void on_trailers(sk_http *req, const sk_http_header *t, size_t n, void *ud)
+{
+    (void)req;
+    call *c = ud;
+    c->trailer_calls++;
+    const char *gs = sk_http_header_get(t, n, "grpc-status");
+    const char *gm = sk_http_header_get(t, n, "grpc-message");
+    snprintf(c->grpc_status_trailer, sizeof c->grpc_status_trailer, "%s", gs ? gs : "");
+    snprintf(c->grpc_message, sizeof c->grpc_message, "%s", gm ? gm : "");
+}
+
+static void on_done(sk_http *req, const sk_http_result *r, void *ud)
+{
+    (void)req;
+    call *c = ud;
+    c->done++;
+    c->req = NULL;
+    c->t_end = sk_now_ms();
+    c->err = r->err;
+    c->status = r->status;
+    c->http_version = r->http_version;
+    c->curl_code = r->curl_code;
+    c->connects = r->connects;
+    c->n_trailers = r->n_trailers;
+    snprintf(c->error, sizeof c->error, "%s", r->error ? r->error : "");
+    if (r->body)
+        sk_buf_append(&c->body, r->body, r->body_len);
+}
+
+static const sk_http_callbacks cb_all = { on_head, NULL, on_trailers, on_done };
+static const sk_http_callbacks cb_stream = { on_head, on_data, on_trailers, on_done };
+
+static void call_reset(call *c)
+{
+    sk_buf_free(&c->body);
+    memset(c, 0, sizeof *c);
+}
+
+static bool start(sk_loop *loop, call *c, const sk_http_request *q, bool stream)
+{
+    c->t_start = sk_now_ms();
+    const char *err = NULL;
+    c->req = sk_http_start(loop, q, stream ? &cb_stream : &cb_all, c, &err);
+    if (!c->req)
+        tap_note("sk_http_start failed: %s", err ? err : "?");
+    return c->req != NULL;
+}
+
+static bool fetch(sk_loop *loop, call *c, const sk_http_request *q)
+{
+    call_reset(c);
+    if (!start(loop, c, q, false))
+        return false;
+    return run_until(loop, &c->done, 1, 15000);
+}
+
+static json_t *parse(const call *c)
+{
+    return c->body.len ? json_loadb(c->body.data, c->body.len, 0, NULL) : NULL;
+}
+
+static const char *jstr(json_t *o, const char *path1, const char *path2)
+{
+    json_t *v = json_object_get(o, path1);
+    if (path2)
+        v = json_object_get(v, path2);
+    return json_string_value(v);
+}
+
+static int closed_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof a;
+    bind(fd, (struct sockaddr *)&a, sizeof a);
+    getsockname(fd, (struct sockaddr *)&a, &len);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static long server_stat(sk_loop *loop, const echo_server *s, const char *group, const char *key)
+{
+    char *body = echo_admin(loop, s, "/__admin/stats", NULL);
+    json_t *j = body ? json_loads(body, 0, NULL) : NULL;
+    long v = j ? (long)json_integer_value(json_object_get(json_object_get(j, group), key)) : -1;
+    json_decref(j);
+    free(body);
+    return v;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* ---- cases --------------------------------------------------------------------- */
+
+static void test_get_post(sk_loop *loop, const echo_server *s)
+{
+    char url[256];
+    call c = { 0 };
+    snprintf(url, sizeof url, "%s/hello", s->base);
+    sk_http_request q = { .url = url };
+    bool fin = fetch(loop, &c, &q);
+    json_t *j = parse(&c);
+    tap_ok(fin && c.done == 1 && c.err == SK_HTTP_OK && c.status == 200 && c.heads == 1 &&
+               c.head_status == 200 && c.http_version == 11 && strstr(c.ctype, "application/json") &&
+               j && strcmp(jstr(j, "hello", NULL), "world") == 0 && c.error[0] == '\0',
+           "GET /hello: 200, JSON body, head callback, HTTP/1.1 (err=%d status=%d v=%d)", c.err,
+           c.status, c.http_version);
+    json_decref(j);
+
+    const char *payload = "{\"name\":\"sandkit\",\"n\":42}";
+    sk_http_header hs[] = { { "Content-Type", "application/json" }, { "X-Test", "yes" },
+                            { "Authorization", "Bearer not-logged" } };
+    snprintf(url, sizeof url, "%s/echo?x=1", s->base);
+    q = (sk_http_request){ .url = url, .headers = hs, .n_headers = 3, .body = payload,
+                           .body_len = strlen(payload) };
+    fin = fetch(loop, &c, &q);
+    j = parse(&c);
+    json_t *sent = j ? json_loads(jstr(j, "body", NULL), 0, NULL) : NULL;
+    tap_ok(fin && c.status == 200 && j && strcmp(jstr(j, "method", NULL), "POST") == 0 &&
+               strcmp(jstr(j, "headers", "content-type"), "application/json") == 0 &&
+               strcmp(jstr(j, "headers", "x-test"), "yes") == 0 &&
+               !json_object_get(json_object_get(j, "headers"), "expect") && sent &&
+               json_integer_value(json_object_get(sent, "n")) == 42,
+           "POST /echo JSON: method, headers and body arrive; no Expect header");
+    json_decref(sent);
+    json_decref(j);
+
+    /* PUT with a body, DELETE without, and no invented form content type. */
+    q = (sk_http_request){ .method = "PUT", .url = url, .body = "raw", .body_len = 3 };
+    fin = fetch(loop, &c, &q);
+    j = parse(&c);
+    tap_ok(fin && j && strcmp(jstr(j, "method", NULL), "PUT") == 0 &&
+               strcmp(jstr(j, "body", NULL), "raw") == 0 &&
+               !json_object_get(json_object_get(j, "headers"), "content-type"),
+           "PUT with a body and no content type sends none");
+    json_decref(j);
+    q = (sk_http_request){ .method = "DELETE", .url = url };
+    fin = fetch(loop, &c, &q);
+    j = parse(&c);
+    tap_ok(fin && j && strcmp(jstr(j, "method", NULL), "DELETE") == 0, "DELETE");
+    json_decref(j);
+
+    snprintf(url, sizeof url, "%s/status/404", s->base);
+    q = (sk_http_request){ .url = url };
+    fin = fetch(loop, &c, &q);
+    j = parse(&c);
+    tap_ok(fin && c.err == SK_HTTP_OK && c.status == 404 && j &&
+               strcmp(jstr(j, "error", "type"), "test_error") == 0,
+           "non-2xx is a response, not a transport error (404 + body)");
+    json_decref(j);
+
+    snprintf(url, sizeof url, "%s/big?bytes=5000000", s->base);
+    q = (sk_http_request){ .url = url };
+    fin = fetch(loop, &c, &q);
+    tap_ok(fin && c.status == 200 && c.body.len == 5000000 && c.body.data[4999999] == 'a',
+           "5 MB body accumulated (%zu bytes)", c.body.len);
+    call_reset(&c);
+}
+
+static void test_streaming(sk_loop *loop, const echo_server *s)
+{
+    char url[256];
+    call c = { 0 };
+    snprintf(url, sizeof url, "%s/stream?n=5&ms=20", s->base);
+    sk_http_request q = { .url = url };
+    start(loop, &c, &q, true);
+    run_until(loop, &c.done, 1, 10000);
+    tap_ok(c.done == 1 && c.status == 200 && c.datas >= 2 && !c.data_before_head &&
+               c.body.len == 5 * strlen("chunk 0\n") && strncmp(c.body.data, "chunk 0\nchunk 1\n", 16) == 0,
+           "streaming body: %d data callbacks after the head, all bytes in order", c.datas);
+    call_reset(&c);
+
+    /* Cancel from inside the data callback: nothing more arrives. */
+    snprintf(url, sizeof url, "%s/stream?n=50&ms=5", s->base);
+    q = (sk_http_request){ .url = url };
+    c.cancel_after_datas = 2;
+    start(loop, &c, &q, true);
+    call probe = { 0 };
+    int spins = 0;
+    while (c.datas < 2 && spins++ < 1000)
+        sk_loop_turn(loop, 20);
+    snprintf(url, sizeof url, "%s/slow?ms=300", s->base);
+    sk_http_request q2 = { .url = url };
+    fetch(loop, &probe, &q2); /* let the cancelled stream's data flow for 300 ms */
+    tap_ok(c.datas == 2 && c.done == 0 && probe.done == 1,
+           "cancel inside a data callback: no more data, no done (datas=%d done=%d)", c.datas, c.done);
+    call_reset(&c);
+    call_reset(&probe);
+}
+
+static void test_reuse(sk_loop *loop, const echo_server *s)
+{
+    char url[256];
+    call c = { 0 };
+    snprintf(url, sizeof url, "%s/hello", s->base);
+    sk_http_request q = { .url = url };
+    fetch(loop, &c, &q); /* warm: one connection exists */
+    char *reset = echo_admin(loop, s, "/__admin/reset", "{}");
+    free(reset);
+    long new_conns = 0;
+    int ok = 0;
+    enum { N = 1000 };
+    static double lat[N];
+    double t0 = sk_now_ms();
+    for (int i = 0; i < N; i++) {
+        if (!fetch(loop, &c, &q) || c.status != 200)
+            break;
+        lat[i] = c.t_end - c.t_start;
+        new_conns += c.connects;
+        ok++;
+    }
+    double total = sk_now_ms() - t0;
+    long server_conns = server_stat(loop, s, "connections", "plain");
+    tap_ok(ok == N && new_conns == 0 && server_conns == 0,
+           "%d sequential GETs reuse one connection (new connects %ld, server saw %ld)", ok, new_conns,
+           server_conns);
+    if (ok == N) {
+        qsort(lat, N, sizeof lat[0], cmp_double);
+        tap_note("reused HTTP/1.1 GET: %.0f req/s, median %.0f us, p90 %.0f us", N / (total / 1000),
+                 lat[N / 2] * 1000, lat[N * 9 / 10] * 1000);
+    }
+    call_reset(&c);
+
+    /* h2c: concurrent streams share one connection. */
+    free(echo_admin(loop, s, "/__admin/reset", "{}"));
+    enum { M = 20 };
+    static call cs[M];
+    snprintf(url, sizeof url, "%s/slow?ms=50", s->base);
+    q = (sk_http_request){ .url = url, .version = SK_HTTP_2_PRIOR_KNOWLEDGE };
+    int done = 0;
+    for (int i = 0; i < M; i++) {
+        memset(&cs[i], 0, sizeof cs[i]);
+        start(loop, &cs[i], &q, false);
+    }
+    double end = sk_now_ms() + 15000;
+    while (sk_now_ms() < end) {
+        done = 0;
+        for (int i = 0; i < M; i++)
+            done += cs[i].done;
+        if (done == M)
+            break;
+        sk_loop_turn(loop, 20);
+    }
+    int good = 0;
+    long conns = 0;
+    for (int i = 0; i < M; i++) {
+        good += cs[i].status == 200 && cs[i].http_version == 20;
+        conns += cs[i].connects;
+        call_reset(&cs[i]);
+    }
+    long sessions = server_stat(loop, s, "h2Sessions", "plain");
+    tap_ok(good == M && sessions == 1 && conns == 1,
+           "%d concurrent h2c requests multiplexed on one connection (sessions %ld, connects %ld)", good,
+           sessions, conns);
+
+    /* h2c sequential round trips on the multiplexed connection. */
+    snprintf(url, sizeof url, "%s/hello", s->base);
+    q = (sk_http_request){ .url = url, .version = SK_HTTP_2_PRIOR_KNOWLEDGE };
+    enum { K = 500 };
+    t0 = sk_now_ms();
+    int k = 0;
+    for (; k < K; k++)
+        if (!fetch(loop, &c, &q) || c.status != 200 || c.connects != 0)
+            break;
+    total = sk_now_ms() - t0;
+    tap_ok(k == K, "%d sequential h2c GETs on the same connection", k);
+    tap_note("reused h2c GET: %.0f req/s", K / (total / 1000));
+    call_reset(&c);
+}
+
+static void test_failures(sk_loop *loop, const echo_server *s)
+{
+    char url[256];
+    call c = { 0 };
+    snprintf(url, sizeof url, "%s/slow?ms=5000", s->base);
+    sk_http_request q = { .url = url, .timeout_ms = 200 };
+    double t0 = sk_now_ms();
+    fetch(loop, &c, &q);
+    double took = sk_now_ms() - t0;
+    tap_ok(c.done == 1 && c.err == SK_HTTP_ERR_TIMEOUT && c.status == 0 && took < 3000 &&
+               strstr(c.error, "/slow") && !strstr(c.error, "ms=5000"),
+           "timeout: err=timeout after %.0f ms, message names the path without the query: %s", took,
+           c.error);
+
+    int port = closed_port();
+    snprintf(url, sizeof url, "http://user:hunter2@127.0.0.1:%d/x?token=SECRET", port);
+    sk_http_header h = { "Authorization", "Bearer SECRET" };
+    q = (sk_http_request){ .url = url, .headers = &h, .n_headers = 1 };
+    fetch(loop, &c, &q);
+    tap_ok(c.done == 1 && c.err == SK_HTTP_ERR_CONNECT && c.curl_code == 7 && strstr(c.error, "127.0.0.1") &&
+               !strstr(c.error, "SECRET") && !strstr(c.error, "hunter2"),
+           "refused: err=connect (curl 7), no secrets in: %s", c.error);
+
+    q = (sk_http_request){ .url = "http://no-such-host.invalid/" };
+    fetch(loop, &c, &q);
+    tap_ok(c.done == 1 && c.err == SK_HTTP_ERR_RESOLVE, "unknown host: err=resolve (%s)", c.error);
+
+    q = (sk_http_request){ .url = "ftp://127.0.0.1/" };
+    fetch(loop, &c, &q);
+    tap_ok(c.done == 1 && c.err == SK_HTTP_ERR_USAGE, "ftp:// refused as usage error (%s)", c.error);
+
+    sk_http_header bad = { "X-Bad", "a\r\nInjected: 1" };
+    q = (sk_http_request){ .url = url, .headers = &bad, .n_headers = 1 };
+    const char *err = NULL;
+    sk_http *r = sk_http_start(loop, &q, &cb_all, &c, &err);
+    tap_ok(!r && err && strstr(err, "header"), "CR/LF in a header value is rejected up front");
+    call_reset(&c);
+}
+
+static void test_cancel(sk_loop *loop, const echo_server *s)
+{
+    char url[256];
+    call slow = { 0 }, fast = { 0 };
+    snprintf(url, sizeof url, "%s/slow?ms=400", s->base);
+    sk_http_request q = { .url = url };
+    start(loop, &slow, &q, false);
+    snprintf(url, sizeof url, "%s/hello", s->base);
+    sk_http_request q2 = { .url = url };
+    fetch(loop, &fast, &q2); /* the slow one is now in flight */
+    sk_http_cancel(slow.req);
+    call after = { 0 };
+    snprintf(url, sizeof url, "%s/slow?ms=700", s->base);
+    sk_http_request q3 = { .url = url };
+    fetch(loop, &after, &q3); /* outlives the cancelled request's server delay */
+    tap_ok(fast.done == 1 && slow.done == 0 && slow.heads == 0 && after.done == 1 && after.status == 200,
+           "cancel in flight: no callback afterwards; the loop keeps serving");
+
+    /* Cancel right after start (before curl ever ran it). */
+    call c = { 0 };
+    start(loop, &c, &q, false);
+    sk_http_cancel(c.req);
+    fetch(loop, &after, &q2);
+    tap_ok(c.done == 0 && after.done == 1, "cancel right after start: silent");
+    call_reset(&fast);
+    call_reset(&after);
+}
+
+static void test_tls(sk_loop *loop, const echo_server *s)
+{
+    char url[256];
+    call c = { 0 };
+    snprintf(url, sizeof url, "%s/echo", s->tls_base);
+    sk_http_request q = { .url = url, .ca_file = s->ca_file };
+    fetch(loop, &c, &q);
+    json_t *j = parse(&c);
+    tap_ok(c.done == 1 && c.err == SK_HTTP_OK && c.status == 200 && c.http_version == 20 && j &&
+               strcmp(jstr(j, "httpVersion", NULL), "2.0") == 0,
+           "HTTPS with ca_file verifies and negotiates h2 via ALPN (v=%d) %s", c.http_version, c.error);
+    json_decref(j);
+
+    q.version = SK_HTTP_1_1;
+    fetch(loop, &c, &q);
+    tap_ok(c.status == 200 && c.http_version == 11, "HTTPS forced to HTTP/1.1");
+
+    q = (sk_http_request){ .url = url };
+    fetch(loop, &c, &q);
+    tap_ok(c.done == 1 && c.err == SK_HTTP_ERR_TLS && strstr(c.error, "certificate"),
+           "HTTPS without the CA: err=tls (%s)", c.error);
+
+    q = (sk_http_request){ .url = url, .insecure_skip_verify = true };
+    fetch(loop, &c, &q);
+    tap_ok(c.status == 200, "HTTPS with insecure_skip_verify");
+
+    snprintf(url, sizeof url, "https://localhost:%d/hello", s->tls_port);
+    q = (sk_http_request){ .url = url, .ca_file = s->ca_file };
+    fetch(loop, &c, &q);
+    tap_ok(c.status == 200, "HTTPS by host name (SAN DNS:localhost)");
+    call_reset(&c);
+}
+
+static void test_grpc(sk_loop *loop, const echo_server *s)
+{
+    char url[256];
+    call c = { 0 };
+    static const unsigned char msg[] = { 0, 0, 0, 0, 3, 'a', 'b', 'c' };
+    sk_http_header hs[] = { { "content-type", "application/grpc" }, { "te", "trailers" } };
+    snprintf(url, sizeof url, "%s/grpc/echo", s->base);
+    sk_http_request q = { .method = "POST", .url = url, .headers = hs, .n_headers = 2, .body = msg,
+                          .body_len = sizeof msg, .version = SK_HTTP_2_PRIOR_KNOWLEDGE };
+    fetch(loop, &c, &q);
+    tap_ok(c.done == 1 && c.status == 200 && c.http_version == 20 && c.body.len == sizeof msg &&
+               memcmp(c.body.data, msg, sizeof msg) == 0 && strcmp(c.ctype, "application/grpc") == 0,
+           "h2c prior knowledge POST: body echoed over HTTP/2");
+    tap_ok(c.trailer_calls == 1 && c.n_trailers == 2 && strcmp(c.grpc_status_trailer, "0") == 0 &&
+               strcmp(c.grpc_message, "ok") == 0 && c.grpc_status_header[0] == '\0',
+           "HTTP/2 trailers reported separately (grpc-status=%s grpc-message=%s)", c.grpc_status_trailer,
+           c.grpc_message);
+
+    snprintf(url, sizeof url, "%s/grpc/stream?n=4&ms=20", s->base);
+    q.url = url;
+    call_reset(&c);
+    start(loop, &c, &q, true);
+    run_until(loop, &c.done, 1, 10000);
+    tap_ok(c.done == 1 && c.datas >= 2 && c.body.len == 4 * (5 + strlen("message 0")) &&
+               c.trailer_calls == 1 && strcmp(c.grpc_status_trailer, "0") == 0,
+           "server-streaming over h2c: %d data callbacks, then trailers", c.datas);
+
+    snprintf(url, sizeof url, "%s/grpc/trailers-only", s->base);
+    q.url = url;
+    fetch(loop, &c, &q);
+    tap_ok(c.done == 1 && c.status == 200 && strcmp(c.grpc_status_header, "5") == 0 && c.trailer_calls == 0 &&
+               c.body.len == 0,
+           "trailers-only response: grpc-status in the headers, no trailers");
+
+    /* gRPC over TLS (h2 via ALPN) gets trailers too. */
+    snprintf(url, sizeof url, "%s/grpc/echo", s->tls_base);
+    q.url = url;
+    q.ca_file = s->ca_file;
+    q.version = SK_HTTP_DEFAULT;
+    fetch(loop, &c, &q);
+    tap_ok(c.status == 200 && c.http_version == 20 && c.trailer_calls == 1 &&
+               strcmp(c.grpc_status_trailer, "0") == 0,
+           "h2 over TLS: trailers");
+    call_reset(&c);
+}
+
+/* A done callback that starts the next request (chained from callbacks). */
+typedef struct chain {
+    sk_loop *loop;
+    const char *url;
+    int left, completed;
+} chain;
+
+static void chain_done(sk_http *req, const sk_http_result *r, void *ud)
+{
+    (void)req;
+    chain *ch = ud;
+    if (r->status == 200)
+        ch->completed++;
+    if (--ch->left > 0) {
+        static const sk_http_callbacks cb = { NULL, NULL, NULL, chain_done };
+        sk_http_request q = { .url = ch->url };
+        sk_http_start(ch->loop, &q, &cb, ch, NULL);
+    }
+}
+
+static void test_chain_and_shutdown(const echo_server *s)
+{
+    sk_loop *loop = sk_loop_new();
+    char url[256];
+    snprintf(url, sizeof url, "%s/hello", s->base);
+    chain ch = { loop, url, 10, 0 };
+    static const sk_http_callbacks cb = { NULL, NULL, NULL, chain_done };
+    sk_http_request q = { .url = url };
+    sk_http_start(loop, &q, &cb, &ch, NULL);
+    run_until(loop, &ch.completed, 10, 15000);
+    tap_ok(ch.completed == 10, "requests started from done callbacks (%d)", ch.completed);
+
+    /* Free the loop with requests in flight: no callbacks, no leaks. */
+    call a = { 0 }, b = { 0 };
+    snprintf(url, sizeof url, "%s/slow?ms=2000", s->base);
+    q = (sk_http_request){ .url = url };
+    start(loop, &a, &q, false);
+    q.version = SK_HTTP_2_PRIOR_KNOWLEDGE;
+    start(loop, &b, &q, false);
+    for (int i = 0; i < 10; i++)
+        sk_loop_turn(loop, 5);
+    sk_loop_free(loop);
+    tap_ok(a.done == 0 && b.done == 0, "sk_loop_free with requests in flight drops them silently");
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    echo_server s;
+    if (echo_start(&s) != 0) {
+        tap_ok(false, "start the echo server (node spec/servers/echo/server.mjs; npm ci there)");
+        return tap_done();
+    }
+    sk_loop *loop = sk_loop_new();
+    test_get_post(loop, &s);
+    test_streaming(loop, &s);
+    test_reuse(loop, &s);
+    test_failures(loop, &s);
+    test_cancel(loop, &s);
+    test_tls(loop, &s);
+    test_grpc(loop, &s);
+    sk_loop_free(loop);
+    test_chain_and_shutdown(&s);
+    echo_stop(&s);
+    return tap_done();
+}

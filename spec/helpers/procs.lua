@@ -1,0 +1,75 @@
+--- /proc readings for leak checks: our descriptors, children, zombies.
+local M = {}
+
+function M.fd_count()
+  local n = 0
+  -- /proc/self inside popen would be the shell: name our pid
+  local p = io.popen("ls /proc/" .. M.self_pid() .. "/fd")
+  for _ in p:lines() do n = n + 1 end
+  p:close()
+  return n - 1 -- the popen pipe itself
+end
+
+local cached_pid
+function M.self_pid()
+  if not cached_pid then
+    local f = assert(io.open("/proc/self/stat"))
+    cached_pid = f:read("*l"):match("^(%d+)")
+    f:close()
+  end
+  return cached_pid
+end
+
+--- Descendant processes of ours (excluding the ps used to look), and how
+-- many of them are zombies.
+function M.children()
+  local me = M.self_pid()
+  local p = io.popen("ps -e -o pid=,ppid=,stat=,args=")
+  local kids, zombies = {}, 0
+  local parent = {}
+  local rows = {}
+  for line in p:lines() do
+    local pid, ppid, stat, args = line:match("^%s*(%d+)%s+(%d+)%s+(%S+)%s+(.*)$")
+    if pid then
+      parent[pid] = ppid
+      rows[#rows + 1] = { pid = pid, stat = stat, args = args }
+    end
+  end
+  p:close()
+  local function descends(pid)
+    local seen = 0
+    while pid and seen < 64 do
+      if parent[pid] == me then return true end
+      pid = parent[pid]
+      seen = seen + 1
+    end
+    return false
+  end
+  for _, r in ipairs(rows) do
+    if descends(r.pid) and not r.args:match("^ps %-e") and not r.args:match("^sh %-c ps") then
+      kids[#kids + 1] = r
+      if r.stat:sub(1, 1) == "Z" then zombies = zombies + 1 end
+    end
+  end
+  return kids, zombies
+end
+
+--- Processes anywhere whose command line contains `needle`.
+function M.matching(needle)
+  local p = io.popen("ps -e -o args=")
+  local n = 0
+  for line in p:lines() do
+    if line:find(needle, 1, true) and not line:find("ps -e", 1, true) then n = n + 1 end
+  end
+  p:close()
+  return n
+end
+
+function M.rss_kib()
+  local f = io.open("/proc/self/status")
+  local s = f:read("*a")
+  f:close()
+  return tonumber(s:match("VmRSS:%s+(%d+)"))
+end
+
+return M

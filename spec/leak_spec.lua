@@ -1,0 +1,66 @@
+-- 1,000 execs, timeouts and kills included, leave no descriptor, child
+-- process or zombie behind.
+local sandkit = require "sandkit"
+local procs = require "helpers.procs"
+local tmp = require "helpers.tmp"
+
+teardown(tmp.cleanup)
+
+describe("resource hygiene", function()
+  it("leaves nothing behind after 1,000 execs with timeouts and kills", function()
+    local sandboxes = {}
+    for i = 1, 4 do sandboxes[i] = assert(sandkit.LocalSandbox { working_directory = tmp.dir() }) end
+    assert(sandboxes[1]:exec("true")) -- warm up: the loop's own descriptors
+    collectgarbage()
+    local fds_before = procs.fd_count()
+    local counts = { normal = 0, timeout = 0, kill = 0, stdin = 0, background = 0 }
+    local n = 1000
+    local next_i = 0
+    local function worker()
+      while next_i < n do
+        next_i = next_i + 1
+        local i = next_i
+        local sb = sandboxes[i % #sandboxes + 1]
+        local kind = i % 10
+        if kind == 0 then
+          local r = assert(sb:exec("sh", { "-c", "sleep 45.5 & sleep 45.5" }, { timeout = 30 }))
+          assert.equal(124, r.exit_code)
+          counts.timeout = counts.timeout + 1
+        elseif kind == 1 then
+          local op = sb:exec_async("sh", { "-c", "sleep 46.5 & exec sleep 46.5" })
+          op:cancel()
+          assert.is_true(assert(op:wait()).killed)
+          counts.kill = counts.kill + 1
+        elseif kind == 2 then
+          assert.equal("in", assert(sb:exec("cat", nil, { stdin = "in" })).stdout)
+          counts.stdin = counts.stdin + 1
+        elseif kind == 3 then
+          local h = assert(sb.processes:spawn("exec sleep 47.5"))
+          assert.is_true(sb.processes:kill(h.pid))
+          counts.background = counts.background + 1
+        else
+          local r = assert(sb:exec("echo", { i }))
+          assert.equal(i .. "\n", r.stdout)
+          counts.normal = counts.normal + 1
+        end
+      end
+    end
+    local tasks = {}
+    for w = 1, 16 do tasks[w] = sandkit.spawn(worker) end
+    for w = 1, 16 do tasks[w]:wait() end
+    assert.equal(n, counts.normal + counts.timeout + counts.kill + counts.stdin + counts.background)
+    -- let the loop reap what the last kills left
+    for _ = 1, 20 do sandkit.step(0.01) end
+    collectgarbage()
+    local kids, zombies = procs.children()
+    assert.equal(0, #kids, "leftover children: " .. #kids)
+    assert.equal(0, zombies)
+    for _, marker in ipairs({ "sleep 45.5", "sleep 46.5", "sleep 47.5" }) do
+      assert.equal(0, procs.matching(marker), marker)
+    end
+    -- libuv may close a lazily made descriptor meanwhile: never more after
+    local fds_after = procs.fd_count()
+    assert.is_true(fds_after <= fds_before, ("descriptors: %d before, %d after"):format(fds_before, fds_after))
+    for _, sb in ipairs(sandboxes) do sb:destroy() end
+  end)
+end)

@@ -1,0 +1,203 @@
+-- LocalSandbox specifics: environment, cwd, quoting, process groups on
+-- timeout, and what bubblewrap isolation lets through.
+local sandkit = require "sandkit"
+local errors = sandkit.errors
+local procs = require "helpers.procs"
+local tmp = require "helpers.tmp"
+
+teardown(tmp.cleanup)
+
+local function trim(s) return (s:gsub("%s+$", "")) end
+
+describe("LocalSandbox environment", function()
+  it("children see PATH, the sandbox env and the command env, nothing else from the host", function()
+    local sb = sandkit.LocalSandbox { working_directory = tmp.dir(), env = { SB_VAR = "sb" } }
+    local r = assert(sb:exec("env", nil, { env = { CMD_VAR = "cmd" } }))
+    local names = {}
+    for line in r.stdout:gmatch("[^\n]+") do names[#names + 1] = line:match("^([^=]+)=") end
+    table.sort(names)
+    -- sh itself may add PWD
+    local filtered = {}
+    for _, n in ipairs(names) do if n ~= "PWD" then filtered[#filtered + 1] = n end end
+    assert.same({ "CMD_VAR", "PATH", "SB_VAR" }, filtered)
+    sb:destroy()
+  end)
+
+  it("working_directory is created on start and is the default cwd", function()
+    local dir = tmp.dir() .. "/nested/ws"
+    local sb = sandkit.LocalSandbox { working_directory = dir }
+    assert.equal(dir .. "\n", assert(sb:exec("pwd")).stdout)
+    assert.equal(dir .. "/sub\n", assert(sb:exec("mkdir -p sub && cd sub && pwd")).stdout)
+    assert.equal(dir .. "/sub\n", assert(sb:exec("pwd", nil, { cwd = "sub" })).stdout)
+    sb:destroy()
+  end)
+
+  it("a missing cwd is a runtime error naming it", function()
+    local sb = sandkit.LocalSandbox { working_directory = tmp.dir() }
+    local r, err = sb:exec("pwd", nil, { cwd = "/no/such/dir" })
+    assert.is_nil(r)
+    assert.truthy(err.message:find("/no/such/dir", 1, true))
+    sb:destroy()
+  end)
+
+  it("the sandbox timeout option is the default per-command timeout", function()
+    local sb = sandkit.LocalSandbox { working_directory = tmp.dir(), timeout = 100 }
+    local r = assert(sb:exec("sleep", { "5" }))
+    assert.equal(124, r.exit_code)
+    assert.is_true(r.timed_out)
+    assert.truthy(r.stderr:find("Process timed out after 100ms", 1, true))
+    r = assert(sb:exec("sleep", { "0.3" }, { timeout = 5000 }))
+    assert.equal(0, r.exit_code)
+    sb:destroy()
+  end)
+end)
+
+describe("shell quoting", function()
+  local sb = sandkit.LocalSandbox { working_directory = tmp.dir() }
+  teardown(function() sb:destroy() end)
+
+  it("every byte string but NUL arrives as exactly one argument", function()
+    math.randomseed(42)
+    local cases = { "", " ", "'", "''", '"', "\\", "$HOME", "`id`", "$(id)", "a b\tc\nd", "-n", "--", "*", "~",
+      "é✓", "\255\254\1", "!", "#x", ";rm -rf /", "|&<>(){}[]" }
+    for _ = 1, 150 do
+      local n = math.random(1, 40)
+      local b = {}
+      for i = 1, n do b[i] = string.char(math.random(1, 255)) end
+      cases[#cases + 1] = table.concat(b)
+    end
+    -- one exec per batch: printf frames each argument so boundaries show
+    local args = { "[%s]\\n" }
+    for _, c in ipairs(cases) do args[#args + 1] = c end
+    local r = assert(sb:exec("printf", args))
+    local expected = {}
+    for i, c in ipairs(cases) do expected[i] = "[" .. c .. "]\n" end
+    assert.equal(table.concat(expected), r.stdout)
+    r = assert(sb:exec("sh", { "-c", 'echo $#', "sh", table.unpack(cases) }))
+    assert.equal(#cases .. "\n", r.stdout)
+  end)
+
+  it("quote() gives one shell word", function()
+    assert.equal("'a b'", sandkit.quote("a b"))
+    assert.equal("plain", sandkit.quote("plain"))
+    assert.equal("''\\'''", sandkit.quote("'"))
+    assert.has_error(function() sandkit.quote("a\0b") end)
+  end)
+end)
+
+describe("process groups", function()
+  local sb = sandkit.LocalSandbox { working_directory = tmp.dir() }
+  teardown(function() sb:destroy() end)
+
+  it("a timeout kills the whole tree, grandchildren included", function()
+    local r = assert(sb:exec("sh", { "-c", "sleep 41.5 & sleep 41.5 & sleep 41.5" }, { timeout = 200 }))
+    assert.equal(124, r.exit_code)
+    assert.is_true(r.timed_out)
+    assert.equal(0, procs.matching("sleep 41.5"))
+  end)
+
+  it("a process that ignores SIGTERM is killed after the grace period", function()
+    local r = assert(sb:exec("sh", { "-c", "trap '' TERM; sleep 42.5 & wait" }, { timeout = 100 }))
+    assert.equal(124, r.exit_code)
+    assert.equal(0, procs.matching("sleep 42.5"))
+  end)
+
+  it("a signal death reports 128 + N and killed", function()
+    local r = assert(sb:exec("kill -TERM $$"))
+    assert.equal(143, r.exit_code)
+    assert.is_true(r.killed)
+  end)
+
+  it("stop and destroy kill background processes and their children", function()
+    local s2 = sandkit.LocalSandbox { working_directory = tmp.dir() }
+    assert(s2.processes:spawn("sleep 43.5 & exec sleep 43.5"))
+    assert(s2:stop())
+    assert.equal(0, procs.matching("sleep 43.5"))
+    assert(s2.processes:spawn("sleep 44.5 & exec sleep 44.5"))
+    assert(s2:destroy())
+    assert.equal(0, procs.matching("sleep 44.5"))
+  end)
+
+  it("output is not lost when the command exits at once", function()
+    for _ = 1, 20 do
+      local r = assert(sb:exec("sh", { "-c", "seq 1 2000; echo end >&2" }))
+      assert.equal(2000, select(2, r.stdout:gsub("\n", "")))
+      assert.equal("end\n", r.stderr)
+    end
+  end)
+end)
+
+describe("bubblewrap isolation", function()
+  local dir = tmp.dir()
+  local extra_ro, extra_rw = tmp.dir(), tmp.dir()
+  local sb = sandkit.LocalSandbox { working_directory = dir, isolation = "bwrap",
+    read_only_paths = { extra_ro }, read_write_paths = { extra_rw } }
+  teardown(function() sb:destroy() end)
+
+  it("the system is read-only and the working directory writable", function()
+    local r = assert(sb:exec("sh", { "-c", "touch /usr/sandkit-escape 2>/dev/null; echo $?" }))
+    assert.not_equal("0", trim(r.stdout))
+    r = assert(sb:exec("sh", { "-c", "echo hi > inside.txt && cat inside.txt" }))
+    assert.equal("hi\n", r.stdout)
+    local f = assert(io.open(dir .. "/inside.txt"))
+    assert.equal("hi\n", f:read("a"))
+    f:close()
+  end)
+
+  it("read_only_paths are visible but not writable; read_write_paths writable", function()
+    local r = assert(sb:exec("sh", { "-c", "touch " .. extra_ro .. "/x 2>/dev/null; echo $?" }))
+    assert.not_equal("0", trim(r.stdout))
+    r = assert(sb:exec("sh", { "-c", "touch " .. extra_rw .. "/x; echo $?" }))
+    assert.equal("0", trim(r.stdout))
+  end)
+
+  it("the host's home and other directories are not visible", function()
+    local r = assert(sb:exec("sh", { "-c", "ls /root /home /var 2>&1 >/dev/null | wc -l" }))
+    assert.not_equal("0", trim(r.stdout))
+  end)
+
+  it("has its own /tmp, kept across commands, not the host's", function()
+    local name = "sandkit-private-" .. os.time()
+    assert(sb:exec("sh", { "-c", "echo x > /tmp/" .. name }))
+    assert.equal("x\n", assert(sb:exec("cat", { "/tmp/" .. name })).stdout)
+    assert.is_nil(io.open("/tmp/" .. name))
+  end)
+
+  it("has no network unless allowed", function()
+    local r = assert(sb:exec("sh", { "-c", "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '" }))
+    assert.equal("lo\n", r.stdout)
+    local open = sandkit.LocalSandbox { working_directory = tmp.dir(), isolation = "bwrap", allow_network = true }
+    r = assert(open:exec("sh", { "-c", "tail -n +3 /proc/net/dev | wc -l" }))
+    open:destroy()
+    local host = io.popen("tail -n +3 /proc/net/dev | wc -l"):read("a")
+    assert.equal(trim(host), trim(r.stdout))
+  end)
+
+  it("sees only its own processes", function()
+    -- pid 1 is bwrap's own init, not the host's, and only a handful exist
+    local r = assert(sb:exec("sh", { "-c", "tr '\\0' ' ' < /proc/1/cmdline; echo; ls /proc | grep -c '^[0-9]'" }))
+    local init, count = r.stdout:match("^(.-)\n(%d+)")
+    assert.truthy(init:find("^bwrap "), init)
+    assert.is_true(tonumber(count) < 10, count)
+  end)
+
+  it("honours a per-command cwd", function()
+    assert.equal("/tmp\n", assert(sb:exec("pwd", nil, { cwd = "/tmp" })).stdout)
+    assert(sb:exec("mkdir", { "-p", "sub" }))
+    assert.equal(dir .. "/sub\n", assert(sb:exec("pwd", nil, { cwd = "sub" })).stdout)
+  end)
+
+  it("raises IsolationUnavailableError with the install command when bwrap is missing", function()
+    local code = [[
+      package.cpath = "build/?.so;" .. package.cpath
+      package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
+      local sandkit = require "sandkit"
+      local ok, err = pcall(sandkit.LocalSandbox, { isolation = "bwrap" })
+      io.write(tostring(ok), "|", tostring(err), "|", tostring(sandkit.errors.is(err, "IsolationUnavailableError")))
+    ]]
+    local p = io.popen("env PATH=/nonexistent /usr/bin/lua5.4 -e '" .. code:gsub("'", "'\\''") .. "'")
+    local out = p:read("a")
+    p:close()
+    assert.truthy(out:find("^false|IsolationUnavailableError: .*apt%-get install bubblewrap.*|true$"), out)
+  end)
+end)

@@ -1,0 +1,188 @@
+/* C-side helpers for tests that drive this server (spec/c/http_test.c,
+ * spec/c/ws_test.c): start/stop server.mjs, TAP output, loop helpers, and
+ * admin requests through sk_http. Header-only; include once per test. */
+#ifndef SK_ECHO_HARNESS_H
+#define SK_ECHO_HARNESS_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "http.h"
+#include "loop.h"
+
+/* ---- TAP ---------------------------------------------------------------- */
+
+static int tap_n, tap_failed;
+
+__attribute__((format(printf, 2, 3))) static bool tap_ok(bool cond, const char *fmt, ...)
+{
+    va_list ap;
+    printf("%sok %d - ", cond ? "" : "not ", ++tap_n);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+    if (!cond)
+        tap_failed++;
+    return cond;
+}
+
+__attribute__((format(printf, 1, 2))) static void tap_note(const char *fmt, ...)
+{
+    va_list ap;
+    printf("# ");
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+}
+
+static int tap_done(void)
+{
+    printf("1..%d\n", tap_n);
+    return tap_failed ? 1 : 0;
+}
+
+/* ---- the server ---------------------------------------------------------- */
+
+typedef struct echo_server {
+    pid_t pid;
+    int in_fd;          /* its stdin: closing it also stops the server */
+    int port, tls_port;
+    char ca_file[512];
+    char base[64];      /* http://127.0.0.1:<port> */
+    char tls_base[64];  /* https://127.0.0.1:<tls_port> */
+} echo_server;
+
+/* Starts node spec/servers/echo/server.mjs (run from the project root) and
+ * reads its "LISTENING <port>" and "TLS <port> <ca>" lines. */
+static int echo_start(echo_server *s)
+{
+    int in[2], out[2];
+    memset(s, 0, sizeof *s);
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
+        return -1;
+    s->pid = fork();
+    if (s->pid < 0)
+        return -1;
+    if (s->pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        execlp("node", "node", "spec/servers/echo/server.mjs", "--port", "0", (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    s->in_fd = in[1];
+    char buf[2048];
+    size_t len = 0;
+    int lines = 0;
+    while (lines < 2 && len < sizeof buf - 1) {
+        struct pollfd p = { .fd = out[0], .events = POLLIN };
+        if (poll(&p, 1, 20000) <= 0)
+            break;
+        ssize_t n = read(out[0], buf + len, sizeof buf - 1 - len);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        buf[len] = '\0';
+        lines = 0;
+        for (char *c = buf; (c = strchr(c, '\n')); c++)
+            lines++;
+    }
+    close(out[0]);
+    buf[len] = '\0';
+    if (lines < 2 || sscanf(buf, "LISTENING %d\nTLS %d %511s", &s->port, &s->tls_port, s->ca_file) != 3) {
+        fprintf(stderr, "echo server did not start (output: %s)\n", buf);
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+        close(s->in_fd);
+        return -1;
+    }
+    snprintf(s->base, sizeof s->base, "http://127.0.0.1:%d", s->port);
+    snprintf(s->tls_base, sizeof s->tls_base, "https://127.0.0.1:%d", s->tls_port);
+    return 0;
+}
+
+static void echo_stop(echo_server *s)
+{
+    if (s->pid <= 0)
+        return;
+    kill(s->pid, SIGTERM);
+    close(s->in_fd);
+    for (int i = 0; i < 500; i++) { /* anti-hang bound: 5 s */
+        if (waitpid(s->pid, NULL, WNOHANG) == s->pid) {
+            s->pid = 0;
+            return;
+        }
+        usleep(10000);
+    }
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, NULL, 0);
+    s->pid = 0;
+}
+
+/* ---- loop helpers ---------------------------------------------------------- */
+
+/* Turns the loop until *counter >= target or max_ms passed (anti-hang). */
+static bool run_until(sk_loop *loop, const int *counter, int target, int max_ms)
+{
+    double end = sk_now_ms() + max_ms;
+    while (*counter < target && sk_now_ms() < end)
+        sk_loop_turn(loop, 20);
+    return *counter >= target;
+}
+
+/* ---- blocking admin requests over sk_http ----------------------------------- */
+
+typedef struct admin_call {
+    int done;
+    int status;
+    char *body;
+} admin_call;
+
+static void admin_done(sk_http *req, const sk_http_result *res, void *ud)
+{
+    (void)req;
+    admin_call *c = ud;
+    c->status = res->status;
+    c->body = res->err == SK_HTTP_OK ? strdup(res->body) : NULL;
+    c->done = 1;
+}
+
+/* GET (body NULL) or POST (JSON body) to the server; returns the body
+ * (malloc'd) or NULL. */
+static char *echo_admin(sk_loop *loop, const echo_server *s, const char *path, const char *json)
+{
+    char url[256];
+    snprintf(url, sizeof url, "%s%s", s->base, path);
+    sk_http_header ct = { "Content-Type", "application/json" };
+    sk_http_request q = { .url = url, .timeout_ms = 5000 };
+    if (json) {
+        q.body = json;
+        q.body_len = strlen(json);
+        q.headers = &ct;
+        q.n_headers = 1;
+    }
+    admin_call c = { 0 };
+    sk_http_callbacks cb = { .done = admin_done };
+    sk_http *h = sk_http_start(loop, &q, &cb, &c, NULL);
+    if (!h)
+        return NULL;
+    if (!run_until(loop, &c.done, 1, 10000))
+        sk_http_cancel(h); /* c is about to go out of scope */
+    return c.body;
+}
+
+#endif

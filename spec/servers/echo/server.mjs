@@ -1,0 +1,305 @@
+// Loopback test server for the C core's transports (event-core.md §10).
+// Plain port: HTTP/1.1 + ws + h2c (prior knowledge, sniffed from the preface).
+// TLS port: HTTPS (h2 via ALPN, or HTTP/1.1) + wss, self-signed cert made at
+// startup with openssl in a temp dir. See README.md for routes and faults.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import http2 from 'node:http2';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { WebSocketServer } from 'ws';
+
+const args = process.argv.slice(2);
+function flag(name, dflt) {
+  const i = args.indexOf(`--${name}`);
+  if (i < 0) return dflt;
+  const v = args[i + 1];
+  return v === undefined || v.startsWith('--') ? true : v;
+}
+
+const faults = {
+  delayMs: Number(flag('delay-ms', 0)),      // delay before every non-admin HTTP response
+  wsReject: Number(flag('ws-reject', 0)),    // reject every upgrade with this status
+  wsDeaf: Boolean(flag('ws-deaf', false)),   // stop reading after open (ignore client close)
+};
+let log = [];
+let lastOfferedProtocols = null;
+const stats = { connections: { plain: 0, tls: 0 }, h2Sessions: { plain: 0, tls: 0 } };
+const sockets = new Set();
+
+function note(entry) {
+  log.push({ t: Date.now(), ...entry });
+  if (log.length > 10000) log.shift();
+}
+
+// --- certificate --------------------------------------------------------
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandkit-echo-'));
+const keyFile = path.join(dir, 'key.pem');
+const certFile = path.join(dir, 'cert.pem');
+execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1',
+  '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '2', '-subj', '/CN=localhost',
+  '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: ['ignore', 'ignore', 'pipe'] });
+
+// --- HTTP routes (shared by HTTP/1.1, h2c and h2 over TLS) ---------------
+function sendJson(res, status, obj, extra = {}) {
+  const body = JSON.stringify(obj);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...extra });
+  res.end(body);
+}
+
+function readBody(req) {
+  return new Promise((resolve) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', () => resolve(Buffer.concat(chunks)));
+  });
+}
+
+function pace(ms, req, fn) {
+  const t = setTimeout(fn, ms);
+  req.on('close', () => clearTimeout(t));
+}
+
+async function admin(req, res, url) {
+  const route = url.pathname.slice('/__admin/'.length);
+  if (route === 'log') return sendJson(res, 200, log);
+  if (route === 'info') {
+    return sendJson(res, 200, { port: plainPort, tlsPort, caFile: certFile, dir });
+  }
+  if (route === 'stats') return sendJson(res, 200, stats);
+  if (route === 'reset' && req.method === 'POST') {
+    log = [];
+    lastOfferedProtocols = null;
+    stats.connections = { plain: 0, tls: 0 };
+    stats.h2Sessions = { plain: 0, tls: 0 };
+    faults.delayMs = 0; faults.wsReject = 0; faults.wsDeaf = false;
+    return sendJson(res, 200, { ok: true });
+  }
+  if (route === 'faults' && req.method === 'POST') {
+    let body = {};
+    try { body = JSON.parse((await readBody(req)).toString() || '{}'); } catch { return sendJson(res, 400, { error: 'bad json' }); }
+    for (const k of Object.keys(faults)) if (k in body) faults[k] = body[k];
+    return sendJson(res, 200, faults);
+  }
+  return sendJson(res, 404, { error: { message: 'no such admin route', type: 'not_found' } });
+}
+
+async function route(req, res, url, body) {
+  const p = url.pathname;
+  const q = url.searchParams;
+  if (p === '/hello') return sendJson(res, 200, { hello: 'world', lastOfferedProtocols });
+  if (p === '/echo') {
+    return sendJson(res, 200, {
+      method: req.method, path: p, query: Object.fromEntries(q), headers: req.headers,
+      body: body.toString(), httpVersion: req.httpVersion,
+    });
+  }
+  if (p.startsWith('/status/')) {
+    const code = Number(p.slice('/status/'.length)) || 500;
+    return sendJson(res, code, { error: { message: `status ${code}`, type: 'test_error' } });
+  }
+  if (p === '/slow') return pace(Number(q.get('ms') || 1000), req, () => sendJson(res, 200, { slow: true }));
+  if (p === '/stream') {
+    const n = Number(q.get('n') || 3), ms = Number(q.get('ms') || 10);
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    let i = 0;
+    const tick = () => {
+      if (i === n) return res.end();
+      res.write(`chunk ${i++}\n`);
+      pace(ms, req, tick);
+    };
+    return tick();
+  }
+  if (p === '/big') {
+    const n = Number(q.get('bytes') || 1 << 20);
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': n });
+    return res.end(Buffer.alloc(n, 0x61));
+  }
+  if (p.startsWith('/grpc/')) return grpc(req, res, p.slice('/grpc/'.length), q, body);
+  return sendJson(res, 404, { error: { message: 'not found', type: 'not_found' } });
+}
+
+// gRPC-shaped responses: content-type application/grpc, body, then trailers.
+function grpc(req, res, name, q, body) {
+  const h2 = req.httpVersionMajor === 2;
+  if (name === 'trailers-only') {
+    const headers = { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '5', 'grpc-message': 'not%20found' };
+    if (h2) return req.stream.respond(headers, { endStream: true });
+    delete headers[':status'];
+    res.writeHead(200, headers);
+    return res.end();
+  }
+  const trailers = { 'grpc-status': '0', 'grpc-message': 'ok' };
+  if (!h2) {
+    // HTTP/1.1 trailers need chunked encoding and a Trailer declaration.
+    res.writeHead(200, { 'content-type': 'application/grpc', trailer: 'grpc-status, grpc-message' });
+  } else {
+    res.writeHead(200, { 'content-type': 'application/grpc' });
+  }
+  if (name === 'echo') {
+    res.write(body);
+    res.addTrailers(trailers);
+    return res.end();
+  }
+  if (name === 'stream') {
+    const n = Number(q.get('n') || 3), ms = Number(q.get('ms') || 10);
+    let i = 0;
+    const tick = () => {
+      if (i === n) { res.addTrailers(trailers); return res.end(); }
+      const msg = Buffer.from(`message ${i++}`);
+      const frame = Buffer.alloc(5 + msg.length);
+      frame.writeUInt32BE(msg.length, 1);
+      msg.copy(frame, 5);
+      res.write(frame);
+      pace(ms, req, tick);
+    };
+    return tick();
+  }
+  res.addTrailers({ 'grpc-status': '12', 'grpc-message': 'unimplemented' });
+  return res.end();
+}
+
+async function onRequest(req, res, port) {
+  const url = new URL(req.url, 'http://127.0.0.1');
+  if (url.pathname.startsWith('/__admin/')) return admin(req, res, url);
+  const body = await readBody(req);
+  note({
+    type: 'http', port, method: req.method, path: url.pathname, httpVersion: req.httpVersion,
+    bodyLength: body.length, contentType: req.headers['content-type'] ?? null,
+  });
+  if (faults.delayMs > 0) return pace(faults.delayMs, req, () => route(req, res, url, body));
+  return route(req, res, url, body);
+}
+
+// --- WebSocket -----------------------------------------------------------
+const wss = new WebSocketServer({
+  noServer: true,
+  handleProtocols: (set) => (set.has('railway-shell') ? 'railway-shell' : false),
+});
+
+function onUpgrade(req, socket, head, port) {
+  const url = new URL(req.url, 'http://127.0.0.1');
+  const offered = req.headers['sec-websocket-protocol'] ?? null;
+  lastOfferedProtocols = offered;
+  note({ type: 'ws-upgrade', port, path: url.pathname, offered, authorization: req.headers.authorization ?? null, custom: req.headers['x-sandkit-test'] ?? null });
+  const list = (offered ?? '').split(',').map((s) => s.trim());
+  const reject = faults.wsReject || (list.includes('railway-shell') ? 0 : 401);
+  if (reject) {
+    socket.end(`HTTP/1.1 ${reject} Rejected\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    return;
+  }
+  wss.handleUpgrade(req, socket, head, (ws) => onWs(ws, url, port));
+}
+
+function threeFrames(ws, text) {
+  ws.send(Buffer.concat([Buffer.from([1]), Buffer.from(text)]));
+  ws.send(Buffer.concat([Buffer.from([3]), Buffer.from('err')]));
+  ws.send(JSON.stringify({ type: 'exit', data: { exit_code: 0 } }));
+}
+
+function onWs(ws, url, port) {
+  const p = url.pathname;
+  ws.on('close', (code, reason) => note({ type: 'ws-close', port, path: p, code, reason: reason.toString() }));
+  ws.on('error', () => {});
+  if (faults.wsDeaf || p === '/deaf') {
+    // Never read again: the client's CLOSE frame goes unanswered.
+    ws._socket.pause();
+    return;
+  }
+  if (p === '/frag') {
+    ws.send('hello, ', { fin: false });
+    ws.send('fragmented ', { fin: false });
+    ws.send('world', { fin: true });
+    ws.send(Buffer.from([0, 1, 2]), { binary: true, fin: false });
+    ws.send(Buffer.from([3, 4]), { binary: true, fin: true });
+    return;
+  }
+  if (p === '/close') {
+    ws.close(Number(url.searchParams.get('code') || 4001), url.searchParams.get('reason') ?? 'bye');
+    return;
+  }
+  if (p === '/flood') {
+    const chunk = Buffer.alloc(1024, 0x78);
+    const pump = () => {
+      if (ws.readyState !== ws.OPEN) return;
+      while (ws.bufferedAmount < 64 * 1024) ws.send(chunk);
+      setTimeout(pump, 1);
+    };
+    return pump();
+  }
+  ws.on('message', (data, isBinary) => {
+    if (p === '/echo') return ws.send(data, { binary: isBinary });
+    if (isBinary) return;
+    threeFrames(ws, data.toString());
+    if (p !== '/bench') ws.close(1000);
+  });
+}
+
+// --- listeners -----------------------------------------------------------
+const h1 = http.createServer((req, res) => onRequest(req, res, 'plain'));
+h1.keepAliveTimeout = 60_000;
+h1.on('upgrade', (req, socket, head) => onUpgrade(req, socket, head, 'plain'));
+const h2c = http2.createServer({}, (req, res) => onRequest(req, res, 'plain'));
+h2c.on('session', () => stats.h2Sessions.plain++);
+
+const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n');
+const plain = net.createServer({ pauseOnConnect: true }, (socket) => {
+  stats.connections.plain++;
+  sockets.add(socket);
+  socket.on('close', () => sockets.delete(socket));
+  socket.on('error', () => {});
+  // Peek the first bytes: an HTTP/2 preface goes to the h2c server.
+  socket.once('readable', () => {
+    const first = socket.read();
+    if (!first) return socket.destroy();
+    socket.unshift(first);
+    const isH2 = first.subarray(0, PREFACE.length).equals(PREFACE.subarray(0, Math.min(first.length, PREFACE.length)));
+    (isH2 ? h2c : h1).emit('connection', socket);
+  });
+});
+
+const secure = http2.createSecureServer({
+  key: fs.readFileSync(keyFile), cert: fs.readFileSync(certFile), allowHTTP1: true,
+}, (req, res) => onRequest(req, res, 'tls'));
+secure.on('upgrade', (req, socket, head) => onUpgrade(req, socket, head, 'tls'));
+secure.on('session', () => stats.h2Sessions.tls++);
+secure.on('secureConnection', (socket) => {
+  stats.connections.tls++;
+  sockets.add(socket);
+  socket.on('close', () => sockets.delete(socket));
+});
+secure.on('tlsClientError', () => {});
+
+let plainPort = 0;
+let tlsPort = 0;
+function listen(server, port) {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve(server.address().port));
+  });
+}
+
+let stopping = false;
+function stop() {
+  if (stopping) return;
+  stopping = true;
+  for (const s of sockets) s.destroy();
+  for (const c of wss.clients) c.terminate();
+  plain.close();
+  secure.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+  process.exit(0);
+}
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
+process.stdin.on('end', stop);
+process.stdin.on('error', stop);
+process.stdin.resume();
+
+plainPort = await listen(plain, Number(flag('port', 0)));
+tlsPort = await listen(secure, Number(flag('tls-port', 0)));
+process.stdout.write(`LISTENING ${plainPort}\nTLS ${tlsPort} ${certFile}\n`);
+process.stderr.write(`echo server: plain ${plainPort}, tls ${tlsPort}, ca ${certFile}\n`);

@@ -1,0 +1,77 @@
+#!/usr/bin/env node
+// Baseline for sandkit's Modal benchmarks: the official SDK modal@0.7.6
+// against a running reference server.
+//
+//   node bench_sdk.mjs <server-url> [runs]      e.g. http://127.0.0.1:41234 20
+//
+// Prints one JSON line {"exec_true_median_ms":..,"stdout_10mib_ms":..}:
+// - exec_true_median_ms: median over `runs` (default 20) of exec(["true"])
+//   until its exit code and both (empty) output streams are in, after one
+//   warm-up exec that pays for SandboxGetTaskId and router access;
+// - stdout_10mib_ms: exec(["head","-c","10485760","/dev/zero"]) in binary
+//   mode, until all 10 MiB are read and the exit code is in.
+// Credentials: MODAL_TOKEN_ID / MODAL_TOKEN_SECRET, default ak-test / as-test
+// (the server's defaults). A user's ~/.modal.toml is never read.
+
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const [url, runsArg] = process.argv.slice(2);
+if (!url || !/^https?:\/\//.test(url)) {
+  process.stderr.write('usage: node bench_sdk.mjs <server-url> [runs]\n');
+  process.exit(2);
+}
+const runs = Math.max(1, Number(runsArg ?? 20) | 0);
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+
+process.env.MODAL_SERVER_URL = url;
+process.env.MODAL_TOKEN_ID ||= 'ak-test';
+process.env.MODAL_TOKEN_SECRET ||= 'as-test';
+process.env.MODAL_CONFIG_PATH = path.join(HERE, 'does-not-exist.modal.toml');
+process.env.MODAL_LOGLEVEL ||= 'error';
+delete process.env.MODAL_PROFILE;
+const { ModalClient } = await import('modal'); // after the env: read at load
+
+async function drain(stream) {
+  const reader = stream.getReader();
+  let n = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (value) n += value.length;
+    if (done) return n;
+  }
+}
+
+async function timedExec(sb, argv, params) {
+  const t0 = performance.now();
+  const p = await sb.exec(argv, params);
+  const [out, , code] = await Promise.all([drain(p.stdout), drain(p.stderr), p.wait()]);
+  return { ms: performance.now() - t0, out, code };
+}
+
+const mc = new ModalClient();
+const app = await mc.apps.fromName('mastra', { createIfMissing: true });
+const sb = await mc.sandboxes.create(app, mc.images.fromRegistry('ubuntu:22.04'), {
+  name: `bench-sdk-${process.pid}-${Date.now()}`,
+});
+try {
+  await timedExec(sb, ['true']); // warm-up
+  const times = [];
+  for (let i = 0; i < runs; i++) {
+    const r = await timedExec(sb, ['true']);
+    if (r.code !== 0) throw new Error(`true exited ${r.code}`);
+    times.push(r.ms);
+  }
+  times.sort((a, b) => a - b);
+  const mid = times.length >> 1;
+  const median = times.length % 2 ? times[mid] : (times[mid - 1] + times[mid]) / 2;
+
+  const SIZE = 10 * 1024 * 1024;
+  const big = await timedExec(sb, ['head', '-c', String(SIZE), '/dev/zero'], { mode: 'binary' });
+  if (big.code !== 0 || big.out !== SIZE) throw new Error(`10 MiB transfer: exit ${big.code}, ${big.out} bytes`);
+
+  const round = (x) => Math.round(x * 100) / 100;
+  process.stdout.write(`${JSON.stringify({ exec_true_median_ms: round(median), stdout_10mib_ms: round(big.ms) })}\n`);
+} finally {
+  await sb.terminate().catch(() => {});
+}
