@@ -9,12 +9,20 @@
 #include <string.h>
 #include <sys/time.h>
 
+/* The registry: one line per provider. Weak references let a provider's
+ * file be absent from a build (its entry is then NULL and skipped). */
 extern const sk_provider sk_provider_local;
+extern const sk_provider sk_provider_platform __attribute__((weak));
+extern const sk_provider sk_provider_modal __attribute__((weak));
+extern const sk_provider sk_provider_apple_container __attribute__((weak));
 
 const sk_provider *const sk_providers[] = {
     &sk_provider_local,
-    NULL,
+    &sk_provider_platform,
+    &sk_provider_modal,
+    &sk_provider_apple_container,
 };
+const int sk_provider_count = (int)(sizeof sk_providers / sizeof sk_providers[0]);
 
 /* Grace between SIGTERM and SIGKILL for a timed-out process group. */
 enum { SANDBOX_KILL_GRACE_MS = 1000 };
@@ -27,8 +35,8 @@ typedef struct sk_waiter {
 
 const sk_provider *sk_provider_find(const char *id)
 {
-    for (int i = 0; sk_providers[i]; i++)
-        if (strcmp(sk_providers[i]->id, id) == 0)
+    for (int i = 0; i < sk_provider_count; i++)
+        if (sk_providers[i] && strcmp(sk_providers[i]->id, id) == 0)
             return sk_providers[i];
     return NULL;
 }

@@ -109,7 +109,9 @@ typedef struct sk_provider {
     void (*free)(sk_sandbox *sb);
 } sk_provider;
 
+/* Entries may be NULL (a provider not built in); sk_provider_count long. */
 extern const sk_provider *const sk_providers[];
+extern const int sk_provider_count;
 const sk_provider *sk_provider_find(const char *id);
 
 struct sk_sandbox {

@@ -422,9 +422,12 @@ static int core_now(lua_State *L)
 static int core_provider_ids(lua_State *L)
 {
     lua_newtable(L);
-    for (int i = 0; sk_providers[i]; i++) {
+    int n = 0;
+    for (int i = 0; i < sk_provider_count; i++) {
+        if (!sk_providers[i])
+            continue;
         lua_pushstring(L, sk_providers[i]->id);
-        lua_rawseti(L, -2, i + 1);
+        lua_rawseti(L, -2, ++n);
     }
     return 1;
 }
