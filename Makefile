@@ -11,7 +11,7 @@ LIBS := $(shell pkg-config --libs libuv libcurl jansson libwebsockets libprotobu
 # Debian packages the build and the tests need (fragments may add more).
 DEB_PACKAGES := build-essential pkg-config lua5.4 liblua5.4-dev luarocks lua-busted lua-cjson \
 	lua-cqueues libuv1-dev libcurl4-openssl-dev libwebsockets-dev libwebsockets-evlib-uv \
-	libjansson-dev libprotobuf-c-dev protobuf-c-compiler bubblewrap nodejs npm procps
+	libjansson-dev libprotobuf-c-dev protobuf-c-compiler bubblewrap nodejs npm procps curl util-linux openssl
 
 CORE_SRC := $(sort $(wildcard src/core/*.c src/core/providers/*.c))
 LUA_SRC := $(sort $(wildcard src/lua/*.c))

@@ -1,0 +1,783 @@
+-- bench/run.lua: runs every benchmark row, sandkit side and C baseline in
+-- the same run (rounds alternate which side goes first, so drift on a noisy
+-- machine lands on both), and prints ONE table of medians and ratios.
+--
+--   lua5.4 bench/run.lua [--quick] [--only ROW[,ROW...]] [--list]
+--
+-- --quick uses tiny iteration counts (the smoke spec); --only runs the named
+-- rows (ids from --list). Rows whose provider has not landed print `pending`.
+-- The baselines are build/bench/floor_* (make bench-build); the table is also
+-- written to bench/out/latest.txt. See bench/README.md for what each row
+-- measures. Internal: `--child KIND ...` runs one measurement in a fresh
+-- process so that its peak RSS is its own.
+
+-- ---- paths -----------------------------------------------------------------
+
+local function shell_quote(s)
+  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+
+local function read_cmd(cmd)
+  local f = assert(io.popen(cmd, "r"))
+  local out = f:read("a")
+  local ok, _, code = f:close()
+  return out, ok, code
+end
+
+local function find_root()
+  local src = debug.getinfo(1, "S").source
+  local path = src:sub(1, 1) == "@" and src:sub(2) or "bench/run.lua"
+  local dir = path:match("^(.*)/[^/]*$") or "."
+  local out = read_cmd("cd " .. shell_quote(dir .. "/..") .. " && pwd")
+  return (out:gsub("%s+$", ""))
+end
+
+local ROOT = find_root()
+package.path = table.concat({ ROOT .. "/lua/?.lua", ROOT .. "/lua/?/init.lua", package.path }, ";")
+package.cpath = table.concat({ ROOT .. "/build/?.so", ROOT .. "/build/bench/?.so", package.cpath }, ";")
+local FLOOR_DIR = ROOT .. "/build/bench"
+local LUA = arg[-1] or "lua5.4"
+
+-- ---- clock, memory -----------------------------------------------------------
+
+local now
+do
+  local ok, clock = pcall(require, "benchclock")
+  if ok then
+    now = clock.now
+  else
+    local ok2, cq = pcall(require, "cqueues")
+    if ok2 and cq.monotime then
+      now = cq.monotime
+    else
+      error("bench: no monotonic clock (build build/bench/benchclock.so with make bench-build)")
+    end
+  end
+end
+
+-- VmRSS / VmHWM of this process, in KiB.
+local function proc_status_kb(field)
+  local f = io.open("/proc/self/status", "r")
+  if not f then return nil end
+  local text = f:read("a")
+  f:close()
+  local v = text:match(field .. ":%s*(%d+)%s*kB")
+  return v and tonumber(v)
+end
+
+-- Resets VmHWM to the current RSS (Linux >= 4.0); false when not allowed.
+local function reset_peak_rss()
+  local f = io.open("/proc/self/clear_refs", "w")
+  if not f then return false end
+  local ok = f:write("5")
+  ok = f:close() and ok
+  return ok and true or false
+end
+
+-- ---- small JSON reader (the baselines print flat objects) -------------------
+
+local function json_decode(s)
+  local pos = 1
+  local value
+  local function ws() pos = s:find("[^ \t\r\n]", pos) or #s + 1 end
+  local function fail(what) error("bench: bad JSON (" .. what .. ") at " .. pos .. ": " .. s, 0) end
+  local function str()
+    local out = {}
+    pos = pos + 1
+    while true do
+      local c = s:sub(pos, pos)
+      if c == "" then fail("unterminated string") end
+      if c == '"' then pos = pos + 1; return table.concat(out) end
+      if c == "\\" then
+        local e = s:sub(pos + 1, pos + 1)
+        local map = { n = "\n", t = "\t", r = "\r", b = "\b", f = "\f" }
+        out[#out + 1] = map[e] or e
+        pos = pos + 2
+      else
+        out[#out + 1] = c
+        pos = pos + 1
+      end
+    end
+  end
+  function value()
+    ws()
+    local c = s:sub(pos, pos)
+    if c == "{" then
+      local t = {}
+      pos = pos + 1
+      ws()
+      if s:sub(pos, pos) == "}" then pos = pos + 1; return t end
+      while true do
+        ws()
+        if s:sub(pos, pos) ~= '"' then fail("key") end
+        local k = str()
+        ws()
+        if s:sub(pos, pos) ~= ":" then fail(":") end
+        pos = pos + 1
+        t[k] = value()
+        ws()
+        local d = s:sub(pos, pos)
+        pos = pos + 1
+        if d == "}" then return t end
+        if d ~= "," then fail(",") end
+      end
+    elseif c == "[" then
+      local t = {}
+      pos = pos + 1
+      ws()
+      if s:sub(pos, pos) == "]" then pos = pos + 1; return t end
+      while true do
+        t[#t + 1] = value()
+        ws()
+        local d = s:sub(pos, pos)
+        pos = pos + 1
+        if d == "]" then return t end
+        if d ~= "," then fail(",") end
+      end
+    elseif c == '"' then
+      return str()
+    elseif s:sub(pos, pos + 3) == "true" then pos = pos + 4; return true
+    elseif s:sub(pos, pos + 4) == "false" then pos = pos + 5; return false
+    elseif s:sub(pos, pos + 3) == "null" then pos = pos + 4; return nil
+    end
+    local num = s:match("^-?%d+%.?%d*[eE]?[-+]?%d*", pos)
+    if not num or num == "" then fail("value") end
+    pos = pos + #num
+    return tonumber(num)
+  end
+  return value()
+end
+
+local function json_encode_flat(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys)
+  local parts = {}
+  for _, k in ipairs(keys) do
+    local v = t[k]
+    local enc
+    if type(v) == "number" then enc = string.format("%.17g", v)
+    elseif type(v) == "boolean" then enc = tostring(v)
+    else enc = string.format("%q", tostring(v)):gsub("\\\n", "\\n") end
+    parts[#parts + 1] = string.format("%q:%s", k, enc)
+  end
+  return "{" .. table.concat(parts, ",") .. "}"
+end
+
+-- Runs a command whose last stdout line is one JSON object.
+local function run_json(cmd)
+  local out, ok, code = read_cmd(cmd .. " 2>&1")
+  local last
+  for line in out:gmatch("[^\n]+") do
+    if line:sub(1, 1) == "{" then last = line end
+  end
+  if not ok or not last then
+    error(string.format("bench: `%s` failed (exit %s): %s", cmd, tostring(code), out:sub(1, 400)), 0)
+  end
+  return json_decode(last)
+end
+
+local function floor_cmd(name, args)
+  local exe = FLOOR_DIR .. "/" .. name
+  local f = io.open(exe, "r")
+  if not f then error("bench: baseline " .. exe .. " is missing (run make bench-build)", 0) end
+  f:close()
+  local parts = { shell_quote(exe) }
+  for _, a in ipairs(args) do parts[#parts + 1] = shell_quote(a) end
+  return table.concat(parts, " ")
+end
+
+-- ---- statistics, formatting --------------------------------------------------
+
+local function median(xs)
+  local s = {}
+  for i, v in ipairs(xs) do s[i] = v end
+  table.sort(s)
+  local n = #s
+  if n == 0 then return nil end
+  if n % 2 == 1 then return s[(n + 1) // 2] end
+  return (s[n // 2] + s[n // 2 + 1]) / 2
+end
+
+local function percentile(xs, p)
+  local s = {}
+  for i, v in ipairs(xs) do s[i] = v end
+  table.sort(s)
+  if #s == 0 then return nil end
+  return s[math.min(#s, math.max(1, math.ceil(#s * p)))]
+end
+
+local function append(dst, src)
+  for _, v in ipairs(src) do dst[#dst + 1] = v end
+end
+
+local function fmt_us(us)
+  if us >= 10000 then return string.format("%.1f ms", us / 1000) end
+  if us >= 1000 then return string.format("%.2f ms", us / 1000) end
+  return string.format("%.0f µs", us)
+end
+
+local function fmt_ms(ms)
+  if ms >= 1000 then return string.format("%.2f s", ms / 1000) end
+  return string.format("%.1f ms", ms)
+end
+
+local function fmt_kib(kib)
+  if kib >= 1024 then return string.format("%.1f MiB", kib / 1024) end
+  return string.format("%.1f KiB", kib)
+end
+
+-- ---- sandkit -----------------------------------------------------------------
+
+local sandkit_mod, sandkit_err
+local function sandkit()
+  if sandkit_mod == nil and sandkit_err == nil then
+    local ok, m = pcall(require, "sandkit")
+    if ok then sandkit_mod = m else sandkit_err = tostring(m) end
+  end
+  return sandkit_mod, sandkit_err
+end
+
+local function provider_ids()
+  local sk = sandkit()
+  local ids = {}
+  if not sk or type(sk.providers) ~= "function" then return ids end
+  local ok, list = pcall(sk.providers)
+  if not ok or type(list) ~= "table" then return ids end
+  for _, d in ipairs(list) do
+    if type(d) == "table" and d.id then ids[d.id] = true end
+  end
+  return ids
+end
+
+-- Raises on a runtime failure (nil, err) so a row reports it.
+local function check(v, err, ...)
+  if v == nil then error(tostring(err), 0) end
+  return v, err, ...
+end
+
+local function must_succeed(r, what)
+  if r == nil then error(what .. ": no result", 0) end
+  if r.exit_code ~= 0 then
+    error(string.format("%s: exit %s, stderr %q", what, tostring(r.exit_code), tostring(r.stderr or ""):sub(1, 200)), 0)
+  end
+  return r
+end
+
+local function local_sandbox(workdir, extra)
+  local sk = assert(sandkit())
+  local opts = { working_directory = workdir }
+  for k, v in pairs(extra or {}) do opts[k] = v end
+  local sb = sk.LocalSandbox(opts)
+  check(sb:start())
+  return sb
+end
+
+-- ---- temporary directories ---------------------------------------------------
+
+local function make_temp_dir(prefix)
+  local out, ok = read_cmd("mktemp -d /tmp/" .. prefix .. "-XXXXXX")
+  local dir = out:gsub("%s+$", "")
+  if not ok or dir == "" then error("bench: mktemp failed", 0) end
+  return dir
+end
+
+local function remove_tree(dir)
+  if dir and dir:match("^/tmp/sandkit%-bench") then os.execute("rm -rf " .. shell_quote(dir)) end
+end
+
+-- ---- children (fresh processes for the memory rows) ------------------------
+
+-- Prints one JSON line; run as `lua5.4 bench/run.lua --child KIND ...`.
+local function child_main(kind, a1, a2)
+  local sk = assert(sandkit())
+  if kind == "capture" or kind == "stream" then
+    local size, workdir = a1, a2
+    local sb = local_sandbox(workdir)
+    must_succeed(check(sb:exec("head -c 64K /dev/zero")), "warmup")
+    collectgarbage("collect")
+    collectgarbage("collect")
+    local reset = reset_peak_rss()
+    local rss0 = proc_status_kb("VmRSS")
+    local command = "head -c " .. size .. " /dev/zero"
+    local bytes, r = 0, nil
+    local t0 = now()
+    if kind == "capture" then
+      r = must_succeed(check(sb:exec(command)), command)
+      bytes = #r.stdout
+    else
+      r = must_succeed(check(sb:exec(command, nil, {
+        capture = false,
+        on_stdout = function(chunk) bytes = bytes + #chunk end,
+      })), command)
+    end
+    local ms = (now() - t0) * 1000
+    local hwm = proc_status_kb("VmHWM")
+    local retained = kind == "stream" and #(r.stdout or "") or bytes
+    r = nil
+    sb:destroy()
+    io.write(json_encode_flat({
+      ms = ms, bytes = bytes, rss0_kb = rss0, hwm_kb = hwm, growth_kb = hwm - rss0,
+      peak_reset = reset, retained = retained,
+    }), "\n")
+  elseif kind == "objects" then
+    local n = math.tointeger(tonumber(a1))
+    local workdir = a2
+    -- the first object pays for one-time set-up (the loop, metatables)
+    local keep = { sk.LocalSandbox({ working_directory = workdir }) }
+    collectgarbage("collect")
+    collectgarbage("collect")
+    local rss0 = proc_status_kb("VmRSS")
+    for i = 1, n do keep[i + 1] = sk.LocalSandbox({ working_directory = workdir }) end
+    collectgarbage("collect")
+    collectgarbage("collect")
+    local rss1 = proc_status_kb("VmRSS")
+    io.write(json_encode_flat({ n = n, rss0_kb = rss0, rss1_kb = rss1, per_kb = (rss1 - rss0) / n, count = #keep - 1 }), "\n")
+  else
+    error("unknown child " .. tostring(kind))
+  end
+end
+
+local function run_child(kind, ...)
+  local parts = { shell_quote(LUA), shell_quote(ROOT .. "/bench/run.lua"), "--child", kind }
+  for _, a in ipairs({ ... }) do parts[#parts + 1] = shell_quote(a) end
+  return run_json(table.concat(parts, " "))
+end
+
+-- ---- rows ----------------------------------------------------------------------
+-- Each row's run(ctx) returns a list of lines
+--   { label, sk, base, ratio?, ratio_suffix?, target, result, note? }
+-- or raises (the row then reads ERROR). Without a loadable sandkit
+-- (ctx.sk == nil) a row still runs its baseline and shows sandkit `pending`.
+
+local function line(label, sk_text, base_text, ratio, target, result, note)
+  return { label = label, sk = sk_text, base = base_text, ratio = ratio, target = target, result = result, note = note }
+end
+
+local function verdict(value, limit)
+  return value <= limit and "PASS" or "MISS"
+end
+
+-- The standard line: medians of both sample sets, their ratio, the verdict.
+local function compare(label, sk, base, fmt, limit, note)
+  local mb = median(base)
+  local target = string.format("≤ %g×", limit)
+  if #sk == 0 then return line(label, "pending", fmt(mb), nil, target, "pending", note) end
+  local ms = median(sk)
+  return line(label, fmt(ms), fmt(mb), ms / mb, target, verdict(ms / mb, limit), note)
+end
+
+-- Runs `rounds` rounds of a baseline chunk and a sandkit chunk, alternating
+-- which goes first; the sandkit chunk is skipped when sandkit is missing.
+local function interleave(ctx, rounds, base_fn, sk_fn)
+  for r = 1, rounds do
+    if not ctx.sk then base_fn(r)
+    elseif r % 2 == 1 then base_fn(r); sk_fn(r)
+    else sk_fn(r); base_fn(r) end
+  end
+end
+
+local function time_execs(sb, per, command, into)
+  for _ = 1, per do
+    local t0 = now()
+    local r, err = sb:exec(command)
+    into[#into + 1] = (now() - t0) * 1e6
+    must_succeed(check(r, err), command)
+  end
+end
+
+local rows = {}
+
+rows[#rows + 1] = {
+  id = "exec", label = "local exec latency", target = "≤ 1.25×",
+  run = function(ctx)
+    local rounds, per = ctx.quick and 2 or 10, ctx.quick and 5 or 50
+    local sb = ctx.sk and local_sandbox(ctx.tmp .. "/exec")
+    if sb then time_execs(sb, 5, "true", {}) end
+    local base, sk = {}, {}
+    interleave(ctx, rounds, function()
+      append(base, run_json(floor_cmd("floor_spawn", { per, 3 })).samples_us)
+    end, function()
+      time_execs(sb, per, "true", sk)
+    end)
+    if sb then sb:destroy() end
+    local note = string.format("p90 %s vs %s", #sk > 0 and fmt_us(percentile(sk, 0.9)) or "-", fmt_us(percentile(base, 0.9)))
+    return { compare(string.format("local exec latency (n=%d)", #base), sk, base, fmt_us, 1.25, note) }
+  end,
+}
+
+rows[#rows + 1] = {
+  id = "fanout", label = "local fan-out", target = "≤ 1.5×",
+  run = function(ctx)
+    local width, rounds = ctx.quick and 20 or 200, ctx.quick and 2 or 10
+    local sb = ctx.sk and local_sandbox(ctx.tmp .. "/fanout")
+    local function sk_round()
+      local results, failures = {}, {}
+      local t0 = now()
+      for i = 1, width do
+        ctx.sk.spawn(function()
+          local r, err = sb:exec("echo", { tostring(i) })
+          if r then results[i] = r else failures[#failures + 1] = tostring(err) end
+        end)
+      end
+      ctx.sk.run()
+      local ms = (now() - t0) * 1000
+      if #failures > 0 then error("fan-out exec failed: " .. failures[1], 0) end
+      for i = 1, width do
+        local r = results[i]
+        if not r or r.stdout ~= i .. "\n" then
+          error(string.format("fan-out task %d: got %q", i, r and tostring(r.stdout) or "no result"), 0)
+        end
+      end
+      return ms
+    end
+    if sb then sk_round() end -- warm-up
+    local base, sk = {}, {}
+    interleave(ctx, rounds, function()
+      local j = run_json(floor_cmd("floor_fanout", { width, 1, 1 }))
+      append(base, j.samples_ms)
+    end, function()
+      sk[#sk + 1] = sk_round()
+    end)
+    if sb then sb:destroy() end
+    return { compare(string.format("local fan-out (%d at once)", width), sk, base, fmt_ms, 1.5, rounds .. " rounds") }
+  end,
+}
+
+local function output_rows(ctx, kind)
+  local size = ctx.quick and "1M" or "100M"
+  local out_bytes = ctx.quick and 1048576 or 104857600
+  local rounds = ctx.quick and 1 or 9
+  local command = "head -c " .. size .. " /dev/zero"
+  local base, sk, growth, base_rss = {}, {}, {}, {}
+  local workdir = ctx.tmp .. "/" .. kind
+  local reset_ok = true
+  interleave(ctx, rounds, function()
+    local args = { 1 }
+    if kind == "capture" then args[#args + 1] = "--keep" end
+    args[#args + 1] = command
+    local j = run_json(floor_cmd("floor_reader", args))
+    if j.bytes ~= out_bytes then error("floor_reader read " .. tostring(j.bytes) .. " bytes", 0) end
+    append(base, j.samples_ms)
+    base_rss[#base_rss + 1] = j.maxrss_kb
+  end, function()
+    local j = run_child(kind, size, workdir)
+    if j.bytes ~= out_bytes then error(kind .. " side got " .. tostring(j.bytes) .. " bytes", 0) end
+    if kind == "stream" and j.retained ~= 0 then
+      error("capture = false still retained " .. tostring(j.retained) .. " bytes in r.stdout", 0)
+    end
+    sk[#sk + 1] = j.ms
+    growth[#growth + 1] = j.growth_kb
+    reset_ok = reset_ok and j.peak_reset
+  end)
+  local brss = median(base_rss)
+  local g = median(growth)
+  local how = reset_ok and "VmHWM growth during the exec" or "VmHWM growth (could not reset VmHWM: includes start-up)"
+  if kind == "capture" then
+    local rss_line
+    if g then
+      local per_output = g * 1024 / out_bytes
+      rss_line = line("output capture, peak RSS", fmt_kib(g), fmt_kib(brss), per_output, "≤ 2.5× output",
+        verdict(per_output, 2.5), "sandkit: " .. how .. "; baseline: the C reader's whole ru_maxrss")
+      rss_line.ratio_suffix = "× output"
+    else
+      rss_line = line("output capture, peak RSS", "pending", fmt_kib(brss), nil, "≤ 2.5× output", "pending")
+    end
+    return {
+      compare("output capture, time (" .. size .. ")", sk, base, fmt_ms, 1.5, "baseline keeps the bytes in one growing buffer"),
+      rss_line,
+    }
+  end
+  return {
+    compare("output streaming, time (" .. size .. ")", sk, base, fmt_ms, 1.3, "capture = false, on_stdout counts bytes"),
+    line("output streaming, RSS growth", g and fmt_kib(g) or "pending", fmt_kib(brss), nil, "≤ 16 MiB",
+      g and verdict(g, 16 * 1024) or "pending", g and ("sandkit: " .. how .. "; baseline: the C reader's whole ru_maxrss")),
+  }
+end
+
+rows[#rows + 1] = { id = "capture", label = "output capture", target = "≤ 1.5×; ≤ 2.5× output",
+  run = function(ctx) return output_rows(ctx, "capture") end }
+rows[#rows + 1] = { id = "streaming", label = "output streaming", target = "≤ 1.3×; ≤ 16 MiB",
+  run = function(ctx) return output_rows(ctx, "stream") end }
+
+-- The exact bubblewrap argv sandkit runs, read back from inside the sandbox:
+-- with --unshare-pid, bwrap itself is PID 1 of the new namespace, so
+-- /proc/1/cmdline is that argv; its last element is the command string.
+local function bwrap_argv_of(sb, command)
+  local probe = "cat /proc/1/cmdline"
+  local r = must_succeed(check(sb:exec(probe)), probe)
+  local argv = {}
+  for part in r.stdout:gmatch("([^%z]*)%z") do argv[#argv + 1] = part end
+  if argv[#argv] ~= probe or not (argv[1] or ""):match("bwrap$") then
+    error("could not read the bwrap argv back (got " .. #argv .. " elements)", 0)
+  end
+  argv[#argv] = command
+  return argv
+end
+
+-- Without sandkit: the argv src/core/providers/local.c builds with default
+-- options (conformance.md §9 plus a per-sandbox /tmp), for the baseline only.
+local function bwrap_argv_default(workdir, tmpdir, command)
+  local argv = { "bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
+    "--proc", "/proc", "--dev", "/dev" }
+  for _, p in ipairs({ "/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc/alternatives", "/etc/ssl",
+    "/etc/ca-certificates", "/etc/resolv.conf", "/etc/hosts", "/etc/passwd", "/etc/group",
+    "/etc/nsswitch.conf", "/etc/ld.so.cache", "/etc/localtime" }) do
+    append(argv, { "--ro-bind-try", p, p })
+  end
+  append(argv, { "--ro-bind-try", "/opt", "/opt", "--bind", tmpdir, "/tmp", "--bind", workdir, workdir,
+    "--chdir", workdir, "--die-with-parent", "--", "/bin/sh", "-c", command })
+  return argv
+end
+
+rows[#rows + 1] = {
+  id = "bwrap", label = "bwrap exec latency", target = "≤ 1.25×",
+  run = function(ctx)
+    local rounds, per = ctx.quick and 2 or 10, ctx.quick and 2 or 20
+    local workdir = ctx.tmp .. "/bwrap"
+    os.execute("mkdir -p " .. shell_quote(workdir) .. " " .. shell_quote(ctx.tmp .. "/bwrap-tmp"))
+    local sb, argv
+    if ctx.sk then
+      local ok, made = pcall(ctx.sk.LocalSandbox, { working_directory = workdir, isolation = "bwrap" })
+      if not ok then
+        return { line("bwrap exec latency", "n/a", "n/a", nil, "≤ 1.25×", "n/a", "bwrap unavailable: " .. tostring(made)) }
+      end
+      sb = made
+      check(sb:start())
+      local r0 = check(sb:exec("true"))
+      if r0.exit_code ~= 0 then
+        sb:destroy()
+        return { line("bwrap exec latency", "n/a", "n/a", nil, "≤ 1.25×", "n/a",
+          "bwrap cannot run here: " .. tostring(r0.stderr):gsub("%s+$", "")) }
+      end
+      argv = bwrap_argv_of(sb, "true")
+      time_execs(sb, 3, "true", {})
+    else
+      argv = bwrap_argv_default(workdir, ctx.tmp .. "/bwrap-tmp", "true")
+    end
+    local base, sk = {}, {}
+    interleave(ctx, rounds, function()
+      local args = { per, 2, "--" }
+      append(args, argv)
+      -- sandkit spawns bwrap from the working directory; so does the baseline
+      local j = run_json("cd " .. shell_quote(workdir) .. " && " .. floor_cmd("floor_bwrap", args))
+      if j.failures ~= 0 then error("floor_bwrap: " .. j.failures .. " runs exited non-zero", 0) end
+      append(base, j.samples_us)
+    end, function()
+      time_execs(sb, per, "true", sk)
+    end)
+    if sb then sb:destroy() end
+    local note = sb and string.format("both sides run the same %d-element argv (read back from /proc/1/cmdline)", #argv)
+      or "baseline argv rebuilt from local.c's defaults"
+    return { compare(string.format("bwrap exec latency (n=%d)", #base), sk, base, fmt_us, 1.25, note) }
+  end,
+}
+
+rows[#rows + 1] = {
+  id = "objects", label = "sandbox objects", target = "≤ 4 KiB each",
+  run = function(ctx)
+    local n = ctx.quick and 200 or 10000
+    local label = string.format("sandbox objects (%d unstarted)", n)
+    if not ctx.sk then return { line(label, "pending", "—", nil, "≤ 4 KiB each", "pending") } end
+    local j = run_child("objects", n, ctx.tmp .. "/objects")
+    if j.count ~= n then error("objects child built " .. tostring(j.count) .. " objects", 0) end
+    return { line(label, fmt_kib(j.per_kb) .. "/obj", "—", nil, "≤ 4 KiB each", verdict(j.per_kb, 4),
+      "RSS growth " .. fmt_kib(j.rss1_kb - j.rss0_kb) .. " after a full GC") }
+  end,
+}
+
+-- Members of a fleet, whatever the fleet object calls its list.
+local function fleet_members(fl)
+  if type(fl.sandboxes) == "table" then return fl.sandboxes end
+  if type(fl.members) == "table" then return fl.members end
+  return fl
+end
+
+rows[#rows + 1] = {
+  id = "fleet", label = "fleet", target = "≤ 2×",
+  run = function(ctx)
+    local n, rounds = ctx.quick and 10 or 100, ctx.quick and 1 or 10
+    local label = string.format("fleet (%d: start, exec, destroy)", n)
+    local base_dir = ctx.tmp .. "/fleet"
+    os.execute("mkdir -p " .. shell_quote(base_dir))
+    local sk_mod = ctx.sk
+    if sk_mod and type(sk_mod.fleet) ~= "function" then sk_mod = nil end
+    local ndirs = 0
+    local function sk_round(r)
+      local template = sk_mod.LocalSandbox({ working_directory = base_dir .. "/sk-" .. r })
+      local t0 = now()
+      local fl = check(sk_mod.fleet(template, n))
+      local results = check(fl:exec("true"))
+      local dirs, seen = {}, {}
+      for _, sb in ipairs(fleet_members(fl)) do
+        local info = sb:info()
+        local wd = info and info.metadata and info.metadata.working_directory
+        if wd and not seen[wd] then seen[wd] = true; dirs[#dirs + 1] = wd end
+      end
+      check(fl:destroy())
+      -- LocalSandbox destroy leaves the working directory (as upstream
+      -- does); the baseline removes its directories, so this side does too.
+      for _, d in ipairs(dirs) do os.remove(d) end
+      local ms = (now() - t0) * 1000
+      local count = 0
+      for _, res in ipairs(results) do
+        count = count + 1
+        must_succeed(res, "fleet exec")
+      end
+      if count ~= n then error("fleet exec returned " .. count .. " results", 0) end
+      ndirs = #dirs
+      return ms
+    end
+    if sk_mod then sk_round(0) end
+    local base, sk = {}, {}
+    interleave({ sk = sk_mod }, rounds, function()
+      -- as many directories as the sandkit fleet used (its clones share the
+      -- template's working directory unless told otherwise)
+      append(base, run_json(floor_cmd("floor_fleet", { n, 1, base_dir, 0, ndirs > 0 and ndirs or n })).samples_ms)
+    end, function(r)
+      sk[#sk + 1] = sk_round(r)
+    end)
+    local note = sk_mod and string.format("%d distinct working director%s on both sides", ndirs, ndirs == 1 and "y" or "ies")
+      or (ctx.sk and "sandkit.fleet not available")
+    return { compare(label, sk, base, fmt_ms, 2, note) }
+  end,
+}
+
+local function server_exists(name)
+  local f = io.open(ROOT .. "/spec/servers/" .. name .. "/server.mjs", "r")
+  if f then f:close() return true end
+  return false
+end
+
+-- Rows whose provider or baseline has not landed: print why they wait.
+local function pending_row(label, target, provider, server, baseline_ready)
+  return function()
+    local ids = provider_ids()
+    local why
+    if not ids[provider] then why = "provider '" .. provider .. "' has not landed"
+    elseif not server_exists(server) then why = "reference server spec/servers/" .. server .. " missing"
+    elseif not baseline_ready then why = "baseline not written yet"
+    else why = "measurement not written yet" end
+    return { line(label, "pending", "pending", nil, target, "pending", why) }
+  end
+end
+
+rows[#rows + 1] = { id = "platform_exec", label = "platform exec", target = "≤ 1.3×", remote = true,
+  run = pending_row("platform exec (n=200)", "≤ 1.3×", "platform", "platform", false) }
+rows[#rows + 1] = { id = "platform_fanout", label = "platform fan-out", target = "≤ 1.5×", remote = true,
+  run = pending_row("platform fan-out (100 at once)", "≤ 1.5×", "platform", "platform", false) }
+rows[#rows + 1] = { id = "modal_exec", label = "modal exec", target = "< 1×", remote = true,
+  run = pending_row("modal exec (n=200)", "< 1×", "modal", "modal", false) }
+
+-- ---- table -----------------------------------------------------------------------
+
+local function display_width(s)
+  return utf8.len(s) or #s
+end
+
+local function pad(s, w)
+  return s .. string.rep(" ", w - display_width(s))
+end
+
+local function render(lines)
+  local header = { "row", "sandkit", "baseline", "ratio", "target", "result" }
+  local cells = { header }
+  for _, l in ipairs(lines) do
+    local ratio = l.ratio and string.format("%.2f%s", l.ratio, l.ratio_suffix or "×") or "—"
+    local result = l.result
+    cells[#cells + 1] = { l.label, l.sk, l.base, ratio, l.target, result }
+  end
+  local widths = {}
+  for _, row in ipairs(cells) do
+    for i, c in ipairs(row) do widths[i] = math.max(widths[i] or 0, display_width(c)) end
+  end
+  local out = {}
+  local function emit(row)
+    local parts = {}
+    for i, c in ipairs(row) do parts[i] = pad(c, widths[i]) end
+    out[#out + 1] = "| " .. table.concat(parts, " | ") .. " |"
+  end
+  emit(header)
+  local sep = {}
+  for i, w in ipairs(widths) do sep[i] = string.rep("-", w) end
+  out[#out + 1] = "| " .. table.concat(sep, " | ") .. " |"
+  for i = 2, #cells do emit(cells[i]) end
+  local notes = {}
+  for _, l in ipairs(lines) do
+    if l.note and l.note ~= "" then notes[#notes + 1] = "  " .. l.label .. ": " .. l.note end
+  end
+  return table.concat(out, "\n") .. "\n" .. (#notes > 0 and ("notes:\n" .. table.concat(notes, "\n") .. "\n") or "")
+end
+
+-- ---- main ---------------------------------------------------------------------------
+
+local function usage()
+  local ids = {}
+  for _, r in ipairs(rows) do ids[#ids + 1] = r.id end
+  return "usage: lua5.4 bench/run.lua [--quick] [--only ROW[,ROW...]] [--list]\nrows: " .. table.concat(ids, ", ")
+end
+
+local function main(argv)
+  local ctx = { quick = false }
+  local only
+  local i = 1
+  while i <= #argv do
+    local a = argv[i]
+    if a == "--quick" then ctx.quick = true
+    elseif a == "--only" then
+      i = i + 1
+      only = {}
+      for id in tostring(argv[i]):gmatch("[^,]+") do only[id] = true end
+    elseif a == "--list" then
+      for _, r in ipairs(rows) do print(r.id, r.label) end
+      return 0
+    elseif a == "--child" then
+      child_main(argv[i + 1], argv[i + 2], argv[i + 3])
+      return 0
+    elseif a == "--help" or a == "-h" then print(usage()) return 0
+    else io.stderr:write("bench: unknown argument ", a, "\n", usage(), "\n") return 2 end
+    i = i + 1
+  end
+  if only then
+    for id in pairs(only) do
+      local known = false
+      for _, r in ipairs(rows) do known = known or r.id == id end
+      if not known then io.stderr:write("bench: unknown row ", id, "\n", usage(), "\n") return 2 end
+    end
+  end
+
+  local sk, sk_err = sandkit()
+  ctx.sk = sk
+  local lines, errors = {}, 0
+  if not sk then
+    io.stderr:write("bench: sandkit not loadable, running baselines only: ", (tostring(sk_err):match("[^\n]*")), "\n")
+  end
+  ctx.tmp = make_temp_dir("sandkit-bench")
+  for _, row in ipairs(rows) do
+    if not only or only[row.id] then
+      io.stderr:write("bench: ", row.id, " ...\n")
+      local ok, res = pcall(row.run, ctx)
+      if ok then
+        append(lines, res)
+      else
+        errors = errors + 1
+        lines[#lines + 1] = line(row.label, "error", "—", nil, row.target, "ERROR", tostring(res))
+      end
+    end
+  end
+  remove_tree(ctx.tmp)
+
+  local text = render(lines)
+  io.write(text)
+  -- the whole table is kept (bench/out/ is ignored by git); --only runs are not
+  os.execute("mkdir -p " .. shell_quote(ROOT .. "/bench/out"))
+  local f = not only and io.open(ROOT .. "/bench/out/" .. (ctx.quick and "quick.txt" or "latest.txt"), "w")
+  if f then
+    f:write(os.date("!%Y-%m-%dT%H:%M:%SZ"), ctx.quick and " (--quick)\n" or "\n", text)
+    f:close()
+  end
+  return errors > 0 and 1 or 0
+end
+
+-- close the state so sandkit's finalizers reap anything still running
+os.exit(main(arg), true)

@@ -1,0 +1,35 @@
+# Benchmarks (issue 6). Not part of `make test`: `make bench` builds the C
+# baselines into build/bench/ and prints the table (bench/README.md).
+# `bench-build` is also a test prerequisite, for spec/bench_smoke_spec.lua.
+
+bench_saved_goal := $(.DEFAULT_GOAL)
+
+BENCH_FLOORS := floor_spawn floor_fanout floor_reader floor_bwrap floor_fleet
+BENCH_BINS := $(addprefix build/bench/,$(BENCH_FLOORS)) build/bench/benchclock.so
+BENCH_CC ?= $(CC)
+BENCH_CFLAGS := -std=c11 -O2 -Wall -Wextra -Werror
+BENCH_LUA_CFLAGS := $(shell pkg-config --cflags lua5.4 2>/dev/null)
+BENCH_ENV := LUA_CPATH='build/?.so;build/bench/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;'
+
+build/bench/floor_%: bench/floor_%.c
+	@mkdir -p build/bench
+	$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $<
+
+build/bench/benchclock.so: bench/benchclock.c
+	@mkdir -p build/bench
+	$(BENCH_CC) $(BENCH_CFLAGS) -fPIC -shared $(BENCH_LUA_CFLAGS) -o $@ $<
+
+.PHONY: bench bench-build bench-quick
+bench-build: $(BENCH_BINS)
+
+# BENCH_ARGS passes options through, e.g. make bench BENCH_ARGS='--only exec'.
+bench: all bench-build
+	@$(BENCH_ENV) $(LUA) bench/run.lua $(BENCH_ARGS)
+
+bench-quick: all bench-build
+	@$(BENCH_ENV) $(LUA) bench/run.lua --quick $(BENCH_ARGS)
+
+TEST_PREP += bench-build
+
+# This fragment must not become the default goal.
+.DEFAULT_GOAL := $(bench_saved_goal)
