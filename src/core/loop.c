@@ -10,6 +10,7 @@ struct sk_loop {
     uv_loop_t uv;
     sk_loop_hook *hooks;
     void *services[SK_SERVICE_COUNT];
+    char *scratch;
 };
 
 sk_loop *sk_loop_new(void)
@@ -41,6 +42,13 @@ void sk_loop_add_hook(sk_loop *loop, sk_loop_hook *hook)
 void *sk_loop_service(sk_loop *loop, int slot) { return loop->services[slot]; }
 
 void sk_loop_set_service(sk_loop *loop, int slot, void *service) { loop->services[slot] = service; }
+
+char *sk_loop_scratch(sk_loop *loop)
+{
+    if (!loop->scratch)
+        loop->scratch = malloc(SK_LOOP_SCRATCH);
+    return loop->scratch;
+}
 
 int sk_loop_fd(sk_loop *loop) { return uv_backend_fd(&loop->uv); }
 
@@ -99,6 +107,7 @@ void sk_loop_free(sk_loop *loop)
     uv_walk(&loop->uv, loop_close_stray, NULL);
     loop_drain(loop);
     (void)uv_loop_close(&loop->uv);
+    free(loop->scratch);
     free(loop);
 }
 

@@ -42,6 +42,11 @@ int sk_loop_timeout(sk_loop *loop);
  * Returns non-zero while the loop has active handles or requests. */
 int sk_loop_turn(sk_loop *loop, int timeout_ms);
 
+/* A per-loop scratch buffer for reads consumed synchronously (at least
+ * SK_LOOP_SCRATCH bytes); shared by every reader on the loop. NULL on OOM. */
+enum { SK_LOOP_SCRATCH = 1024 * 1024 };
+char *sk_loop_scratch(sk_loop *loop);
+
 /* Monotonic milliseconds (uv_hrtime based). */
 double sk_now_ms(void);
 
