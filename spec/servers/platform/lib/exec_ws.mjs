@@ -47,6 +47,12 @@ export class ExecGateway {
       maxPayload: 64 * 1024 * 1024,
       handleProtocols: (set) => (set.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
     });
+    // A malformed upgrade (bad key/version/protocol syntax) is answered 400
+    // by us, so the log entry says why.
+    this.wss.on('wsClientError', (err, socket, req) => {
+      if (req.plEntry) req.plEntry.rejected = 400;
+      rejectUpgrade(socket, 400, `Bad WebSocket handshake: ${err.message}`);
+    });
     this.stalled = new Set();
     this.sessions = new Set();
   }
@@ -127,6 +133,7 @@ export class ExecGateway {
     }
     const rules = takeWsRules(this.app.faults, target, 'session');
     entry.faults.push(...rules.map((r) => r.action));
+    req.plEntry = entry;
     this.wss.handleUpgrade(req, socket, head, (ws) => this.#session(ws, auth.sb, entry, rules));
   }
 

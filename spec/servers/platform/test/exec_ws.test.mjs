@@ -292,6 +292,23 @@ describe('frames', () => {
     assert.equal(e.close.code, 1006);
     assert.equal(e.killed_on_close, true);
   });
+  test('background jobs outlive their command (as on a VM) and die with the sandbox', async () => {
+    const sb = await srv.createSandbox();
+    const r = await srv.run('sleep 60 >/dev/null 2>&1 & echo $!', { sandbox: sb });
+    assert.equal(r.exitCode, 0);
+    const pid = Number(r.stdout.toString().trim());
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    assert.equal(alive(), true);
+    assert.equal((await srv.api('DELETE', `/sandbox/${sb.id}`)).status, 204);
+    await waitFor(() => !alive(), 'background job killed');
+  });
   test('10 MiB of stdout arrives intact and in order', async () => {
     const r = await srv.run('head -c 10485760 /dev/zero | tr "\\0" "x"; echo; seq 1 5 >&2');
     assert.equal(r.stdout.length, 10 * 1024 * 1024 + 1);

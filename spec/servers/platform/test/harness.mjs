@@ -125,8 +125,6 @@ export function execWs(lease, opts = {}) {
       opened: false,
       protocol: null,
       frames: [],
-      stdout: Buffer.alloc(0),
-      stderr: Buffer.alloc(0),
       exitCode: null,
       exitData: undefined,
       afterExit: [],
@@ -136,6 +134,11 @@ export function execWs(lease, opts = {}) {
       httpBody: null,
       error: null,
     };
+    const outChunks = [];
+    const errChunks = [];
+    // stdout/stderr are always current (callbacks may read them mid-stream).
+    Object.defineProperty(r, 'stdout', { enumerable: true, get: () => Buffer.concat(outChunks) });
+    Object.defineProperty(r, 'stderr', { enumerable: true, get: () => Buffer.concat(errChunks) });
     const timer = setTimeout(() => {
       ws.terminate();
       reject(new Error('exec did not settle'));
@@ -173,8 +176,8 @@ export function execWs(lease, opts = {}) {
       }
       r.frames.push(f);
       if (isBinary) {
-        if (data.length > 1 && data[0] === 1) r.stdout = Buffer.concat([r.stdout, data.subarray(1)]);
-        else if (data.length > 1 && data[0] === 3) r.stderr = Buffer.concat([r.stderr, data.subarray(1)]);
+        if (data.length > 1 && data[0] === 1) outChunks.push(data.subarray(1));
+        else if (data.length > 1 && data[0] === 3) errChunks.push(data.subarray(1));
       } else {
         let msg;
         try {
