@@ -9,9 +9,11 @@ CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC $(shell pkg-config 
 LIBS := $(shell pkg-config --libs libuv libcurl jansson libwebsockets libprotobuf-c 2>/dev/null) -lm
 
 # Debian packages the build and the tests need (fragments may add more).
+# Node.js and npm (reference servers) count as present when the commands
+# exist, whatever installed them.
 DEB_PACKAGES := build-essential pkg-config lua5.4 liblua5.4-dev luarocks lua-busted lua-cjson \
 	lua-cqueues libuv1-dev libcurl4-openssl-dev libwebsockets-dev libwebsockets-evlib-uv \
-	libjansson-dev libprotobuf-c-dev protobuf-c-compiler bubblewrap nodejs npm procps curl util-linux openssl
+	libjansson-dev libprotobuf-c-dev protobuf-c-compiler bubblewrap procps curl util-linux openssl
 
 CORE_SRC := $(sort $(wildcard src/core/*.c src/core/providers/*.c))
 LUA_SRC := $(sort $(wildcard src/lua/*.c))
@@ -45,7 +47,8 @@ build/test/%: spec/c/%.c build/libsandkit_core.a
 
 # Installs what is missing (as root), or prints the command to run.
 deps:
-	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done; \
+	  command -v node >/dev/null 2>&1 || echo nodejs; command -v npm >/dev/null 2>&1 || echo npm); \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing: $$missing"; \
@@ -73,7 +76,7 @@ demo: deps
 	@LUA_CPATH='build/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;' $(LUA) examples/demo.lua
 
 rock: deps
-	luarocks --lua-version=5.4 make --deps-mode=none rockspec/sandkit-scm-1.rockspec
+	luarocks --lua-version=5.4 make --deps-mode=none rockspec/sandkit-scm-1.rockspec CFLAGS="-O2 -fPIC -std=c11"
 
 clean:
 	rm -rf build

@@ -35,16 +35,24 @@ local function run_bounded(n, limit, fn)
 end
 
 --- n clones of template, all started; or nil, err (the ones that started
--- are destroyed again).
+-- are destroyed again). opts: concurrency (starts at once), overrides(i).
 function M.new(template, n, opts)
   if type(template) ~= "userdata" or not template.clone then
     argerror(1, "fleet", "sandkit.Sandbox expected, got " .. type(template))
   end
   if math.type(n) ~= "integer" or n < 1 then argerror(2, "fleet", "positive integer expected") end
   opts = opts or {}
+  if type(opts) ~= "table" then argerror(3, "fleet", "options table expected, got " .. type(opts)) end
   local concurrency = opts.concurrency or n
+  if math.type(concurrency) ~= "integer" or concurrency < 1 then
+    argerror(3, "fleet", "concurrency must be a positive integer")
+  end
+  if opts.overrides ~= nil and type(opts.overrides) ~= "function" then
+    argerror(3, "fleet", "overrides must be a function(i) returning clone overrides")
+  end
   local f = setmetatable({ sandboxes = {} }, Fleet)
-  for i = 1, n do f.sandboxes[i] = template:clone() end
+  -- overrides(i): per-clone options, e.g. a working directory each
+  for i = 1, n do f.sandboxes[i] = template:clone(opts.overrides and opts.overrides(i)) end
   local _, errs = run_bounded(n, concurrency, function(i)
     local ok, err = f.sandboxes[i]:start()
     if not ok then error(err, 0) end

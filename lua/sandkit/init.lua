@@ -98,6 +98,9 @@ end
 --- n clones of template, started together (see Fleet).
 function M.fleet(template, n, opts) return fleet.new(template, n, opts) end
 
+--- Monotonic milliseconds (for measuring; not wall-clock time).
+M.now = core.now
+
 --- Quotes a string for the POSIX shell (one word).
 M.quote = core.quote
 

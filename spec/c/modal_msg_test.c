@@ -872,6 +872,7 @@ static void test_truncations(void)
 
 int main(void)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a crash keeps the lines so far */
     test_encoders();
     test_encoder_appends_and_map_rules();
     test_decoders();

@@ -52,7 +52,14 @@ char *sk_loop_scratch(sk_loop *loop)
 
 int sk_loop_fd(sk_loop *loop) { return uv_backend_fd(&loop->uv); }
 
-int sk_loop_timeout(sk_loop *loop) { return uv_backend_timeout(&loop->uv); }
+int sk_loop_timeout(sk_loop *loop)
+{
+    /* libuv says 0 for a loop with nothing active; nothing will happen
+     * without I/O then, so a host should not spin on it. */
+    if (!uv_loop_alive(&loop->uv))
+        return -1;
+    return uv_backend_timeout(&loop->uv);
+}
 
 int sk_loop_turn(sk_loop *loop, int timeout_ms)
 {

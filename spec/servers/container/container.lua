@@ -17,39 +17,27 @@ local host = require("host")
 local runtime = require("runtime")
 local store_mod = require("store")
 local faults = require("faults")
+local errors = require("errors")
+local parser = require("apple_parser")
 
 math.randomseed(os.time(), tonumber(tostring({}):match("0x(%x+)"), 16) or 0)
 
 -- Errors -------------------------------------------------------------------
 
-local CliError = { __name = "container.CliError" }
-
-local function fail(message, code)
-  error(setmetatable({ message = message, code = code or 1 }, CliError), 0)
-end
-
--- ContainerizationError's description: code: "message" (cause: "…")
-local function cz(code, message, cause)
-  local s = code .. ': "' .. message .. '"'
-  if cause then s = s .. ' (cause: "' .. cause .. '")' end
-  return s
-end
-
-local function unsupported(what)
-  fail(cz("unsupported", "the emulated container CLI does not implement " .. what))
-end
+local fail, cz, unsupported = errors.fail, errors.cz, errors.unsupported
 
 -- Version -----------------------------------------------------------------
 
+-- A malformed version is reported by main(), inside its error handling.
 local function cli_version()
   local v = os.getenv("SANDKIT_CONTAINER_CLI_VERSION")
   if not v or v == "" then v = "1.0.0" end
-  local a, b, c = v:match("^(%d+)%.?(%d*)%.?(%d*)")
-  if not a then fail("SANDKIT_CONTAINER_CLI_VERSION must look like 1.0.0, got " .. v) end
+  local a, b, c = v:match("^(%d+)%.?(%d*)%.?(%d*)$")
+  if not a then return { 1, 0, 0 }, "SANDKIT_CONTAINER_CLI_VERSION must look like 1.0.0, got " .. v end
   return { tonumber(a), tonumber(b) or 0, tonumber(c) or 0 }
 end
 
-local VERSION = cli_version()
+local VERSION, VERSION_ERROR = cli_version()
 
 local function version_at_least(a, b)
   if VERSION[1] ~= a then return VERSION[1] > a end
@@ -166,300 +154,13 @@ local store
 
 local function out(s) io.stdout:write(s) end
 
--- Apple's Parser.env: "KEY=VALUE" as is, bare "KEY" from the CLI's environment
--- (skipped when unset).
-local function resolve_env(list, into)
-  for _, e in ipairs(list or {}) do
-    if e:find("=", 1, true) then
-      into[#into + 1] = e
-    else
-      local v = os.getenv(e)
-      if v then into[#into + 1] = e .. "=" .. v end
-    end
-  end
-  return into
-end
-
-local function env_file_entries(paths, into)
-  for _, path in ipairs(paths or {}) do
-    local text = host.read_file(path)
-    if not text then fail(cz("invalidArgument", "failed to read envfile at " .. path)) end
-    for line in (text .. "\n"):gmatch("([^\n]*)\n") do
-      local t = line:gsub("^%s+", "")
-      if t ~= "" and t:sub(1, 1) ~= "#" then
-        local k, v = t:match("^([^=]*)=(.*)$")
-        if k then
-          into[#into + 1] = k:gsub("^[ \t]+", "") .. "=" .. v
-        else
-          local name = t:gsub("%s+$", "")
-          local hv = os.getenv(name)
-          if hv then into[#into + 1] = name .. "=" .. hv end
-        end
-      end
-    end
-  end
-  return into
-end
-
--- Keeps the first position of each key and the last value, like a map merge.
-local function dedupe_env(list)
-  local pos, outl = {}, {}
-  for _, kv in ipairs(list) do
-    local k = kv:match("^([^=]*)") or kv
-    if pos[k] then outl[pos[k]] = kv else outl[#outl + 1] = kv pos[k] = #outl end
-  end
-  return outl
-end
-
-local function dedupe(list)
-  local seen, outl = {}, {}
-  for _, v in ipairs(list or {}) do
-    if not seen[v] then seen[v] = true outl[#outl + 1] = v end
-  end
-  return outl
-end
-
-local IMAGE_ENV = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" }
-
--- docker.io/library/name:latest style references.
-local function normalize_ref(ref)
-  local name, digest = ref:match("^([^@]+)@(.+)$")
-  name = name or ref
-  local tag
-  local last = name:match("[^/]*$")
-  if last:find(":", 1, true) then
-    tag = last:match(":([^:]*)$")
-    name = name:sub(1, #name - #tag - 1)
-  end
-  local first = name:match("^[^/]*")
-  local domain, path
-  if name:find("/", 1, true) and (first:find("[.:]") or first == "localhost") then
-    domain, path = first, name:sub(#first + 2)
-  else
-    domain, path = "docker.io", name
-    if not path:find("/", 1, true) then path = "library/" .. path end
-  end
-  if not tag and not digest then tag = "latest" end
-  local full = domain .. "/" .. path .. (tag and (":" .. tag) or "") .. (digest and ("@" .. digest) or "")
-  return full, domain, path, digest or tag
-end
-
-local function parse_memory(s)
-  local t = s:gsub("^%s+", ""):gsub("%s+$", ""):lower()
-  if t == "" then fail("invalid size") end
-  local num, unit = t:match("^([%d%.]*)%s*(.-)$")
-  local value = tonumber(num)
-  if not value then fail("invalid size") end
-  local sym = unit:sub(1, 1)
-  if sym == "" then sym = "b" end
-  local suffix = unit:sub(2)
-  local mult = ({ b = 1, k = 1024, m = 1024 ^ 2, g = 1024 ^ 3, t = 1024 ^ 4, p = 1024 ^ 5 })[sym]
-  if not (suffix == "" or suffix == "ib" or suffix == "b") or not mult then
-    fail("invalid symbol: " .. unit)
-  end
-  local mib = math.floor(value * mult / (1024 * 1024))
-  return math.tointeger(mib * 1024 * 1024)
-end
-
-local CAPS = {}
-for _, c in ipairs({ "CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID",
-  "SETUID", "SETPCAP", "LINUX_IMMUTABLE", "NET_BIND_SERVICE", "NET_BROADCAST", "NET_ADMIN", "NET_RAW",
-  "IPC_LOCK", "IPC_OWNER", "SYS_MODULE", "SYS_RAWIO", "SYS_CHROOT", "SYS_PTRACE", "SYS_PACCT",
-  "SYS_ADMIN", "SYS_BOOT", "SYS_NICE", "SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "MKNOD", "LEASE",
-  "AUDIT_WRITE", "AUDIT_CONTROL", "SETFCAP", "MAC_OVERRIDE", "MAC_ADMIN", "SYSLOG", "WAKE_ALARM",
-  "BLOCK_SUSPEND", "AUDIT_READ", "PERFMON", "BPF", "CHECKPOINT_RESTORE" }) do
-  CAPS["CAP_" .. c] = true
-end
-
-local function capabilities(list)
-  local outl = json.array()
-  for _, cap in ipairs(list or {}) do
-    local upper = cap:upper()
-    if upper == "ALL" then
-      outl[#outl + 1] = "ALL"
-    else
-      local norm = upper:sub(1, 4) == "CAP_" and upper or ("CAP_" .. upper)
-      if not CAPS[norm] then fail("invalid CapabilityName '" .. upper .. "'") end
-      outl[#outl + 1] = norm
-    end
-  end
-  return outl
-end
-
-local function parse_labels(list)
-  local labels = {}
-  for _, l in ipairs(list or {}) do
-    if l == "" then fail(cz("invalidArgument", "label cannot be an empty string")) end
-    -- Swift split(separator: "=", maxSplits: 2): "a=b=c" has three parts and is refused
-    local parts = {}
-    for piece in (l .. "="):gmatch("([^=]*)=") do parts[#parts + 1] = piece end
-    local nonempty = {}
-    for _, piece in ipairs(parts) do if piece ~= "" then nonempty[#nonempty + 1] = piece end end
-    if #nonempty == 1 and not l:find("=", 1, true) then
-      labels[l] = ""
-    elseif #nonempty == 2 and select(2, l:gsub("=", "")) == 1 then
-      local k, v = l:match("^([^=]*)=(.*)$")
-      labels[k] = v
-    elseif l:match("^[^=]+=$") then
-      labels[l:sub(1, -2)] = ""
-    else
-      fail(cz("invalidArgument", "invalid label format " .. l))
-    end
-  end
-  return labels
-end
-
-local function parse_publish(list)
-  local ports = json.array()
-  for _, spec in ipairs(list or {}) do
-    local body, proto = spec:match("^(.-)/(%a+)$")
-    body, proto = body or spec, proto or "tcp"
-    if proto ~= "tcp" and proto ~= "udp" then fail(cz("invalidArgument", "invalid publish protocol: " .. proto)) end
-    local parts = {}
-    for p in (body .. ":"):gmatch("([^:]*):") do parts[#parts + 1] = p end
-    local addr, hp, cp
-    if #parts == 2 then addr, hp, cp = "0.0.0.0", parts[1], parts[2]
-    elseif #parts == 3 then addr, hp, cp = parts[1], parts[2], parts[3]
-    else fail(cz("invalidArgument", "invalid publish value: " .. spec)) end
-    local hlo, hhi = hp:match("^(%d+)%-?(%d*)$")
-    local clo, chi = cp:match("^(%d+)%-?(%d*)$")
-    if not hlo then fail(cz("invalidArgument", "invalid publish host port: " .. hp)) end
-    if not clo then fail(cz("invalidArgument", "invalid publish container port: " .. cp)) end
-    local count = (tonumber(hhi) or tonumber(hlo)) - tonumber(hlo) + 1
-    local ccount = (tonumber(chi) or tonumber(clo)) - tonumber(clo) + 1
-    if count ~= ccount then
-      fail(cz("invalidArgument", "publish host and container port counts are not equal: " .. hp .. ":" .. cp))
-    end
-    ports[#ports + 1] = { hostAddress = addr, hostPort = tonumber(hlo), containerPort = tonumber(clo),
-      proto = proto, count = count }
-  end
-  return ports
-end
-
-local function parse_sockets(list)
-  local socks = json.array()
-  for _, spec in ipairs(list or {}) do
-    local h, c = spec:match("^([^:]*):(.*)$")
-    if not h then fail(cz("invalidArgument", "invalid publish-socket format " .. spec)) end
-    if h == "" then fail(cz("invalidArgument", "host socket path cannot be empty")) end
-    if c == "" then fail(cz("invalidArgument", "container socket path cannot be empty")) end
-    socks[#socks + 1] = { hostPath = h, containerPath = c }
-  end
-  return socks
-end
-
-local function absolute(path)
-  if path:sub(1, 1) == "/" then return path end
-  local cwd = os.getenv("PWD") or "."
-  return cwd .. "/" .. path
-end
-
-local function virtiofs(src, dst, options)
-  return { type = { virtiofs = {} }, source = src, destination = dst, options = json.array(options or {}) }
-end
-
-local function volume_fs(name, dst, options)
-  return { type = { volume = { name = name, format = "ext4", cache = { auto = {} }, sync = { full = {} } } },
-    source = store:volume_path(name), destination = dst, options = json.array(options or {}) }
-end
-
-local VOLUME_NAME = "^[A-Za-z0-9][A-Za-z0-9_.%-]*$"
-
-local function split_options(s)
-  local o = {}
-  for p in s:gmatch("[^,]+") do o[#o + 1] = p end
-  return o
-end
-
-local function parse_volume(spec)
-  local v = spec:gsub("^:+", "")
-  local parts = {}
-  for p in v:gmatch("[^:]+") do parts[#parts + 1] = p end
-  if #parts == 1 then
-    return volume_fs("anon-" .. host.uuid(), parts[1], {})
-  elseif #parts == 2 or #parts == 3 then
-    local src, dst = parts[1], parts[2]
-    local opts = parts[3] and split_options(parts[3]) or {}
-    if not (src:find("/", 1, true) or src == "." or src == "..") then
-      if not src:match(VOLUME_NAME) then
-        fail(cz("invalidArgument", "invalid volume name '" .. src .. "': must match " .. VOLUME_NAME))
-      end
-      return volume_fs(src, dst, opts)
-    end
-    local abs = absolute(src)
-    if not host.exists(abs) and not host.is_dir(abs) then
-      fail(cz("invalidArgument", "path '" .. src .. "' does not exist"))
-    end
-    return virtiofs(abs, dst, opts)
-  end
-  fail(cz("invalidArgument", "invalid volume format " .. spec))
-end
-
-local function parse_mount(spec)
-  local d = { type = "virtiofs" }
-  local parts = split_options(spec)
-  if #parts == 0 then fail(cz("invalidArgument", "invalid mount format: " .. spec)) end
-  for _, part in ipairs(parts) do
-    local key, val = part:match("^([^=]*)=?(.*)$")
-    local has_value = part:find("=", 1, true) ~= nil
-    if key == "source" or key == "src" then key = "source"
-    elseif key == "destination" or key == "dst" or key == "target" then key = "destination"
-    elseif key == "readonly" or key == "ro" then key = "ro" has_value = true val = ""
-    elseif key ~= "type" and key ~= "size" and key ~= "mode" then
-      fail(cz("invalidArgument", "unknown directive " .. key .. " when parsing mount " .. spec))
-    end
-    if not has_value then
-      fail(cz("invalidArgument", "invalid directive format missing value " .. part .. " in " .. spec))
-    end
-    d[key] = val
-  end
-  local t = d.type == "bind" and "virtiofs" or d.type
-  local opts = {}
-  if d.ro then opts[#opts + 1] = "ro" end
-  if t == "tmpfs" then
-    if d.source then fail(cz("invalidArgument", "cannot specify source for tmpfs mount")) end
-    if d.size then opts[#opts + 1] = "size=" .. tostring(parse_memory(d.size)) end
-    if d.mode then opts[#opts + 1] = "mode=" .. d.mode end
-    return { type = { tmpfs = {} }, source = "", destination = d.destination or "", options = json.array(opts) }
-  elseif t == "virtiofs" then
-    if d.size then fail(cz("invalidArgument", "unsupported option size for " .. d.type .. " mount")) end
-    if d.mode then fail(cz("invalidArgument", "unsupported option mode for " .. d.type .. " mount")) end
-    local src = d.source or ""
-    local abs = absolute(src)
-    if not host.is_dir(abs) then
-      if host.exists(abs) then fail(cz("invalidArgument", "path '" .. src .. "' is not a directory")) end
-      fail(cz("invalidArgument", "path '" .. src .. "' does not exist"))
-    end
-    return virtiofs(abs, d.destination or "", opts)
-  elseif t == "volume" then
-    local name = d.source or ("anon-" .. host.uuid())
-    if not name:match(VOLUME_NAME) then
-      fail(cz("invalidArgument", "invalid volume name '" .. name .. "': must match " .. VOLUME_NAME))
-    end
-    return volume_fs(name, d.destination or "", opts)
-  end
-  fail(cz("invalidArgument", "unsupported mount type " .. tostring(d.type)))
-end
-
-local function check_destination(m)
-  if m.destination == "" then
-    fail(cz("invalidArgument", (m.type.volume and "volume" or "mount") .. " destination cannot be empty"))
-  end
-end
-
-local SIGNALS = { HUP = 1, INT = 2, QUIT = 3, KILL = 9, USR1 = 10, USR2 = 12, TERM = 15 }
-
-local function parse_signal(s)
-  if not s then return "TERM" end
-  local n = tonumber(s)
-  if n then
-    for name, num in pairs(SIGNALS) do if num == n then return name end end
-  else
-    local name = s:upper():gsub("^SIG", "")
-    if SIGNALS[name] then return name end
-  end
-  fail(cz("invalidArgument", "invalid signal " .. s))
-end
+local resolve_env, env_file_entries, dedupe_env, dedupe = parser.resolve_env, parser.env_file_entries,
+  parser.dedupe_env, parser.dedupe
+local normalize_ref, parse_memory, capabilities = parser.normalize_ref, parser.parse_memory, parser.capabilities
+local parse_labels, parse_publish, parse_sockets = parser.parse_labels, parser.parse_publish, parser.parse_sockets
+local parse_volume, parse_mount, check_destination = parser.parse_volume, parser.parse_mount, parser.check_destination
+local parse_signal, IMAGE_ENV = parser.parse_signal, parser.IMAGE_ENV
+parser.volume_path = function(name) return store:volume_path(name) end
 
 -- Inspect / list rendering -------------------------------------------------
 
@@ -472,7 +173,7 @@ local ARRAY_KEYS = {
 local function attachments(c)
   local list = json.array()
   if c.st.status ~= "running" then return list end
-  local n = ((c.emu.seq or 1) % 250) + 2
+  local n = math.tointeger(((c.emu.seq or 1) % 250) + 2)
   for _, a in ipairs(c.cfg.networks or {}) do
     list[#list + 1] = { network = a.network, hostname = a.options and a.options.hostname or c.id,
       ipv4Address = "192.168.64." .. n .. "/24", ipv4Gateway = "192.168.64.1" }
@@ -480,13 +181,24 @@ local function attachments(c)
   return list
 end
 
+-- Dates are kept as Unix seconds. CLI 1.0 prints them ISO 8601; earlier CLIs used
+-- JSONEncoder's default, seconds since 2001-01-01 as a number.
+local function render_date(t)
+  if t == nil then return nil end
+  if version_at_least(1, 0) then return os.date("!%Y-%m-%dT%H:%M:%SZ", math.tointeger(t) or math.floor(t)) end
+  return t - 978307200
+end
+
 local function render_container(c)
-  local started = c.st.status == "running" and c.st.startedDate or nil
+  local started = c.st.status == "running" and render_date(c.st.startedDate) or nil
+  local cfg = {}
+  for k, v in pairs(c.cfg) do cfg[k] = v end
+  cfg.creationDate = render_date(c.cfg.creationDate)
   if version_at_least(1, 0) then
-    return { id = c.id, configuration = c.cfg,
+    return { id = c.id, configuration = cfg,
       status = { state = c.st.status, networks = attachments(c), startedDate = started } }
   end
-  return { status = c.st.status, configuration = c.cfg, networks = attachments(c), startedDate = started }
+  return { status = c.st.status, configuration = cfg, networks = attachments(c), startedDate = started }
 end
 
 local function render_list(containers, pretty)
@@ -615,7 +327,7 @@ function cmd.run(p)
     capAdd = capabilities(o.cap_add),
     capDrop = capabilities(o.cap_drop),
     shmSize = shm,
-    creationDate = host.utc_now(),
+    creationDate = os.time(),
   }
 
   if memory < 200 * 1024 * 1024 then
@@ -654,7 +366,7 @@ function cmd.run(p)
     boot_failure(cz("internalError", "failed to bootstrap container", detail))
   end
   st.status = "running"
-  st.startedDate = host.utc_now()
+  st.startedDate = os.time()
   c.st = st
   c.emu.started_once = true
   store:save_emu(c)
@@ -751,7 +463,7 @@ local function launch_existing(c)
     fail(cz("internalError", "failed to bootstrap container", cause))
   end
   st.status = "running"
-  st.startedDate = host.utc_now()
+  st.startedDate = os.time()
   c.st = st
   c.emu.started_once = true
   store:save_emu(c)
@@ -861,9 +573,9 @@ function cmd.list(p)
     local addr = {}
     for _, a in ipairs(attachments(c)) do addr[#addr + 1] = a.ipv4Address end
     rows[#rows + 1] = { c.id, c.cfg.image.reference, c.cfg.platform.os, c.cfg.platform.architecture,
-      c.st.status, table.concat(addr, ","), tostring(c.cfg.resources.cpus),
-      tostring(c.cfg.resources.memoryInBytes // (1024 * 1024)) .. " MB",
-      c.st.status == "running" and c.st.startedDate or "" }
+      c.st.status, table.concat(addr, ","), string.format("%d", c.cfg.resources.cpus),
+      string.format("%d MB", c.cfg.resources.memoryInBytes // (1024 * 1024)),
+      c.st.status == "running" and os.date("!%Y-%m-%dT%H:%M:%SZ", math.tointeger(c.st.startedDate) or 0) or "" }
   end
   local widths = {}
   for _, r in ipairs(rows) do
@@ -897,7 +609,7 @@ function cmd.system(p)
   local sub = p.rest[1]
   if sub == "start" or sub == "stop" then return end
   if sub == "status" then out("apiserver is running\n") return end
-  if sub == "version" then out("container CLI version " .. version_string() .. " (build: release, commit: emulatr)\n") return end
+  if sub == "version" then out("container CLI version " .. version_string() .. " (build: release, commit: unspecified)\n") return end
   cli.usage_error(SPECS.system, "Unexpected argument '" .. sub .. "'")
 end
 
@@ -906,7 +618,7 @@ cmd["_reap-all"] = function(p)
   if not host.is_dir(store.containers) then return end
   for _, name in ipairs(host.list_dir(store.containers)) do
     local c = { id = name, dir = store:dir(name) }
-    local st = require("cjson.safe").decode(host.read_file(c.dir .. "/state.json") or "") or {}
+    local st = store_mod.decode_state(host.read_file(c.dir .. "/state.json"))
     if runtime.alive(st) then runtime.kill_now(st) end
     if p.opts.delete then
       store:remove(c)
@@ -994,15 +706,18 @@ local function main(argv)
       "\nEnsure container system service has been started with `container system start`." ..
       "\n(emulator: SANDKIT_CONTAINER_STATE is not set)")
   end
+  -- the launcher runs from "/", so every path it is given must be absolute
+  if STATE:sub(1, 1) ~= "/" then STATE = (os.getenv("PWD") or ".") .. "/" .. STATE end
   if not host.is_dir(STATE) then host.mkdir_p(STATE, "700") end
   store = store_mod.new(STATE)
+  if VERSION_ERROR then fail(VERSION_ERROR) end
 
   local i = 1
   while argv[i] == "--debug" do i = i + 1 end
   local sub = argv[i]
   if sub == "--version" then
     log_call(argv, "--version")
-    out("container CLI version " .. version_string() .. " (build: release, commit: emulatr)\n")
+    out("container CLI version " .. version_string() .. " (build: release, commit: unspecified)\n")
     return 0
   end
   if sub == nil or sub == "--help" or sub == "-h" or sub == "help" then
@@ -1036,7 +751,7 @@ if cli.is_usage_error(err) then
   io.stderr:write(cli.format_usage_error(err))
   os.exit(64, true)
 end
-if getmetatable(err) == CliError then
+if errors.is_cli_error(err) then
   io.stderr:write("Error: " .. err.message .. "\n")
   os.exit(err.code, true)
 end

@@ -2,7 +2,8 @@
  * Each command runs in its own process group (session) so a timeout or kill
  * reaches its whole tree. Under bwrap the sandbox gets a private /tmp that
  * lives as long as the sandbox (upstream mounts a fresh tmpfs per command,
- * which loses files between commands). */
+ * which loses files between commands), and the root is remounted read-only
+ * (upstream leaves bwrap's tmpfs root writable). */
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
@@ -369,6 +370,9 @@ static void local_bwrap_argv(argv_builder *a, local_sandbox *ls, const char *cwd
     argv_push3(a, "--bind", ls->workdir, ls->workdir);
     for (char **p = ls->rw_paths; *p; p++)
         argv_push3(a, "--bind", *p, *p);
+    /* bwrap's root is a writable tmpfs; the binds above stay writable */
+    argv_push(a, "--remount-ro");
+    argv_push(a, "/");
     argv_push(a, "--chdir");
     argv_push(a, cwd);
     argv_push(a, "--die-with-parent");

@@ -92,8 +92,9 @@ local function bwrap_argv(dir, cfg, emu)
   if not cfg.useInit then add("--as-pid-1") end
   add(cfg.readOnly and "--ro-bind" or "--bind", M.rootfs(dir), "/")
   add("--ro-bind", "/usr", "/usr")
+  -- merged-/usr links (bin -> usr/bin …) are already in rootfs (prepare_rootfs)
   for _, d in ipairs(root_layout()) do
-    if d.link then add("--symlink", d.link, "/" .. d.name) else add("--ro-bind", "/" .. d.name, "/" .. d.name) end
+    if not d.link then add("--ro-bind", "/" .. d.name, "/" .. d.name) end
   end
   add("--ro-bind", "/etc", "/etc", "--dev", "/dev", "--proc", "/proc")
   for _, m in ipairs(cfg.mounts) do

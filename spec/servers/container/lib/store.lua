@@ -54,7 +54,7 @@ function M:load(id)
   local c = {
     id = id, dir = dir, cfg = cfg,
     emu = read_json(dir .. "/emu.json") or {},
-    st = read_json(dir .. "/state.json") or { status = "stopped" },
+    st = M.decode_state(host.read_file(dir .. "/state.json")),
   }
   if c.st.status ~= "stopped" and not runtime.alive(c.st) then
     c.st = { status = "stopped" }
@@ -65,6 +65,15 @@ function M:load(id)
     return nil
   end
   return c
+end
+
+-- JSON numbers come back as floats; pids must be integers again.
+function M.decode_state(text)
+  local st = text and cjson.decode(text) or { status = "stopped" }
+  st.pid = math.tointeger(st.pid)
+  st.monitor = math.tointeger(st.monitor)
+  st.status = st.status or "stopped"
+  return st
 end
 
 function M:save_state(c)
@@ -85,7 +94,13 @@ function M:create_dir(id)
   return host.run({ "mkdir", "-m", "700", "--", self:dir(id) })
 end
 
+-- Only ever a direct child of <state>/containers.
 function M:remove(c)
+  local name = c.dir:sub(#self.containers + 2)
+  if c.dir:sub(1, #self.containers + 1) ~= self.containers .. "/" or name == "" or name:find("/", 1, true)
+    or name == "." or name == ".." then
+    error("refusing to remove " .. c.dir, 0)
+  end
   return host.remove_tree(c.dir)
 end
 

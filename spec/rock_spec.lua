@@ -1,0 +1,85 @@
+-- Builds and installs the rock into a temporary luarocks tree (from a copy
+-- of the sources, so the build's .o files stay out of the work tree), then
+-- runs the installed module and the installed `sandkit` command from
+-- there, with no LUA_PATH pointing at the source tree. Compiles C: each
+-- external command runs under a generous timeout(1) (10 minutes).
+local TIMEOUT = "timeout -k 10 600 "
+
+local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+local function run(cmd)
+  local p = assert(io.popen(cmd .. " 2>&1"))
+  local out = p:read("a")
+  local _, _, code = p:close()
+  return code, out
+end
+
+local function mktemp()
+  local p = assert(io.popen("mktemp -d"))
+  local d = p:read("l")
+  p:close()
+  assert(d and d ~= "")
+  return d
+end
+
+describe("the rock", function()
+  local tmp, tree, lua_path, lua_cpath
+  local build_code, build_out
+
+  setup(function()
+    tmp = mktemp()
+    tree = tmp .. "/tree"
+    assert(os.execute("mkdir -p " .. q(tmp .. "/src") .. " && cp -R src lua bin rockspec " .. q(tmp .. "/src")))
+    build_code, build_out = run("cd " .. q(tmp .. "/src") .. " && " .. TIMEOUT ..
+      "luarocks --lua-version=5.4 --tree=" .. q(tree) ..
+      " make --deps-mode=none rockspec/sandkit-scm-1.rockspec CFLAGS='-O2 -fPIC -std=c11'")
+    lua_path = table.concat({ tree .. "/share/lua/5.4/?.lua", tree .. "/share/lua/5.4/?/init.lua" }, ";") .. ";;"
+    lua_cpath = tree .. "/lib/lua/5.4/?.so;;"
+  end)
+
+  teardown(function()
+    if tmp then os.execute("rm -rf " .. q(tmp)) end
+  end)
+
+  -- Runs cmd in a scratch directory with only the installed tree on the paths.
+  local function installed(cmd)
+    return run("cd " .. q(tmp) .. " && env LUA_PATH=" .. q(lua_path) .. " LUA_CPATH=" .. q(lua_cpath) ..
+      " " .. TIMEOUT .. cmd)
+  end
+
+  it("builds and installs with luarocks make (C11)", function()
+    assert.are.equal(0, build_code, build_out)
+    assert.is_truthy(build_out:find("-std=c11", 1, true), "the compiler was not given -std=c11")
+    assert.is_truthy(io.open(tree .. "/lib/lua/5.4/sandkit/core.so")):close()
+    assert.is_truthy(io.open(tree .. "/share/lua/5.4/sandkit/init.lua")):close()
+    assert.is_truthy(io.open(tree .. "/share/lua/5.4/sandkit/cli.lua")):close()
+    assert.is_truthy(io.open(tree .. "/bin/sandkit")):close()
+  end)
+
+  it("loads the installed module, not the source tree's, and runs a command", function()
+    assert.are.equal(0, build_code, build_out)
+    local code, out = installed("lua5.4 -e " .. q([[
+      local where = package.searchpath("sandkit.core", package.cpath)
+      local sandkit = require "sandkit"
+      local sb = sandkit.LocalSandbox { working_directory = "ws" }
+      io.write(where, "\n", sb:exec("echo ok").stdout)
+      sb:destroy()
+    ]]))
+    assert.are.equal(0, code, out)
+    assert.is_truthy(out:find(tree .. "/lib/lua/5.4/sandkit/core.so", 1, true), out)
+    assert.is_truthy(out:find("\nok\n", 1, true), out)
+  end)
+
+  it("installs the sandkit command, which runs with LUA_PATH unset", function()
+    assert.are.equal(0, build_code, build_out)
+    local code, out = run("cd " .. q(tmp) .. " && env -u LUA_PATH -u LUA_CPATH " .. TIMEOUT ..
+      q(tree .. "/bin/sandkit") .. " exec -- echo hi")
+    assert.are.equal(0, code, out)
+    assert.are.equal("hi\n", out)
+    code, out = installed(q(tree .. "/bin/sandkit") .. " exec -- 'exit 7'")
+    assert.are.equal(7, code, out)
+    code, out = installed(q(tree .. "/bin/sandkit") .. " fleet 3 -- true")
+    assert.are.equal(0, code, out)
+    assert.is_truthy(out:find("3 sandboxes: 3 ok, 0 failed", 1, true), out)
+  end)
+end)
