@@ -97,20 +97,21 @@ void sk_loop_free(sk_loop *loop)
 {
     if (!loop)
         return;
-    /* Hooks may add no new hooks; newest first (curl before lws when ws
-     * was created after http, and each drains before the next). */
-    sk_loop_hook *hook = loop->hooks;
+    /* Every service shuts down first (newest first: curl before lws when
+     * ws was created after http), so no drain runs one service's callbacks
+     * while another is half torn down; then one drain, then the second
+     * stage (lws's second context destroy), then a drain again. */
+    sk_loop_hook *hooks = loop->hooks;
     loop->hooks = NULL;
-    while (hook) {
-        sk_loop_hook *next = hook->next;
-        hook->shutdown(hook, loop);
-        loop_drain(loop);
-        if (hook->finish) {
-            hook->finish(hook, loop);
-            loop_drain(loop);
-        }
-        hook = next;
+    for (sk_loop_hook *h = hooks; h; h = h->next)
+        h->shutdown(h, loop);
+    loop_drain(loop);
+    for (sk_loop_hook *h = hooks, *next; h; h = next) {
+        next = h->next; /* finish may free the hook */
+        if (h->finish)
+            h->finish(h, loop);
     }
+    loop_drain(loop);
     uv_walk(&loop->uv, loop_close_stray, NULL);
     loop_drain(loop);
     (void)uv_loop_close(&loop->uv);

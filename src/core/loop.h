@@ -8,10 +8,11 @@
 
 typedef struct sk_loop sk_loop;
 
-/* A service on the loop (http.c, ws.c). shutdown runs once, from
- * sk_loop_free, newest hook first; it may start uv_close()s, and
- * sk_loop_free drains the loop after each hook. finish (optional) runs after
- * that drain (lws needs a second destroy call once its handles are closed). */
+/* A service on the loop (http.c, ws.c). From sk_loop_free: every hook's
+ * shutdown runs (newest first; it may start uv_close()s), the loop drains,
+ * then every finish runs (lws needs a second destroy call once its handles
+ * are closed; finish may free the hook), and the loop drains again. A hook
+ * without finish must stay valid until then. */
 typedef struct sk_loop_hook {
     void (*shutdown)(struct sk_loop_hook *hook, sk_loop *loop);
     void (*finish)(struct sk_loop_hook *hook, sk_loop *loop);

@@ -58,9 +58,10 @@ function readBody(req) {
   });
 }
 
+// One timer per request at a time, cancelled when the client goes away.
 function pace(ms, req, fn) {
-  const t = setTimeout(fn, ms);
-  req.on('close', () => clearTimeout(t));
+  if (!req.paceTimer) req.on('close', () => clearTimeout(req.paceTimer));
+  req.paceTimer = setTimeout(fn, ms);
 }
 
 async function admin(req, res, url) {
@@ -223,15 +224,15 @@ function onWs(ws, url, port) {
   }
   if (p === '/flood') {
     const chunk = Buffer.alloc(1024, 0x78);
+    // Bounded bursts: a dead peer must not turn this into a busy loop.
     const pump = () => {
-      if (ws.readyState !== ws.OPEN) return;
-      while (ws.bufferedAmount < 64 * 1024) ws.send(chunk);
-      setTimeout(pump, 1);
+      for (let i = 0; i < 16 && ws.readyState === ws.OPEN && ws.bufferedAmount < 64 * 1024; i++) ws.send(chunk);
+      if (ws.readyState === ws.OPEN) setTimeout(pump, 1);
     };
     return pump();
   }
   ws.on('message', (data, isBinary) => {
-    if (p === '/echo') return ws.send(data, { binary: isBinary });
+    if (p.startsWith('/echo')) return ws.send(data, { binary: isBinary });
     if (isBinary) return;
     threeFrames(ws, data.toString());
     if (p !== '/bench') ws.close(1000);
@@ -290,9 +291,9 @@ function stop() {
   for (const c of wss.clients) c.terminate();
   plain.close();
   secure.close();
-  fs.rmSync(dir, { recursive: true, force: true });
   process.exit(0);
 }
+process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
 process.stdin.on('end', stop);

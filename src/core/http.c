@@ -1,0 +1,774 @@
+/* libcurl multi on the shared libuv loop (event-core.md §5, §7); see http.h.
+ * curl drives sockets through uv_poll handles and its timeouts through one
+ * uv_timer. curl forbids multi calls from inside its own callbacks, so
+ * starts and cancels made while curl is running (depth > 0) are deferred to
+ * http_svc_flush, which runs once curl has returned to us.
+ *
+ * Two multi handles (pools) per loop: curl 7.88 will reuse an idle
+ * HTTP/1.1 connection for an h2c prior-knowledge request to the same
+ * host:port and then speak HTTP/2 on it, so h2c requests get a connection
+ * cache of their own. */
+#include "http.h"
+
+#include <ctype.h>
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "buf.h"
+
+#define HTTP_DEFAULT_TIMEOUT_MS 60000L
+
+typedef struct http_svc http_svc;
+typedef struct http_pool http_pool;
+
+/* A socket curl asked us to watch. */
+typedef struct http_sock {
+    uv_poll_t poll;
+    curl_socket_t fd;
+    http_pool *pool;
+    struct http_sock *prev, *next;
+} http_sock;
+
+/* Owned header lines: name and value point into one allocation per line. */
+typedef struct http_hdrs {
+    sk_http_header *v;
+    size_t n, cap;
+} http_hdrs;
+
+enum { HTTP_POOL_DEFAULT, HTTP_POOL_H2C, HTTP_POOL_COUNT };
+
+struct http_pool {
+    http_svc *svc;
+    CURLM *multi;
+    uv_timer_t timer;
+    http_sock *socks;
+};
+
+struct http_svc {
+    sk_loop_hook hook;
+    sk_loop *loop;
+    http_pool pools[HTTP_POOL_COUNT];
+    sk_http *reqs;     /* in flight, added to the multi */
+    sk_http *pending;  /* started while curl was running, not yet added */
+    int depth;         /* > 0 while inside curl_multi_socket_action */
+    bool closing;
+};
+
+enum http_phase { HTTP_PHASE_HEAD, HTTP_PHASE_BODY };
+
+struct sk_http {
+    http_svc *svc;
+    http_pool *pool;
+    CURL *easy;
+    struct curl_slist *hdr_list;
+    char *body;
+    char *what; /* "METHOD scheme://host:port/path" for error messages */
+    sk_http_callbacks cb;
+    void *ud;
+    char errbuf[CURL_ERROR_SIZE];
+    int status;
+    enum http_phase phase;
+    http_hdrs headers, trailers;
+    sk_buf acc;  /* accumulated body (no data callback) */
+    bool added;      /* handed to curl_multi_add_handle */
+    bool cancelled;
+    bool in_done;
+    sk_http *prev, *next; /* in svc->reqs or svc->pending */
+};
+
+static pthread_once_t http_global_once = PTHREAD_ONCE_INIT;
+static CURLcode http_global_rc;
+
+static void http_global_init(void) { http_global_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+/* ---- small helpers --------------------------------------------------- */
+
+static void http_list_push(sk_http **head, sk_http *r)
+{
+    r->prev = NULL;
+    r->next = *head;
+    if (*head)
+        (*head)->prev = r;
+    *head = r;
+}
+
+static void http_list_unlink(sk_http **head, sk_http *r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else if (*head == r)
+        *head = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    r->prev = r->next = NULL;
+}
+
+static void http_hdrs_free(http_hdrs *h)
+{
+    for (size_t i = 0; i < h->n; i++)
+        free((char *)h->v[i].name);
+    free(h->v);
+    h->v = NULL;
+    h->n = h->cap = 0;
+}
+
+/* Parses "Name: value\r\n" into h; lines without a colon are ignored. */
+static int http_hdrs_add_line(http_hdrs *h, const char *line, size_t len)
+{
+    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        len--;
+    const char *colon = memchr(line, ':', len);
+    if (!colon || colon == line)
+        return 0;
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 16;
+        sk_http_header *v = realloc(h->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        h->v = v;
+        h->cap = cap;
+    }
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return -1;
+    memcpy(copy, line, len);
+    copy[len] = '\0';
+    size_t nlen = (size_t)(colon - line);
+    copy[nlen] = '\0';
+    char *value = copy + nlen + 1;
+    while (*value == ' ' || *value == '\t')
+        value++;
+    char *end = copy + len;
+    while (end > value && (end[-1] == ' ' || end[-1] == '\t'))
+        *--end = '\0';
+    h->v[h->n].name = copy;
+    h->v[h->n].value = value;
+    h->n++;
+    return 0;
+}
+
+const char *sk_http_header_get(const sk_http_header *h, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcasecmp(h[i].name, name) == 0)
+            return h[i].value;
+    return NULL;
+}
+
+const char *sk_http_err_name(sk_http_err err)
+{
+    switch (err) {
+    case SK_HTTP_OK: return "ok";
+    case SK_HTTP_ERR_TIMEOUT: return "timeout";
+    case SK_HTTP_ERR_RESOLVE: return "resolve";
+    case SK_HTTP_ERR_CONNECT: return "connect";
+    case SK_HTTP_ERR_TLS: return "tls";
+    case SK_HTTP_ERR_NETWORK: return "network";
+    case SK_HTTP_ERR_PROTOCOL: return "protocol";
+    case SK_HTTP_ERR_USAGE: return "usage";
+    case SK_HTTP_ERR_OTHER: return "other";
+    }
+    return "other";
+}
+
+static sk_http_err http_err_of(CURLcode rc)
+{
+    switch (rc) {
+    case CURLE_OK: return SK_HTTP_OK;
+    case CURLE_OPERATION_TIMEDOUT: return SK_HTTP_ERR_TIMEOUT;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY: return SK_HTTP_ERR_RESOLVE;
+    case CURLE_COULDNT_CONNECT: return SK_HTTP_ERR_CONNECT;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_SHUTDOWN_FAILED:
+    case CURLE_USE_SSL_FAILED: return SK_HTTP_ERR_TLS;
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE: return SK_HTTP_ERR_NETWORK;
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_BAD_CONTENT_ENCODING:
+    case CURLE_HTTP3: return SK_HTTP_ERR_PROTOCOL;
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_BAD_FUNCTION_ARGUMENT:
+    case CURLE_NOT_BUILT_IN: return SK_HTTP_ERR_USAGE;
+    default: return SK_HTTP_ERR_OTHER;
+    }
+}
+
+/* "METHOD scheme://host[:port]/path": no user info, query or fragment,
+ * which is where secrets end up in URLs. */
+static char *http_describe(const char *method, const char *url)
+{
+    CURLU *u = curl_url();
+    char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL, *out = NULL;
+    bool ok = u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+              curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+              curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK;
+    if (ok) {
+        (void)curl_url_get(u, CURLUPART_PORT, &port, 0);
+        (void)curl_url_get(u, CURLUPART_PATH, &path, 0);
+    }
+    size_t n = strlen(method) + 64 + (ok ? strlen(scheme) + strlen(host) + (port ? strlen(port) : 0) +
+                                               (path ? strlen(path) : 0)
+                                         : 0);
+    out = malloc(n);
+    if (out) {
+        if (ok)
+            snprintf(out, n, "%s %s://%s%s%s%s", method, scheme, host, port ? ":" : "",
+                     port ? port : "", path ? path : "/");
+        else
+            snprintf(out, n, "%s (unparsable URL)", method);
+    }
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_free(path);
+    curl_url_cleanup(u);
+    return out;
+}
+
+/* ---- request lifetime ------------------------------------------------ */
+
+static void http_req_free(sk_http *r)
+{
+    if (r->easy)
+        curl_easy_cleanup(r->easy);
+    curl_slist_free_all(r->hdr_list);
+    http_hdrs_free(&r->headers);
+    http_hdrs_free(&r->trailers);
+    free(r->body);
+    free(r->what);
+    sk_buf_free(&r->acc);
+    free(r);
+}
+
+/* Removes r from curl and from the svc lists, then frees it. Only at depth 0. */
+static void http_req_drop(sk_http *r)
+{
+    http_svc *svc = r->svc;
+    if (r->added) {
+        curl_multi_remove_handle(r->pool->multi, r->easy);
+        http_list_unlink(&svc->reqs, r);
+    } else {
+        http_list_unlink(&svc->pending, r);
+    }
+    http_req_free(r);
+}
+
+static void http_complete(sk_http *r, CURLcode rc)
+{
+    http_svc *svc = r->svc;
+    curl_multi_remove_handle(r->pool->multi, r->easy);
+    r->added = false;
+    http_list_unlink(&svc->reqs, r);
+    if (r->cancelled) {
+        http_req_free(r);
+        return;
+    }
+    sk_http_result res = { 0 };
+    res.err = http_err_of(rc);
+    res.curl_code = (int)rc;
+    res.status = r->status;
+    long v = 0;
+    if (curl_easy_getinfo(r->easy, CURLINFO_HTTP_VERSION, &v) == CURLE_OK)
+        res.http_version = v == CURL_HTTP_VERSION_1_0   ? 10
+                           : v == CURL_HTTP_VERSION_1_1 ? 11
+                           : v == CURL_HTTP_VERSION_2_0 ? 20
+                                                        : 0;
+    (void)curl_easy_getinfo(r->easy, CURLINFO_NUM_CONNECTS, &res.connects);
+    res.headers = r->headers.v;
+    res.n_headers = r->headers.n;
+    res.trailers = r->trailers.v;
+    res.n_trailers = r->trailers.n;
+    if (!r->cb.data) {
+        res.body = r->acc.len ? r->acc.data : "";
+        res.body_len = r->acc.len;
+    }
+    char msg[CURL_ERROR_SIZE + 512];
+    if (rc != CURLE_OK) {
+        /* errbuf holds curl's detail (host, port, reason), never headers. */
+        if (r->errbuf[0])
+            snprintf(msg, sizeof msg, "%s: %s: %s", r->what ? r->what : "request",
+                     curl_easy_strerror(rc), r->errbuf);
+        else
+            snprintf(msg, sizeof msg, "%s: %s", r->what ? r->what : "request",
+                     curl_easy_strerror(rc));
+        res.error = msg;
+    }
+    r->in_done = true;
+    if (r->cb.trailers && r->trailers.n > 0)
+        r->cb.trailers(r, r->trailers.v, r->trailers.n, r->ud);
+    r->cb.done(r, &res, r->ud);
+    http_req_free(r);
+}
+
+static void http_check_info(http_pool *pool)
+{
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(pool->multi, &left))) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        sk_http *r = NULL;
+        CURLcode rc = msg->data.result;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+        if (r)
+            http_complete(r, rc); /* may start/cancel others: all at depth 0 */
+    }
+}
+
+static int http_add(sk_http *r)
+{
+    http_svc *svc = r->svc;
+    if (curl_multi_add_handle(r->pool->multi, r->easy) != CURLM_OK)
+        return -1;
+    r->added = true;
+    http_list_push(&svc->reqs, r);
+    return 0;
+}
+
+/* After curl returned to us: deliver completions, apply deferred cancels and
+ * starts. Completions may queue more work, hence the loop. */
+static void http_svc_flush(http_svc *svc)
+{
+    if (svc->depth > 0 || svc->closing)
+        return;
+    for (;;) {
+        for (int i = 0; i < HTTP_POOL_COUNT; i++)
+            http_check_info(&svc->pools[i]);
+        bool again = false;
+        for (sk_http *r = svc->reqs, *next; r; r = next) {
+            next = r->next;
+            if (r->cancelled) {
+                http_req_drop(r);
+                again = true;
+            }
+        }
+        while (svc->pending) {
+            sk_http *r = svc->pending;
+            http_list_unlink(&svc->pending, r);
+            if (r->cancelled) {
+                http_req_free(r);
+                continue;
+            }
+            if (http_add(r) != 0) {
+                /* Report like any transfer failure: done still runs once. */
+                sk_http_result res = { .err = SK_HTTP_ERR_OTHER, .curl_code = CURLE_OUT_OF_MEMORY,
+                                       .error = "could not add the transfer to libcurl" };
+                r->in_done = true;
+                r->cb.done(r, &res, r->ud);
+                http_req_free(r);
+            }
+            again = true;
+        }
+        if (!again)
+            break;
+    }
+}
+
+/* ---- curl <-> libuv glue --------------------------------------------- */
+
+static void http_socket_action(http_pool *pool, curl_socket_t fd, int flags)
+{
+    http_svc *svc = pool->svc;
+    int running = 0;
+    svc->depth++;
+    curl_multi_socket_action(pool->multi, fd, flags, &running);
+    svc->depth--;
+    http_svc_flush(svc);
+}
+
+static void http_on_poll(uv_poll_t *h, int status, int events)
+{
+    http_sock *s = h->data;
+    int flags = 0;
+    if (status < 0)
+        flags = CURL_CSELECT_ERR;
+    else {
+        if (events & UV_READABLE)
+            flags |= CURL_CSELECT_IN;
+        if (events & UV_WRITABLE)
+            flags |= CURL_CSELECT_OUT;
+    }
+    http_socket_action(s->pool, s->fd, flags);
+}
+
+static void http_on_timer(uv_timer_t *t)
+{
+    http_socket_action(t->data, CURL_SOCKET_TIMEOUT, 0);
+}
+
+static void http_sock_free(uv_handle_t *h) { free(h->data); }
+
+static void http_sock_close(http_pool *pool, http_sock *s)
+{
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        pool->socks = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    curl_multi_assign(pool->multi, s->fd, NULL);
+    uv_poll_stop(&s->poll);
+    uv_close((uv_handle_t *)&s->poll, http_sock_free);
+}
+
+static int http_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
+{
+    (void)easy;
+    http_pool *pool = userp;
+    http_sock *s = socketp;
+    if (what == CURL_POLL_REMOVE) {
+        if (s)
+            http_sock_close(pool, s);
+        return 0;
+    }
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s)
+            return -1;
+        if (uv_poll_init_socket(sk_loop_uv(pool->svc->loop), &s->poll, fd) != 0) {
+            free(s);
+            return -1;
+        }
+        s->fd = fd;
+        s->pool = pool;
+        s->poll.data = s;
+        s->next = pool->socks;
+        if (pool->socks)
+            pool->socks->prev = s;
+        pool->socks = s;
+        curl_multi_assign(pool->multi, fd, s);
+    }
+    int events = 0;
+    if (what & CURL_POLL_IN)
+        events |= UV_READABLE;
+    if (what & CURL_POLL_OUT)
+        events |= UV_WRITABLE;
+    return uv_poll_start(&s->poll, events, http_on_poll) == 0 ? 0 : -1;
+}
+
+static int http_curl_timer(CURLM *multi, long timeout_ms, void *userp)
+{
+    (void)multi;
+    http_pool *pool = userp;
+    if (timeout_ms < 0)
+        uv_timer_stop(&pool->timer);
+    else
+        uv_timer_start(&pool->timer, http_on_timer, (uint64_t)timeout_ms, 0);
+    return 0;
+}
+
+/* ---- per-loop service ------------------------------------------------- */
+
+static void http_svc_shutdown(sk_loop_hook *hook, sk_loop *loop)
+{
+    http_svc *svc = (http_svc *)hook;
+    svc->closing = true;
+    while (svc->reqs)
+        http_req_drop(svc->reqs);
+    while (svc->pending)
+        http_req_drop(svc->pending);
+    for (int i = 0; i < HTTP_POOL_COUNT; i++) {
+        http_pool *pool = &svc->pools[i];
+        /* Stop watching before curl closes its cached connections. */
+        while (pool->socks)
+            http_sock_close(pool, pool->socks);
+        curl_multi_cleanup(pool->multi);
+        pool->multi = NULL;
+        uv_close((uv_handle_t *)&pool->timer, NULL);
+    }
+    sk_loop_set_service(loop, SK_SERVICE_HTTP, NULL);
+}
+
+static void http_svc_finish(sk_loop_hook *hook, sk_loop *loop)
+{
+    (void)loop;
+    free(hook);
+}
+
+static http_svc *http_svc_get(sk_loop *loop)
+{
+    http_svc *svc = sk_loop_service(loop, SK_SERVICE_HTTP);
+    if (svc)
+        return svc;
+    pthread_once(&http_global_once, http_global_init);
+    if (http_global_rc != CURLE_OK)
+        return NULL;
+    svc = calloc(1, sizeof *svc);
+    if (!svc)
+        return NULL;
+    svc->loop = loop;
+    for (int i = 0; i < HTTP_POOL_COUNT; i++) {
+        if (!(svc->pools[i].multi = curl_multi_init())) {
+            while (i-- > 0)
+                curl_multi_cleanup(svc->pools[i].multi);
+            free(svc);
+            return NULL;
+        }
+    }
+    for (int i = 0; i < HTTP_POOL_COUNT; i++) {
+        http_pool *pool = &svc->pools[i];
+        pool->svc = svc;
+        curl_multi_setopt(pool->multi, CURLMOPT_SOCKETFUNCTION, http_curl_socket);
+        curl_multi_setopt(pool->multi, CURLMOPT_SOCKETDATA, pool);
+        curl_multi_setopt(pool->multi, CURLMOPT_TIMERFUNCTION, http_curl_timer);
+        curl_multi_setopt(pool->multi, CURLMOPT_TIMERDATA, pool);
+        curl_multi_setopt(pool->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+        uv_timer_init(sk_loop_uv(loop), &pool->timer);
+        pool->timer.data = pool;
+    }
+    svc->hook.shutdown = http_svc_shutdown;
+    svc->hook.finish = http_svc_finish;
+    sk_loop_add_hook(loop, &svc->hook);
+    sk_loop_set_service(loop, SK_SERVICE_HTTP, svc);
+    return svc;
+}
+
+/* ---- curl callbacks for one request ----------------------------------- */
+
+static size_t http_on_header(char *buf, size_t size, size_t nitems, void *userp)
+{
+    sk_http *r = userp;
+    size_t len = size * nitems;
+    if (r->cancelled)
+        return 0; /* aborts the transfer */
+    if (len >= 5 && memcmp(buf, "HTTP/", 5) == 0) {
+        /* A new response block (after 1xx, or the first one). */
+        const char *sp = memchr(buf, ' ', len);
+        r->status = sp ? atoi(sp + 1) : 0;
+        r->phase = HTTP_PHASE_HEAD;
+        http_hdrs_free(&r->headers);
+        return len;
+    }
+    bool blank = len <= 2 && (len == 0 || buf[0] == '\r' || buf[0] == '\n');
+    if (r->phase == HTTP_PHASE_HEAD) {
+        if (!blank)
+            return http_hdrs_add_line(&r->headers, buf, len) == 0 ? len : 0;
+        if (r->status >= 100 && r->status < 200)
+            return len; /* interim; the final block follows */
+        r->phase = HTTP_PHASE_BODY;
+        if (r->cb.head)
+            r->cb.head(r, r->status, r->headers.v, r->headers.n, r->ud);
+        return r->cancelled ? 0 : len;
+    }
+    /* After the header block: trailers. */
+    if (blank)
+        return len;
+    return http_hdrs_add_line(&r->trailers, buf, len) == 0 ? len : 0;
+}
+
+static size_t http_on_data(char *buf, size_t size, size_t nmemb, void *userp)
+{
+    sk_http *r = userp;
+    size_t len = size * nmemb;
+    if (r->cancelled)
+        return 0;
+    if (r->cb.data) {
+        r->cb.data(r, buf, len, r->ud);
+        return r->cancelled ? 0 : len;
+    }
+    return sk_buf_append(&r->acc, buf, len) == 0 ? len : 0;
+}
+
+/* ---- public API -------------------------------------------------------- */
+
+static bool http_h2c_reuse_broken(void)
+{
+    return curl_version_info(CURLVERSION_NOW)->version_num < 0x080000;
+}
+
+static bool http_clean(const char *s)
+{
+    return s && !strpbrk(s, "\r\n");
+}
+
+static int http_add_header(sk_http *r, const char *line)
+{
+    struct curl_slist *l = curl_slist_append(r->hdr_list, line);
+    if (!l)
+        return -1;
+    r->hdr_list = l;
+    return 0;
+}
+
+static const char *http_setup(sk_http *r, const sk_http_request *q)
+{
+    CURL *e = r->easy;
+    const char *method = q->method ? q->method : q->body ? "POST" : "GET";
+    for (const char *m = method; *m; m++)
+        if (!isupper((unsigned char)*m) && *m != '-' && *m != '_')
+            return "invalid HTTP method";
+    bool has_ctype = false;
+    for (size_t i = 0; i < q->n_headers; i++) {
+        const char *name = q->headers[i].name, *value = q->headers[i].value;
+        if (!http_clean(name) || !*name || strchr(name, ':') || (value && !http_clean(value)))
+            return "invalid header (empty name, or CR/LF/colon in it)";
+        if (strcasecmp(name, "content-type") == 0)
+            has_ctype = true;
+        size_t n = strlen(name) + (value ? strlen(value) : 0) + 3;
+        char *line = malloc(n);
+        if (!line)
+            return "out of memory";
+        /* "Name:" removes a header curl would add itself; "Name;" is curl's
+         * spelling of a header with an empty value. */
+        if (!value)
+            snprintf(line, n, "%s:", name);
+        else if (*value)
+            snprintf(line, n, "%s: %s", name, value);
+        else
+            snprintf(line, n, "%s;", name);
+        int rc = http_add_header(r, line);
+        free(line);
+        if (rc != 0)
+            return "out of memory";
+    }
+    /* No 100-continue round trip; no form content type curl would invent. */
+    if (http_add_header(r, "Expect:") != 0 ||
+        (q->body && !has_ctype && http_add_header(r, "Content-Type:") != 0))
+        return "out of memory";
+
+    r->what = http_describe(method, q->url);
+    if (!r->what)
+        return "out of memory";
+
+    curl_easy_setopt(e, CURLOPT_URL, q->url);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)r);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, http_on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, http_on_data);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->hdr_list);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    long timeout = q->timeout_ms == 0 ? HTTP_DEFAULT_TIMEOUT_MS : q->timeout_ms < 0 ? 0 : q->timeout_ms;
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout);
+
+    if (q->body) {
+        r->body = malloc(q->body_len ? q->body_len : 1);
+        if (!r->body)
+            return "out of memory";
+        memcpy(r->body, q->body, q->body_len);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->body_len);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
+        if (strcmp(method, "POST") != 0)
+            curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+    } else if (strcmp(method, "POST") == 0) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
+    } else if (strcmp(method, "HEAD") == 0) {
+        curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    } else if (strcmp(method, "GET") != 0) {
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+    }
+
+    if (q->ca_file)
+        curl_easy_setopt(e, CURLOPT_CAINFO, q->ca_file);
+    if (q->insecure_skip_verify) {
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    switch (q->version) {
+    case SK_HTTP_DEFAULT:
+        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+        /* Over TLS, wait for ALPN to tell whether streams can share the
+         * first connection. Not for http://: curl would queue behind a
+         * busy HTTP/1.1 connection instead of opening another. */
+        if (strncasecmp(q->url, "https://", 8) == 0)
+            curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+        break;
+    case SK_HTTP_1_1:
+        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+        break;
+    case SK_HTTP_2_PRIOR_KNOWLEDGE:
+        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+        if (strncasecmp(q->url, "http://", 7) == 0 && http_h2c_reuse_broken()) {
+            /* curl < 8.0 breaks a reused h2c connection ("Error in the HTTP2
+             * framing layer", curl issue #10634): one connection per call. */
+            curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+            curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+        } else {
+            /* Concurrent streams wait for the one connection instead of opening more. */
+            curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+        }
+        break;
+    default:
+        return "invalid HTTP version";
+    }
+    return NULL;
+}
+
+sk_http *sk_http_start(sk_loop *loop, const sk_http_request *q, const sk_http_callbacks *cb,
+                       void *ud, const char **errmsg)
+{
+    const char *err = NULL;
+    sk_http *r = NULL;
+    if (!loop || !q || !q->url || !cb || !cb->done) {
+        err = "missing loop, url or done callback";
+        goto fail;
+    }
+    http_svc *svc = http_svc_get(loop);
+    if (!svc) {
+        err = "could not initialise libcurl";
+        goto fail;
+    }
+    if (svc->closing) {
+        err = "loop is shutting down";
+        goto fail;
+    }
+    r = calloc(1, sizeof *r);
+    if (!r || !(r->easy = curl_easy_init())) {
+        err = "out of memory";
+        goto fail;
+    }
+    r->svc = svc;
+    r->pool = &svc->pools[q->version == SK_HTTP_2_PRIOR_KNOWLEDGE ? HTTP_POOL_H2C : HTTP_POOL_DEFAULT];
+    r->cb = *cb;
+    r->ud = ud;
+    if ((err = http_setup(r, q)))
+        goto fail;
+    if (svc->depth > 0) {
+        http_list_push(&svc->pending, r);
+        return r;
+    }
+    if (http_add(r) != 0) {
+        err = "could not add the transfer";
+        goto fail;
+    }
+    return r;
+fail:
+    if (r)
+        http_req_free(r);
+    if (errmsg)
+        *errmsg = err;
+    return NULL;
+}
+
+void sk_http_cancel(sk_http *r)
+{
+    if (!r || r->in_done || r->cancelled)
+        return;
+    r->cancelled = true;
+    if (r->svc->depth == 0)
+        http_req_drop(r);
+    /* else: http_svc_flush drops it once curl returns; callbacks see
+     * r->cancelled and stay silent until then. */
+}
