@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int buf_reserve(sk_buf *b, size_t extra)
+int sk_buf_reserve(sk_buf *b, size_t extra)
 {
     if (extra > (size_t)-1 / 2 - b->len)
         return -1;
@@ -26,7 +26,7 @@ static int buf_reserve(sk_buf *b, size_t extra)
 
 int sk_buf_append(sk_buf *b, const void *data, size_t len)
 {
-    if (buf_reserve(b, len) != 0)
+    if (sk_buf_reserve(b, len) != 0)
         return -1;
     if (len)
         memcpy(b->data + b->len, data, len);
@@ -41,7 +41,7 @@ int sk_buf_appendf(sk_buf *b, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (n < 0 || buf_reserve(b, (size_t)n) != 0)
+    if (n < 0 || sk_buf_reserve(b, (size_t)n) != 0)
         return -1;
     va_start(ap, fmt);
     vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);

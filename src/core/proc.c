@@ -128,6 +128,16 @@ static void proc_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     (void)suggested;
     sk_proc *p = h->data;
+    if (!p->freed && p->cb && p->cb->buffer) {
+        size_t len = PROC_READ_SIZE;
+        int stream = (h == (uv_handle_t *)&p->out) ? 1 : 2;
+        char *where = p->cb->buffer(p, stream, &len, p->ud);
+        if (where) {
+            buf->base = where;
+            buf->len = len;
+            return;
+        }
+    }
     /* Reads are consumed synchronously in proc_on_read, so the loop's one
      * scratch buffer serves every pipe. */
     buf->base = sk_loop_scratch(p->loop);

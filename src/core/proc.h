@@ -25,6 +25,10 @@ typedef struct sk_proc_callbacks {
     void (*output)(sk_proc *p, int stream /* 1, 2 */, const char *data, size_t len, void *ud);
     /* term_signal != 0 when killed by a signal. */
     void (*exit)(sk_proc *p, int64_t exit_status, int term_signal, void *ud);
+    /* Optional: where to read the next output of a stream (at most *len
+     * bytes; set *len). NULL uses a buffer shared by the loop. Lets a
+     * capturing owner receive output in place, without a copy. */
+    char *(*buffer)(sk_proc *p, int stream, size_t *len, void *ud);
 } sk_proc_callbacks;
 
 /* Returns NULL and sets *uv_err (a libuv error code, e.g. UV_ENOENT) when the

@@ -422,12 +422,28 @@ sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracke
     return p;
 }
 
+char *sk_process_capture_slot(sk_process *p, int stream, size_t *len)
+{
+    sk_buf *b = stream == 1 ? &p->out : &p->err;
+    if (!p->capture || p->exited || sk_buf_reserve(b, *len) != 0)
+        return NULL;
+    *len = b->cap - b->len - 1; /* keep room for the terminating NUL */
+    return b->data + b->len;
+}
+
 void sk_process_output(sk_process *p, int stream, const char *data, size_t len)
 {
     if (p->exited)
         return;
-    if (p->capture)
-        sk_buf_append(stream == 1 ? &p->out : &p->err, data, len);
+    if (p->capture) {
+        sk_buf *b = stream == 1 ? &p->out : &p->err;
+        if (b->data && data == b->data + b->len) {
+            b->len += len; /* read in place (sk_process_capture_slot) */
+            b->data[b->len] = '\0';
+        } else {
+            sk_buf_append(b, data, len);
+        }
+    }
     if (p->ev && p->ev->output)
         p->ev->output(p, stream, data, len, p->ev_ud);
 }

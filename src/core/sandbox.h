@@ -163,6 +163,10 @@ void sk_process_unref(sk_process *p);
 
 /* For providers. */
 void sk_process_output(sk_process *p, int stream, const char *data, size_t len);
+/* Where a provider may read output in place: room for *len bytes at the
+ * end of the capture buffer (NULL when not capturing). Data delivered there
+ * to sk_process_output is kept without a copy. */
+char *sk_process_capture_slot(sk_process *p, int stream, size_t *len);
 /* result NULL with err for a transport failure (err stolen). */
 void sk_process_finish(sk_process *p, const sk_result *r, sk_error *err);
 

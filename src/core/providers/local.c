@@ -260,7 +260,17 @@ static void local_on_exit(sk_proc *proc, int64_t status, int term_signal, void *
     sk_process_finish(ud, &r, NULL);
 }
 
-static const sk_proc_callbacks local_proc_callbacks = { local_on_output, local_on_exit };
+static char *local_capture_slot(sk_proc *proc, int stream, size_t *len, void *ud)
+{
+    (void)proc;
+    return sk_process_capture_slot(ud, stream, len);
+}
+
+static const sk_proc_callbacks local_proc_callbacks = {
+    .output = local_on_output,
+    .exit = local_on_exit,
+    .buffer = local_capture_slot,
+};
 
 static char **local_envp(sk_sandbox *sb, const json_t *per_command)
 {
