@@ -198,7 +198,15 @@ end
 function S:exec_async(command, args, opts)
   check(self, core.Sandbox, "exec_async")
   if type(command) ~= "string" then argerror(1, "exec", "string expected, got " .. type(command)) end
-  if args ~= nil and type(args) ~= "table" then argerror(2, "exec", "table of arguments expected, got " .. type(args)) end
+  if args ~= nil then
+    if type(args) ~= "table" then argerror(2, "exec", "table of arguments expected, got " .. type(args)) end
+    local n = #args
+    for k in pairs(args) do
+      if math.type(k) ~= "integer" or k < 1 or k > n then
+        argerror(2, "exec", ("array of argument strings expected (key %s); options go in argument #3"):format(tostring(k)))
+      end
+    end
+  end
   local line = core.command(command, args)
   local o = check_command_opts("exec", opts, 3)
   local op = setmetatable({ done = false, sandbox = self }, Operation)
@@ -370,6 +378,8 @@ function S:clone(overrides)
   local o = {}
   for k, v in pairs(state(self).options) do o[k] = v end
   o.id = nil
+  -- options naming the provider-side resource (descriptor's clone_drops)
+  for _, k in ipairs(state(self).clone_drops or {}) do o[k] = nil end
   for k, v in pairs(overrides or {}) do o[k] = v end
   return M.new(self.provider, o)
 end
@@ -392,6 +402,7 @@ function M.new(id, opts)
   local sb = core.new_sandbox(id, o)
   local st = sb:_state()
   st.options = o
+  st.clone_drops = desc.clone_drops
   st.processes = setmetatable({ sandbox = sb }, Manager)
   return sb
 end
