@@ -238,7 +238,7 @@ void sk_sandbox_start(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
 
 static void sandbox_on_stopped(sk_sandbox *sb, sk_error *err)
 {
-    sb->status = SK_STOPPED;
+    sb->status = err ? SK_ERROR : SK_STOPPED; /* upstream: a failed stop is an error */
     sandbox_notify(sb, &sb->stop_waiters, err);
     sk_error_free(err);
     sandbox_run_queued(sb);
@@ -280,6 +280,19 @@ void sk_sandbox_stop(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
 
 static void sandbox_on_destroyed(sk_sandbox *sb, sk_error *err)
 {
+    if (err) {
+        /* upstream: a failed destroy leaves the sandbox in error; it may be
+         * destroyed again, and queued starts or stops proceed */
+        sb->status = SK_ERROR;
+        sandbox_notify(sb, &sb->destroy_waiters, err);
+        sk_error_free(err);
+        if (sb->stop_waiters) {
+            sb->status = SK_STOPPED;
+            sandbox_notify(sb, &sb->stop_waiters, NULL);
+        }
+        sandbox_run_queued(sb);
+        return;
+    }
     sb->status = SK_DESTROYED;
     sandbox_notify(sb, &sb->destroy_waiters, err);
     /* anyone still waiting for a stop or start learns the outcome */

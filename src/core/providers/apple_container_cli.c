@@ -1,0 +1,401 @@
+/* The `container` CLI as a child on the loop; see apple_container_cli.h.
+ *
+ * A finished CLI normally reports through proc.c once it has exited and both
+ * pipes reached EOF. After a kill that is not enough: processes started
+ * through the CLI (the emulated CLI hands its pipes to them; a command's
+ * background children could too) may hold the pipes long after the CLI is
+ * gone. So the CLI's own exit is watched through a pidfd, and once a killed
+ * CLI has exited its output gets a short drain and the call finishes, the
+ * way upstream's runner settles when the CLI's pipes close. */
+#include "apple_container_cli.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../buf.h"
+#include "../proc.h"
+
+enum {
+    CLI_KILL_GRACE_MS = 1000,     /* SIGTERM -> SIGKILL, as upstream */
+    CLI_DRAIN_MS = 200,           /* output still in the pipes after a killed CLI exits */
+    CLI_DEFAULT_RETAIN = 1 << 20, /* upstream's ProcessHandle default */
+};
+
+typedef struct cli_pidfd {
+    uv_poll_t poll;
+    int fd;
+} cli_pidfd;
+
+typedef struct cli_stream {
+    sk_buf buf;
+    size_t dropped;
+    bool truncated;
+} cli_stream;
+
+struct ac_cli {
+    sk_loop *loop;
+    sk_proc *proc;
+    int pid;
+    const ac_cli_callbacks *cb;
+    void *ud;
+    uv_timer_t *timeout_timer, *kill_timer, *drain_timer;
+    cli_pidfd *pidfd;
+    bool killed, timed_out, gone, finished;
+    bool gone_known;     /* the status of a gone CLI could be read */
+    int gone_code, gone_signal;
+    bool retain;
+    size_t max;
+    cli_stream out, err;
+    double start_ms;
+};
+
+static void cli_handle_freed(uv_handle_t *h) { free(h); }
+
+static void cli_timer_close(uv_timer_t **t)
+{
+    if (*t) {
+        uv_close((uv_handle_t *)*t, cli_handle_freed);
+        *t = NULL;
+    }
+}
+
+static void cli_pidfd_closed(uv_handle_t *h)
+{
+    cli_pidfd *p = h->data;
+    close(p->fd);
+    free(p);
+}
+
+static void cli_pidfd_close(ac_cli *c)
+{
+    if (c->pidfd) {
+        c->pidfd->poll.data = c->pidfd;
+        uv_close((uv_handle_t *)&c->pidfd->poll, cli_pidfd_closed);
+        c->pidfd = NULL;
+    }
+}
+
+static void cli_timer_start(ac_cli *c, uv_timer_t **t, double ms, uv_timer_cb fn)
+{
+    if (*t)
+        return;
+    *t = malloc(sizeof **t);
+    if (!*t)
+        return;
+    uv_timer_init(sk_loop_uv(c->loop), *t);
+    (*t)->data = c;
+    uv_timer_start(*t, fn, (uint64_t)ms, 0);
+}
+
+/* ---- output retention ---------------------------------------------------- */
+
+/* Keeps the newest max bytes, starting on a UTF-8 character boundary. */
+static void stream_trim(cli_stream *s, size_t max)
+{
+    if (s->buf.len <= max)
+        return;
+    size_t drop = s->buf.len - max;
+    while (drop < s->buf.len && ((unsigned char)s->buf.data[drop] & 0xc0) == 0x80)
+        drop++;
+    memmove(s->buf.data, s->buf.data + drop, s->buf.len - drop);
+    s->buf.len -= drop;
+    s->buf.data[s->buf.len] = '\0';
+    s->dropped += drop;
+    s->truncated = true;
+}
+
+static void stream_add(cli_stream *s, size_t max, const char *data, size_t len)
+{
+    sk_buf_append(&s->buf, data, len);
+    /* compact lazily so bulk output is not moved on every chunk */
+    if (s->buf.len > 2 * max)
+        stream_trim(s, max);
+}
+
+/* ---- finishing ------------------------------------------------------------ */
+
+static void cli_finish(ac_cli *c, int code, int sig, bool known)
+{
+    if (c->finished)
+        return;
+    c->finished = true;
+    cli_timer_close(&c->timeout_timer);
+    cli_timer_close(&c->kill_timer);
+    cli_timer_close(&c->drain_timer);
+    cli_pidfd_close(c);
+    if (!known) {
+        code = c->gone_known ? c->gone_code : 0;
+        sig = c->gone_known ? c->gone_signal : SIGKILL;
+    }
+    ac_cli_result r = { 0 };
+    /* upstream: code ?? (killed ? 137 : 1) -- a signal death has no code */
+    r.exit_code = sig ? (c->killed ? 137 : 1) : code;
+    r.term_signal = sig;
+    r.success = r.exit_code == 0;
+    r.killed = c->killed;
+    r.timed_out = c->timed_out;
+    if (c->retain) {
+        stream_trim(&c->out, c->max);
+        stream_trim(&c->err, c->max);
+    }
+    r.stdout_data = c->out.buf.len ? c->out.buf.data : "";
+    r.stdout_len = c->out.buf.len;
+    r.stderr_data = c->err.buf.len ? c->err.buf.data : "";
+    r.stderr_len = c->err.buf.len;
+    r.stdout_truncated = c->out.truncated;
+    r.stderr_truncated = c->err.truncated;
+    r.stdout_dropped = c->out.dropped;
+    r.stderr_dropped = c->err.dropped;
+    r.execution_time_ms = sk_now_ms() - c->start_ms;
+    /* last: the callback may free c */
+    if (c->cb && c->cb->exit)
+        c->cb->exit(c, &r, c->ud);
+}
+
+static void cli_on_output(sk_proc *p, int stream, const char *data, size_t len, void *ud)
+{
+    (void)p;
+    ac_cli *c = ud;
+    if (c->finished)
+        return;
+    if (c->retain)
+        stream_add(stream == 1 ? &c->out : &c->err, c->max, data, len);
+    if (c->cb && c->cb->output)
+        c->cb->output(c, stream, data, len, c->ud);
+}
+
+static void cli_on_exit(sk_proc *p, int64_t status, int term_signal, void *ud)
+{
+    (void)p;
+    cli_finish(ud, (int)status, term_signal, true);
+}
+
+static const sk_proc_callbacks cli_proc_callbacks = { .output = cli_on_output, .exit = cli_on_exit };
+
+static void cli_on_drained(uv_timer_t *t) { cli_finish(t->data, 0, 0, false); }
+
+static void cli_on_gone(uv_poll_t *h, int status, int events)
+{
+    (void)status;
+    (void)events;
+    ac_cli *c = h->data;
+#ifdef P_PIDFD
+    /* Best effort: the status, if proc.c has not reaped the CLI yet. */
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PIDFD, (id_t)c->pidfd->fd, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid != 0) {
+        c->gone_known = true;
+        c->gone_code = si.si_code == CLD_EXITED ? si.si_status : 0;
+        c->gone_signal = si.si_code == CLD_EXITED ? 0 : si.si_status;
+    }
+#endif
+    c->gone = true;
+    cli_pidfd_close(c);
+    if (c->killed)
+        cli_timer_start(c, &c->drain_timer, CLI_DRAIN_MS, cli_on_drained);
+}
+
+static void cli_on_kill_grace(uv_timer_t *t)
+{
+    ac_cli *c = t->data;
+    if (c->finished)
+        return;
+    sk_proc_kill(c->proc, SIGKILL);
+    /* without a pidfd this is how a killed CLI whose pipes stay open ends */
+    cli_timer_start(c, &c->drain_timer, CLI_DRAIN_MS, cli_on_drained);
+}
+
+static void cli_on_timeout(uv_timer_t *t)
+{
+    ac_cli *c = t->data;
+    c->timed_out = true;
+    ac_cli_kill(c, SIGTERM);
+}
+
+/* ---- the child ------------------------------------------------------------ */
+
+static void cli_free_envp(char **envp)
+{
+    for (char **p = envp; p && *p; p++)
+        free(*p);
+    free(envp);
+}
+
+/* Our environment with env's entries set (values only ever live here). */
+static char **cli_envp(const json_t *env)
+{
+    extern char **environ;
+    size_t n = 0;
+    for (char **e = environ; *e; e++)
+        n++;
+    char **envp = calloc(n + json_object_size(env) + 1, sizeof *envp);
+    if (!envp)
+        return NULL;
+    size_t i = 0;
+    for (char **e = environ; *e; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t klen = eq ? (size_t)(eq - *e) : strlen(*e);
+        char key[256];
+        if (klen < sizeof key) {
+            memcpy(key, *e, klen);
+            key[klen] = '\0';
+            if (json_object_get(env, key))
+                continue;
+        }
+        if (!(envp[i++] = strdup(*e)))
+            goto fail;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)env, k, v) {
+        if (asprintf(&envp[i], "%s=%s", k, json_is_string(v) ? json_string_value(v) : "") < 0) {
+            envp[i] = NULL;
+            goto fail;
+        }
+        i++;
+    }
+    return envp;
+fail:
+    cli_free_envp(envp);
+    return NULL;
+}
+
+/* 0 when file can be executed (a path, or a name found on PATH), else a uv
+ * error. Checked before spawning so a missing CLI is reported the same way
+ * whether or not posix_spawn reports exec failures (it does not under
+ * valgrind, whose spawn forks). */
+static int cli_find(const char *file)
+{
+    if (strchr(file, '/'))
+        return access(file, X_OK) == 0 ? 0 : uv_translate_sys_error(errno);
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    char *copy = strdup(path), *save = NULL;
+    if (!copy)
+        return UV_ENOMEM;
+    int rc = UV_ENOENT;
+    for (char *dir = strtok_r(copy, ":", &save); dir && rc != 0; dir = strtok_r(NULL, ":", &save)) {
+        char *full = NULL;
+        if (asprintf(&full, "%s/%s", *dir ? dir : ".", file) >= 0 && access(full, X_OK) == 0)
+            rc = 0;
+        free(full);
+    }
+    free(copy);
+    return rc;
+}
+
+ac_cli *ac_cli_run(sk_loop *loop, const ac_cli_opts *o, const ac_cli_callbacks *cb, void *ud, int *uv_err)
+{
+    if (o->max_retained < 0) {
+        *uv_err = UV_EINVAL;
+        return NULL;
+    }
+    if ((*uv_err = cli_find(o->binary)) != 0)
+        return NULL;
+    ac_cli *c = calloc(1, sizeof *c);
+    size_t argc = 0;
+    while (o->argv[argc])
+        argc++;
+    char **argv = calloc(argc + 2, sizeof *argv);
+    char **envp = o->env && json_object_size(o->env) ? cli_envp(o->env) : NULL;
+    if (!c || !argv || (o->env && json_object_size(o->env) && !envp)) {
+        *uv_err = UV_ENOMEM;
+        goto fail;
+    }
+    argv[0] = (char *)o->binary;
+    for (size_t i = 0; i < argc; i++)
+        argv[i + 1] = o->argv[i];
+    c->loop = loop;
+    c->cb = cb;
+    c->ud = ud;
+    c->retain = o->retain;
+    c->max = o->max_retained > 0 ? (size_t)o->max_retained : CLI_DEFAULT_RETAIN;
+    c->start_ms = sk_now_ms();
+    sk_proc_opts po = {
+        .file = o->binary,
+        .argv = argv,
+        .envp = envp,
+        /* the CLI gets signals one by one (it forwards them); its children
+         * are not ours to signal */
+        .new_group = false,
+        .stdin_pipe = o->stdin_pipe,
+    };
+    c->proc = sk_proc_spawn(loop, &po, &cli_proc_callbacks, c, uv_err);
+    if (!c->proc)
+        goto fail;
+    c->pid = sk_proc_pid(c->proc);
+    free(argv);
+    cli_free_envp(envp);
+    argv = NULL;
+    envp = NULL;
+    /* The child cannot be reaped before the loop runs again, so this pidfd
+     * names the CLI and not a recycled pid. */
+    int fd = (int)syscall(SYS_pidfd_open, c->pid, 0);
+    if (fd >= 0) {
+        c->pidfd = malloc(sizeof *c->pidfd);
+        if (c->pidfd) {
+            c->pidfd->fd = fd;
+            uv_poll_init(sk_loop_uv(loop), &c->pidfd->poll, fd);
+            c->pidfd->poll.data = c;
+            uv_poll_start(&c->pidfd->poll, UV_READABLE, cli_on_gone);
+        } else {
+            close(fd);
+        }
+    }
+    if (o->timeout_ms > 0)
+        cli_timer_start(c, &c->timeout_timer, o->timeout_ms, cli_on_timeout);
+    return c;
+fail:
+    free(argv);
+    cli_free_envp(envp);
+    free(c);
+    return NULL;
+}
+
+int ac_cli_pid(const ac_cli *c) { return c->pid; }
+
+int ac_cli_kill(ac_cli *c, int sig)
+{
+    if (c->finished)
+        return -1;
+    if (sig != SIGTERM && sig != SIGKILL && sig != SIGINT)
+        return sk_proc_kill(c->proc, sig) == 0 ? 0 : -1;
+    if (c->killed)
+        return 0;
+    c->killed = true;
+    sk_proc_kill(c->proc, SIGTERM);
+    cli_timer_start(c, &c->kill_timer, CLI_KILL_GRACE_MS, cli_on_kill_grace);
+    if (c->gone)
+        cli_timer_start(c, &c->drain_timer, CLI_DRAIN_MS, cli_on_drained);
+    return 0;
+}
+
+int ac_cli_write(ac_cli *c, const char *data, size_t len)
+{
+    return c->finished ? UV_EPIPE : sk_proc_write(c->proc, data, len);
+}
+
+int ac_cli_close_stdin(ac_cli *c) { return c->finished ? -1 : sk_proc_close_stdin(c->proc); }
+
+void ac_cli_free(ac_cli *c)
+{
+    if (!c)
+        return;
+    c->finished = true;
+    c->cb = NULL;
+    cli_timer_close(&c->timeout_timer);
+    cli_timer_close(&c->kill_timer);
+    cli_timer_close(&c->drain_timer);
+    cli_pidfd_close(c);
+    sk_proc_free(c->proc);
+    sk_buf_free(&c->out.buf);
+    sk_buf_free(&c->err.buf);
+    free(c);
+}
