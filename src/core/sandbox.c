@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/time.h>
 
 /* The registry: one line per provider. Weak references let a provider's
@@ -106,30 +107,24 @@ char *sk_sandbox_default_id(const char *prefix)
     struct timeval tv;
     gettimeofday(&tv, NULL);
     unsigned long long ms = (unsigned long long)tv.tv_sec * 1000ULL + (unsigned long long)tv.tv_usec / 1000ULL;
-    char t[16];
-    int n = 0;
+    char stamp[16], *t = stamp + sizeof stamp;
+    *--t = '\0';
     do {
-        t[n++] = digits[ms % 36];
+        *--t = digits[ms % 36];
         ms /= 36;
-    } while (ms && n < 15);
-    char rnd[7];
+    } while (ms);
     unsigned char bytes[6];
-    FILE *f = fopen("/dev/urandom", "rb");
-    if (!f || fread(bytes, 1, sizeof bytes, f) != sizeof bytes) {
-        for (int i = 0; i < 6; i++)
-            bytes[i] = (unsigned char)(rand() & 0xff);
+    if (getrandom(bytes, sizeof bytes, 0) != (ssize_t)sizeof bytes) {
+        /* no entropy yet (early boot): unique enough with the time */
+        for (size_t i = 0; i < sizeof bytes; i++)
+            bytes[i] = (unsigned char)((unsigned long)tv.tv_usec >> (3 * i));
     }
-    if (f)
-        fclose(f);
-    for (int i = 0; i < 6; i++)
+    char rnd[7];
+    for (size_t i = 0; i < sizeof bytes; i++)
         rnd[i] = digits[bytes[i] % 36];
     rnd[6] = '\0';
     char *id = NULL;
-    char tt[16];
-    for (int i = 0; i < n; i++)
-        tt[i] = t[n - 1 - i];
-    tt[n] = '\0';
-    if (asprintf(&id, "%s-sandbox-%s-%s", prefix, tt, rnd) < 0)
+    if (asprintf(&id, "%s-sandbox-%s-%s", prefix, t, rnd) < 0)
         return NULL;
     return id;
 }
@@ -579,7 +574,6 @@ void sk_sandbox_free(sk_sandbox *sb)
 {
     if (!sb)
         return;
-    sb->freeing = true;
     sk_process *p = sb->procs;
     sb->procs = NULL;
     while (p) {

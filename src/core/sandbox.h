@@ -128,8 +128,6 @@ struct sk_sandbox {
     unsigned next_local_pid;
     /* lifecycle waiters */
     struct sk_waiter *start_waiters, *stop_waiters, *destroy_waiters;
-    bool start_after_stop;
-    bool freeing;
 };
 
 typedef void (*sk_lifecycle_cb)(sk_sandbox *sb, const sk_error *err, void *ud);
