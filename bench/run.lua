@@ -662,10 +662,140 @@ local function pending_row(label, target, provider, server, baseline_ready)
   end
 end
 
-rows[#rows + 1] = { id = "platform_exec", label = "platform exec", target = "≤ 1.3×", remote = true,
-  run = pending_row("platform exec (n=200)", "≤ 1.3×", "platform", "platform", false) }
-rows[#rows + 1] = { id = "platform_fanout", label = "platform fan-out", target = "≤ 1.5×", remote = true,
-  run = pending_row("platform fan-out (100 at once)", "≤ 1.5×", "platform", "platform", false) }
+-- ---- platform (spec/servers/platform on 127.0.0.1) --------------------------------
+
+-- Starts the reference server as spec/helpers/server.lua does: the first
+-- stdout line (LISTENING <port>) read from a FIFO, its stdin held so that it
+-- exits when we close it (or die). Returns { url, port, stop }.
+local function platform_server()
+  local dir = make_temp_dir("sandkit-bench-platform")
+  local fifo = dir .. "/ready"
+  assert(os.execute("mkfifo " .. shell_quote(fifo)))
+  local stdin = assert(io.popen(("exec node %s --quiet > %s 2> %s"):format(
+    shell_quote(ROOT .. "/spec/servers/platform/server.mjs"), shell_quote(fifo), shell_quote(dir .. "/log")), "w"))
+  local ready = assert(io.open(fifo, "r"))
+  local port = (ready:read("l") or ""):match("^LISTENING (%d+)")
+  local function stop()
+    stdin:close()
+    ready:close()
+    remove_tree(dir)
+  end
+  if not port then
+    stop()
+    error("platform reference server did not start (make npm-deps?)", 0)
+  end
+  local url = "http://127.0.0.1:" .. port
+  local srv = { url = url, ws = "ws://127.0.0.1:" .. port .. "/ws/exec", stop = stop }
+  -- the baseline's lease, minted with curl (sandkit caches its own)
+  function srv.lease(sandbox_id)
+    local base = url .. "/v1/railway/projects/bench"
+    local auth = "-H 'authorization: Bearer test-token'"
+    if not sandbox_id then
+      local out = read_cmd(("curl -s -m 10 -X POST %s -H 'content-type: application/json' " ..
+        "--data '{\"environmentId\":\"bench\",\"env\":{}}' %s/sandbox"):format(auth, base))
+      sandbox_id = assert(json_decode(out).id, "create failed: " .. out)
+    end
+    local out = read_cmd(("curl -s -m 10 -X POST %s %s/sandbox/%s/exec-lease"):format(auth, base, sandbox_id))
+    return assert(json_decode(out).jwt, "lease failed: " .. out)
+  end
+  return srv
+end
+
+local function platform_sandbox(ctx, srv)
+  if not ctx.sk or not provider_ids().platform then return nil end
+  local sb = ctx.sk.PlatformSandbox({ access_token = "test-token", project_id = "bench", environment_id = "bench",
+    base_url = srv.url })
+  check(sb:start())
+  return sb
+end
+
+local function platform_row(ctx, fn)
+  local srv = platform_server()
+  local ok, res = pcall(fn, srv)
+  srv.stop()
+  if not ok then error(res, 0) end
+  return res
+end
+
+rows[#rows + 1] = {
+  id = "platform_exec", label = "platform exec", target = "≤ 1.3×", remote = true,
+  run = function(ctx)
+    return platform_row(ctx, function(srv)
+      local rounds, per = ctx.quick and 2 or 10, ctx.quick and 5 or 20
+      local size = ctx.quick and 1048576 or 10485760
+      local big_rounds = ctx.quick and 1 or 5
+      local sb = platform_sandbox(ctx, srv)
+      local jwt = srv.lease(sb and sb:info().metadata.sandbox_id)
+      if sb then time_execs(sb, 5, "true", {}) end -- the lease is cached from here on
+      local base, sk = {}, {}
+      interleave({ sk = sb and ctx.sk }, rounds, function()
+        local j = run_json(floor_cmd("floor_platform", { "exec", srv.ws, jwt, per, 2 }))
+        if j.failures ~= 0 then error("floor_platform: " .. j.failures .. " execs failed", 0) end
+        append(base, j.samples_us)
+      end, function()
+        time_execs(sb, per, "true", sk)
+      end)
+      -- output transfer: stdout of `head -c SIZE /dev/zero`, captured
+      local command = "head -c " .. size .. " /dev/zero"
+      local big_base, big_sk = {}, {}
+      interleave({ sk = sb and ctx.sk }, big_rounds, function()
+        local j = run_json(floor_cmd("floor_platform", { "bytes", srv.ws, jwt, 1, 1, size }))
+        if j.failures ~= 0 or j.bytes ~= size then error("floor_platform bytes: got " .. tostring(j.bytes), 0) end
+        append(big_base, j.samples_ms)
+      end, function()
+        local t0 = now()
+        local r = must_succeed(check(sb:exec(command)), command)
+        big_sk[#big_sk + 1] = (now() - t0) * 1000
+        if #r.stdout ~= size then error("platform transfer: got " .. #r.stdout .. " bytes", 0) end
+      end)
+      if sb then sb:destroy() end
+      local note = string.format("lease cached on both sides; p90 %s vs %s",
+        #sk > 0 and fmt_us(percentile(sk, 0.9)) or "-", fmt_us(percentile(base, 0.9)))
+      local mib = size // 1048576
+      return {
+        compare(string.format("platform exec (n=%d)", #base), sk, base, fmt_us, 1.3, note),
+        compare(string.format("platform exec, %d MiB stdout", mib), big_sk, big_base, fmt_ms, 1.3,
+          string.format("%d rounds; sandkit captures the bytes, the baseline counts them", big_rounds)),
+      }
+    end)
+  end,
+}
+
+rows[#rows + 1] = {
+  id = "platform_fanout", label = "platform fan-out", target = "≤ 1.5×", remote = true,
+  run = function(ctx)
+    return platform_row(ctx, function(srv)
+      local width, rounds = ctx.quick and 20 or 100, ctx.quick and 2 or 10
+      local sb = platform_sandbox(ctx, srv)
+      local jwt = srv.lease(sb and sb:info().metadata.sandbox_id)
+      local function sk_round()
+        local failures = {}
+        local t0 = now()
+        for i = 1, width do
+          ctx.sk.spawn(function()
+            local r, err = sb:exec("true")
+            if not r or r.exit_code ~= 0 then failures[#failures + 1] = tostring(err or r.exit_code) end
+          end)
+        end
+        ctx.sk.run()
+        if #failures > 0 then error("platform fan-out: " .. failures[1], 0) end
+        return (now() - t0) * 1000
+      end
+      if sb then sk_round() end -- warm-up; caches the lease
+      local base, sk = {}, {}
+      interleave({ sk = sb and ctx.sk }, rounds, function()
+        local j = run_json(floor_cmd("floor_platform", { "fanout", srv.ws, jwt, 1, 1, width }))
+        if j.failures ~= 0 then error("floor_platform fanout: " .. j.failures .. " failed", 0) end
+        append(base, j.samples_ms)
+      end, function()
+        sk[#sk + 1] = sk_round()
+      end)
+      if sb then sb:destroy() end
+      return { compare(string.format("platform fan-out (%d at once)", width), sk, base, fmt_ms, 1.5,
+        rounds .. " rounds, one sandbox, lease cached") }
+    end)
+  end,
+}
 rows[#rows + 1] = { id = "modal_exec", label = "modal exec", target = "< 1×", remote = true,
   run = pending_row("modal exec (n=200)", "< 1×", "modal", "modal", false) }
 

@@ -28,6 +28,7 @@ local EXPECTED = {
   { prefix = "sandbox objects", no_baseline = true },
   { prefix = "fleet" },
   { prefix = "platform exec", remote = true },
+  { prefix = "platform exec, ", remote = true }, -- its MiB-of-stdout line
   { prefix = "platform fan-out", remote = true },
   { prefix = "modal exec", remote = true },
 }

@@ -516,7 +516,7 @@ static void test_combined(const echo_server *s)
     pcall p = { 0 };
     char *argv[] = { "sh", "-c", "echo out; echo err >&2; exit 3", NULL };
     sk_proc_opts po = { .file = "sh", .argv = argv };
-    sk_proc_callbacks pcb = { p_output, p_exit };
+    sk_proc_callbacks pcb = { .output = p_output, .exit = p_exit };
     int uv_err = 0;
     sk_proc *proc = sk_proc_spawn(loop, &po, &pcb, &p, &uv_err);
 

@@ -1,0 +1,60 @@
+--- Descriptor of the Mastra Platform provider (PlatformSandbox): sandboxes
+-- behind the workspace proxy, REST control plane plus one WebSocket per
+-- command with an exec lease (shared/specs/platform.md, target behaviour).
+-- Credentials: access_token / project_id / environment_id, else
+-- MASTRA_PLATFORM_ACCESS_TOKEN / MASTRA_PROJECT_ID / MASTRA_ENVIRONMENT_ID
+-- (an empty value counts as missing). Base URL: base_url, else
+-- MASTRA_WORKSPACE_PROXY_URL, else MASTRA_PLATFORM_REGION (us, eu), else
+-- https://workspaces.mastra.ai.
+local options = require "sandkit.options"
+
+local function http_url(v)
+  if not (v:match("^https?://")) then return "must start with http:// or https://" end
+end
+
+local function non_negative_delays(v)
+  for i, d in ipairs(v) do
+    if d ~= d or d < 0 or d == math.huge then return ("[%d] must be a finite number >= 0"):format(i) end
+  end
+end
+
+return {
+  id = "platform",
+  name = "PlatformSandbox",
+  description = "Runs commands in a Mastra Platform sandbox through the workspace proxy (REST + one WebSocket per command); stop is an alias of destroy.",
+  -- clone(): never inherited from the template (upstream: sandboxId is per instance)
+  clone_drops = { "sandbox_id" },
+  options = options.with_common {
+    access_token = { type = "string",
+      description = "Platform access token (else MASTRA_PLATFORM_ACCESS_TOKEN). Never shown in errors, info or logs." },
+    project_id = { type = "string", description = "Project id (else MASTRA_PROJECT_ID)." },
+    environment_id = { type = "string",
+      description = "Environment new sandboxes are provisioned in (else MASTRA_ENVIRONMENT_ID); required unless sandbox_id is given." },
+    sandbox_id = { type = "string", non_empty = true,
+      description = "Platform sandbox id to reattach to (info().metadata.sandbox_id); a dead one is replaced by a fresh sandbox. Not inherited by clone()." },
+    idle_timeout_minutes = { type = "number", min = 0,
+      description = "Idle window before the platform may destroy the sandbox (sent at create)." },
+    network_isolation = { type = "string", enum = { "ISOLATED", "PRIVATE" },
+      description = "ISOLATED (platform default): outbound internet only; PRIVATE: joins the environment's private network." },
+    timeout = { type = "number", min = 0,
+      description = "Default per-command timeout in milliseconds, enforced by the client (none when absent or 0)." },
+    working_directory = { type = "string",
+      description = "Default cwd of commands inside the sandbox, passed as is (not created)." },
+    acting_user_id = { type = "string",
+      description = "Sent as x-acting-user-id (trimmed) on every request: user attribution, not authorization." },
+    base_url = { type = "string", check = http_url,
+      description = "Workspace proxy base URL (tests, private deployments); beats MASTRA_WORKSPACE_PROXY_URL." },
+    ca_file = { type = "string", non_empty = true,
+      description = "Tests only: PEM bundle to verify the proxy's and the exec endpoint's certificates against." },
+    insecure_skip_verify = { type = "boolean", default = false,
+      description = "Tests only: accept any TLS certificate." },
+    retry_delays_ms = { type = "array", items = "number", check = non_negative_delays,
+      description = "Delays before each retry of a create answered with a 5xx (default { 2000, 4000 }: 3 attempts)." },
+    request_timeout_ms = { type = "integer", min = 1, default = 60000,
+      description = "Timeout of each control-plane request (upstream: 60000)." },
+    handshake_timeout_ms = { type = "integer", min = 1, default = 30000,
+      description = "Exec socket handshake deadline for commands without a timeout (upstream: 30000)." },
+    stdin_frames = { type = "boolean", default = true,
+      description = "Background processes keep stdin open and send_stdin sends binary [0x00]+bytes frames (an extension served by the reference server; the spec defines none). false: stdin is closed at once and send_stdin fails." },
+  },
+}

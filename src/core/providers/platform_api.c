@@ -1,0 +1,397 @@
+/* Workspace-proxy REST client; see platform_api.h and platform.md §2. */
+#include "platform_api.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "../buf.h"
+#include "../http.h"
+
+/* Longest slice of a response body quoted in an error message (the whole
+ * body is kept in the `body` field). */
+#define PLATFORM_MSG_BODY_MAX 512
+#define PLATFORM_REDACTED "[redacted]"
+
+struct platform_api {
+    sk_loop *loop;
+    char *prefix;   /* {base}/v1/railway/projects/{enc(project)} */
+    char *auth;     /* "Bearer <token>" */
+    char *token;
+    char *acting_user;
+    char *ca_file;
+    bool insecure;
+    long timeout_ms;
+};
+
+struct platform_call {
+    platform_api *api;
+    sk_http *http;
+    platform_call_cb cb;
+    void *ud;
+    char *method;
+    char *path;
+    char *url;    /* for errors: no user info, and our paths carry no query */
+    bool in_cb;
+};
+
+static char *api_strdup(const char *s) { return s ? strdup(s) : NULL; }
+
+char *platform_enc(const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(s);
+    char *out = malloc(n * 3 + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (isalnum(*p) || strchr("-_.!~*'()", *p)) {
+            *o++ = (char)*p;
+        } else {
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+double platform_wall_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec * 1000.0 + (double)tv.tv_usec / 1000.0;
+}
+
+static bool iso_digits(const char **p, int n, int *out)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)(*p)[i]))
+            return false;
+        v = v * 10 + ((*p)[i] - '0');
+    }
+    *p += n;
+    *out = v;
+    return true;
+}
+
+/* YYYY-MM-DDTHH:MM:SS[.fff...](Z|+HH:MM|-HH:MM), as Date.parse accepts
+ * from the proxy (JavaScript toISOString output and offsets). */
+bool platform_parse_iso(const char *s, double *out_ms)
+{
+    if (!s)
+        return false;
+    const char *p = s;
+    int y, mo, d, h, mi, sec;
+    if (!iso_digits(&p, 4, &y) || *p++ != '-' || !iso_digits(&p, 2, &mo) || *p++ != '-' ||
+        !iso_digits(&p, 2, &d) || (*p != 'T' && *p != 't' && *p != ' '))
+        return false;
+    p++;
+    if (!iso_digits(&p, 2, &h) || *p++ != ':' || !iso_digits(&p, 2, &mi) || *p++ != ':' ||
+        !iso_digits(&p, 2, &sec))
+        return false;
+    double frac = 0, scale = 100;
+    if (*p == '.') {
+        p++;
+        if (!isdigit((unsigned char)*p))
+            return false;
+        while (isdigit((unsigned char)*p)) {
+            frac += (*p - '0') * scale;
+            scale /= 10;
+            p++;
+        }
+    }
+    int offset_min = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int sign = *p == '-' ? -1 : 1, oh, om;
+        p++;
+        if (!iso_digits(&p, 2, &oh))
+            return false;
+        if (*p == ':')
+            p++;
+        if (!iso_digits(&p, 2, &om))
+            return false;
+        offset_min = sign * (oh * 60 + om);
+    } else {
+        return false;
+    }
+    if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+        return false;
+    struct tm tm = { 0 };
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = sec;
+    time_t t = timegm(&tm);
+    *out_ms = (double)t * 1000.0 + frac - (double)offset_min * 60000.0;
+    return true;
+}
+
+platform_api *platform_api_new(sk_loop *loop, const platform_api_config *cfg)
+{
+    platform_api *api = calloc(1, sizeof *api);
+    char *project = platform_enc(cfg->project_id);
+    if (!api || !project)
+        goto fail;
+    api->loop = loop;
+    api->insecure = cfg->insecure_skip_verify;
+    api->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 60000;
+    if (asprintf(&api->prefix, "%s/v1/railway/projects/%s", cfg->base_url, project) < 0) {
+        api->prefix = NULL;
+        goto fail;
+    }
+    if (asprintf(&api->auth, "Bearer %s", cfg->token) < 0) {
+        api->auth = NULL;
+        goto fail;
+    }
+    api->token = strdup(cfg->token);
+    if (!api->token)
+        goto fail;
+    if (cfg->acting_user_id && *cfg->acting_user_id && !(api->acting_user = strdup(cfg->acting_user_id)))
+        goto fail;
+    if (cfg->ca_file && !(api->ca_file = strdup(cfg->ca_file)))
+        goto fail;
+    free(project);
+    return api;
+fail:
+    free(project);
+    platform_api_free(api);
+    return NULL;
+}
+
+void platform_api_free(platform_api *api)
+{
+    if (!api)
+        return;
+    free(api->prefix);
+    if (api->auth) {
+        memset(api->auth, 0, strlen(api->auth));
+        free(api->auth);
+    }
+    if (api->token) {
+        memset(api->token, 0, strlen(api->token));
+        free(api->token);
+    }
+    free(api->acting_user);
+    free(api->ca_file);
+    free(api);
+}
+
+char *platform_api_redact(const platform_api *api, const char *text, size_t len, size_t *out_len)
+{
+    sk_buf b = { 0 };
+    const char *tok = api && api->token && *api->token ? api->token : NULL;
+    size_t tl = tok ? strlen(tok) : 0;
+    size_t i = 0;
+    while (i < len) {
+        if (tok && len - i >= tl && memcmp(text + i, tok, tl) == 0) {
+            sk_buf_append(&b, PLATFORM_REDACTED, sizeof PLATFORM_REDACTED - 1);
+            i += tl;
+            continue;
+        }
+        /* copy up to the next possible match */
+        const char *next = tok ? memchr(text + i + 1, tok[0], len - i - 1) : NULL;
+        size_t n = next ? (size_t)(next - (text + i)) : len - i;
+        sk_buf_append(&b, text + i, n);
+        i += n;
+    }
+    if (out_len)
+        *out_len = b.len;
+    return sk_buf_take(&b);
+}
+
+/* ---- responses ------------------------------------------------------------ */
+
+static sk_error *api_error_from_response(platform_call *c, int status, const char *body, size_t body_len,
+                                         bool malformed_2xx)
+{
+    size_t rlen = 0;
+    char *raw = platform_api_redact(c->api, body ? body : "", body ? body_len : 0, &rlen);
+    if (!raw)
+        return sk_error_new("Error", NULL, "out of memory");
+    const char *code = NULL, *proxy_message = NULL;
+    json_t *doc = rlen ? json_loadb(raw, rlen, 0, NULL) : NULL;
+    json_t *eobj = json_is_object(doc) ? json_object_get(doc, "error") : NULL;
+    if (json_is_object(eobj) && json_is_string(json_object_get(eobj, "message")) &&
+        json_is_string(json_object_get(eobj, "type"))) {
+        code = json_string_value(json_object_get(eobj, "type"));
+        proxy_message = json_string_value(json_object_get(eobj, "message"));
+    }
+    json_t *fields = json_object();
+    json_object_set_new(fields, "status", json_integer(status));
+    json_object_set_new(fields, "body", json_stringn_nocheck(raw, rlen));
+    if (code) {
+        json_object_set_new(fields, "code", json_string_nocheck(code));
+        json_object_set_new(fields, "proxy_message", json_string_nocheck(proxy_message));
+    }
+    json_object_set_new(fields, "method", json_string(c->method));
+    json_object_set_new(fields, "path", json_string(c->path));
+    json_object_set_new(fields, "url", json_string(c->url));
+    sk_error *err;
+    if (malformed_2xx) {
+        json_object_set_new(fields, "malformed", json_true());
+        err = sk_error_new("PlatformApiError", fields,
+                           "Platform proxy returned a malformed response to %s %s (status %d)", c->method,
+                           c->path, status);
+    } else if (code) {
+        err = sk_error_new("PlatformApiError", fields, "Platform proxy request failed with %d: %s: %s", status,
+                           code, proxy_message);
+    } else if (rlen) {
+        bool cut = rlen > PLATFORM_MSG_BODY_MAX;
+        err = sk_error_new("PlatformApiError", fields, "Platform proxy request failed with %d: %.*s%s", status,
+                           (int)(cut ? PLATFORM_MSG_BODY_MAX : rlen), raw, cut ? "..." : "");
+    } else {
+        err = sk_error_new("PlatformApiError", fields, "Platform proxy request failed with %d", status);
+    }
+    json_decref(doc);
+    free(raw);
+    return err;
+}
+
+static sk_error *api_transport_error(platform_call *c, const sk_http_result *res)
+{
+    size_t rlen = 0;
+    const char *detail = res->error ? res->error : sk_http_err_name(res->err);
+    char *safe = platform_api_redact(c->api, detail, strlen(detail), &rlen);
+    json_t *fields = json_pack("{s:s,s:s,s:s,s:s}", "method", c->method, "path", c->path, "url", c->url,
+                               "reason", sk_http_err_name(res->err));
+    sk_error *err;
+    if (res->err == SK_HTTP_ERR_TIMEOUT) {
+        json_object_set_new(fields, "timeout_ms", json_integer(c->api->timeout_ms));
+        err = sk_error_new("TimeoutError", fields, "Platform proxy request %s %s timed out after %ld ms", c->method,
+                           c->path, c->api->timeout_ms);
+    } else {
+        err = sk_error_new("NetworkError", fields, "Platform proxy request %s %s failed: %s", c->method, c->path,
+                           safe ? safe : "transport error");
+    }
+    free(safe);
+    return err;
+}
+
+/* The URL without user info (a proxy URL from the environment may carry
+ * credentials). */
+static char *api_safe_url(const char *url)
+{
+    const char *auth = strstr(url, "://");
+    auth = auth ? auth + 3 : url;
+    size_t alen = strcspn(auth, "/?#");
+    const char *at = memchr(auth, '@', alen);
+    char *out = NULL;
+    if (asprintf(&out, "%.*s%s", (int)(auth - url), url, at ? at + 1 : auth) < 0)
+        return NULL;
+    return out;
+}
+
+static void call_free(platform_call *c)
+{
+    free(c->method);
+    free(c->path);
+    free(c->url);
+    free(c);
+}
+
+static void call_on_done(sk_http *req, const sk_http_result *res, void *ud)
+{
+    (void)req;
+    platform_call *c = ud;
+    c->http = NULL;
+    int status = res->err == SK_HTTP_OK ? res->status : 0;
+    json_t *json = NULL;
+    sk_error *err = NULL;
+    if (res->err != SK_HTTP_OK) {
+        err = api_transport_error(c, res);
+    } else if (status < 200 || status > 299) {
+        err = api_error_from_response(c, status, res->body, res->body_len, false);
+    } else if (res->body_len > 0) {
+        json = json_loadb(res->body, res->body_len, 0, NULL);
+        if (!json)
+            err = api_error_from_response(c, status, res->body, res->body_len, true);
+    }
+    c->in_cb = true;
+    c->cb(status, json, err, c->ud);
+    json_decref(json);
+    call_free(c);
+}
+
+platform_call *platform_api_call(platform_api *api, const char *method, const char *path,
+                                 const json_t *body, platform_call_cb cb, void *ud, sk_error **err)
+{
+    platform_call *c = calloc(1, sizeof *c);
+    char *url = NULL, *payload = NULL;
+    if (!c || !(c->method = api_strdup(method)) || !(c->path = api_strdup(path)) ||
+        asprintf(&url, "%s%s", api->prefix, path) < 0) {
+        url = NULL;
+        goto oom;
+    }
+    if (body && !(payload = json_dumps(body, JSON_COMPACT)))
+        goto oom;
+    c->api = api;
+    if (!(c->url = api_safe_url(url)))
+        goto oom;
+    c->cb = cb;
+    c->ud = ud;
+    sk_http_header headers[3];
+    size_t nh = 0;
+    headers[nh++] = (sk_http_header){ "authorization", api->auth };
+    if (api->acting_user)
+        headers[nh++] = (sk_http_header){ "x-acting-user-id", api->acting_user };
+    /* no body (exec-lease): no content-type at all, not curl's form default */
+    headers[nh++] = (sk_http_header){ "content-type", payload ? "application/json" : NULL };
+    sk_http_request rq = {
+        .method = method,
+        .url = url,
+        .headers = headers,
+        .n_headers = nh,
+        .body = payload,
+        .body_len = payload ? strlen(payload) : 0,
+        .timeout_ms = api->timeout_ms,
+        .ca_file = api->ca_file,
+        .insecure_skip_verify = api->insecure,
+    };
+    static const sk_http_callbacks callbacks = { .done = call_on_done };
+    const char *why = NULL;
+    c->http = sk_http_start(api->loop, &rq, &callbacks, c, &why);
+    if (!c->http) {
+        *err = sk_error_new("NetworkError", json_pack("{s:s,s:s}", "method", method, "path", path),
+                            "Platform proxy request %s %s could not start: %s", method, path,
+                            why ? why : "unknown error");
+        free(url);
+        if (payload) {
+            memset(payload, 0, strlen(payload));
+            free(payload);
+        }
+        call_free(c);
+        return NULL;
+    }
+    free(url);
+    if (payload) {
+        memset(payload, 0, strlen(payload)); /* may carry env values */
+        free(payload);
+    }
+    return c;
+oom:
+    free(payload);
+    free(url);
+    if (c)
+        call_free(c);
+    *err = sk_error_new("Error", NULL, "out of memory");
+    return NULL;
+}
+
+void platform_api_cancel(platform_call *c)
+{
+    if (!c || c->in_cb)
+        return;
+    if (c->http)
+        sk_http_cancel(c->http);
+    call_free(c);
+}
