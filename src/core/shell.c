@@ -1,5 +1,7 @@
 /* POSIX shell quoting. Single quotes preserve every byte except ' itself,
- * which is written as '\'' ; plain words are left bare for readability. */
+ * which is written as '\'' ; plain words are left bare. The bare set is
+ * upstream's, [A-Za-z0-9._-/=:@] (Platform and Apple container providers),
+ * so the command line sent to a provider is the same bytes as upstream's. */
 #include "shell.h"
 
 #include <string.h>
@@ -11,7 +13,7 @@ static int shell_is_plain(const char *s, size_t len)
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              strchr("@%+=:,./_-", c)))
+              strchr("._-/=:@", c)))
             return 0;
     }
     return 1;
