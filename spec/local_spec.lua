@@ -82,6 +82,15 @@ describe("shell quoting", function()
     assert.equal("plain", sandkit.quote("plain"))
     assert.equal("''\\'''", sandkit.quote("'"))
     assert.has_error(function() sandkit.quote("a\0b") end)
+    -- upstream's examples and bare set ([A-Za-z0-9._-/=:@]), byte for byte
+    assert.equal("ok", sandkit.quote("ok"))
+    assert.equal([['it'\''s']], sandkit.quote("it's"))
+    assert.equal("'$HOME'", sandkit.quote("$HOME"))
+    assert.equal("''", sandkit.quote(""))
+    assert.equal("a.b_c-d/e=f:g@h", sandkit.quote("a.b_c-d/e=f:g@h"))
+    for _, c in ipairs({ "+", "%", ",", "~", "!", "#" }) do
+      assert.equal("'x" .. c .. "'", sandkit.quote("x" .. c))
+    end
   end)
 end)
 
