@@ -31,6 +31,7 @@ local EXPECTED = {
   { prefix = "platform exec, ", remote = true }, -- its MiB-of-stdout line
   { prefix = "platform fan-out", remote = true },
   { prefix = "modal exec", remote = true },
+  { prefix = "modal exec, ", remote = true }, -- its MiB-of-stdout line
 }
 
 local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end

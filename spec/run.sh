@@ -3,11 +3,17 @@
 # and ends with one line: "N passed, N failed[, N skipped]" (CI reads it).
 set -u
 LUA=${LUA:-lua5.4}
+# Sanitizer runs (mk/sanitizers.mk): SANDKIT_BUILD is the build directory
+# (default build), SANDKIT_WRAP a command prefix for Lua and the C tests
+# (valgrind, or the ASan preload wrapper); wrapped runs skip the node tests,
+# which never load the C core.
+build=${SANDKIT_BUILD:-build}
+wrap=${SANDKIT_WRAP:-}
 root=$(pwd)
-out="$root/build/test-results"
+out="$root/$build/test-results"
 rm -rf "$out"
 mkdir -p "$out"
-export LUA_CPATH="$root/build/?.so;;"
+export LUA_CPATH="$root/$build/?.so;;"
 export LUA_PATH="$root/lua/?.lua;$root/lua/?/init.lua;$root/spec/?.lua;;"
 
 # A runner that crashed or hung without printing a verdict counts as failed.
@@ -24,13 +30,13 @@ run_tap() { # name, command...
 
 for f in $(ls spec/*_spec.lua spec/*/*_spec.lua 2>/dev/null | sort); do
   name=$(echo "$f" | sed 's|^spec/||; s|/|-|g; s|\.lua$||')
-  run_tap "$name" "$LUA" /usr/bin/busted -o TAP "$f"
+  run_tap "$name" $wrap "$LUA" /usr/bin/busted --cpath="$root/$build/?.so" -o TAP "$f"
 done
-for t in build/test/*_test; do
-  [ -x "$t" ] && run_tap "$(basename "$t")" "$t"
+for t in "$build"/test/*_test; do
+  [ -x "$t" ] && run_tap "$(basename "$t")" $wrap "$t"
 done
 for f in spec/servers/*/test/*.test.mjs; do
-  [ -f "$f" ] || continue
+  [ -f "$f" ] && [ -z "$wrap" ] || continue
   name=$(echo "$f" | sed 's|^spec/servers/||; s|/test/|-|; s|\.test\.mjs$||')
   run_tap "node-$name" node --test --test-reporter=tap "$f"
 done

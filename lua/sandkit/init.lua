@@ -86,6 +86,13 @@ function M.timeout() return scheduler.timeout() end
 -- order and, where one failed, its error at the same index.
 function M.all(ops)
   if type(ops) ~= "table" then error("bad argument #1 to 'all' (table of operations expected)", 2) end
+  for i, op in ipairs(ops) do
+    local t = type(op)
+    local wait = (t == "table" or t == "userdata") and select(2, pcall(function() return op.wait end))
+    if type(wait) ~= "function" then
+      error(("bad argument #1 to 'all' (element %d is not an operation, got %s)"):format(i, t), 2)
+    end
+  end
   local results, errs = {}, {}
   for i, op in ipairs(ops) do
     local r, err = op:wait()

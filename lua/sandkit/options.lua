@@ -16,6 +16,14 @@ M.common = {
   on_destroy = { type = "function", description = "Hook called with { sandbox } before destroy." },
 }
 
+--- A user-supplied value as messages show it: at most 64 bytes, so a huge
+-- key or value is not echoed back whole (env values are never shown).
+function M.shown(v)
+  v = tostring(v)
+  if #v > 64 then return v:sub(1, 61) .. "..." end
+  return v
+end
+
 local function type_name(t)
   return type(t) == "table" and table.concat(t, " or ") or t
 end
@@ -33,13 +41,13 @@ function M.check_env(env, on_error)
     elseif k == "" then
       on_error("has an empty variable name")
     elseif k:find("=", 1, true) then
-      on_error(("variable name '%s' contains '='"):format(k))
+      on_error(("variable name '%s' contains '='"):format(M.shown(k)))
     elseif k:find("\0", 1, true) then
       on_error("has a variable name containing a NUL byte")
     elseif type(v) ~= "string" and type(v) ~= "number" and type(v) ~= "boolean" then
-      on_error(("variable '%s' must be a string, got %s"):format(k, type(v)))
+      on_error(("variable '%s' must be a string, got %s"):format(M.shown(k), type(v)))
     elseif type(v) == "string" and v:find("\0", 1, true) then
-      on_error(("variable '%s' contains a NUL byte"):format(k))
+      on_error(("variable '%s' contains a NUL byte"):format(M.shown(k)))
     end
   end
 end
@@ -72,7 +80,7 @@ local function check_value(desc, key, spec, v)
       local ok = false
       for _, e in ipairs(spec.enum) do ok = ok or e == v end
       if not ok then
-        fail(desc, key, ('must be one of "%s" (got "%s")'):format(table.concat(spec.enum, '", "'), v))
+        fail(desc, key, ('must be one of "%s" (got "%s")'):format(table.concat(spec.enum, '", "'), M.shown(v)))
       end
     end
     if spec.non_empty and v == "" then fail(desc, key, "must not be empty") end
@@ -129,7 +137,7 @@ function M.validate(desc, opts)
     end
     local spec = desc.options[k]
     if not spec then
-      error(errors.new("ConfigError", ("Unknown option '%s' for %s"):format(k, desc.name),
+      error(errors.new("ConfigError", ("Unknown option '%s' for %s"):format(M.shown(k), desc.name),
         { provider = desc.id, key = k }), 3)
     end
     out[k] = check_value(desc, k, spec, v)

@@ -25,8 +25,8 @@ local function check_command_opts(fname, opts, argn)
   local o = {}
   for k, v in pairs(opts) do
     local want = COMMAND_OPTS[k]
-    if not want then argerror(argn, fname, ("unknown option '%s'"):format(tostring(k))) end
-    if type(v) ~= want then argerror(argn, fname, ("option '%s' must be a %s, got %s"):format(k, want, type(v))) end
+    if not want then argerror(argn, fname, ("unknown option '%s'"):format(options.shown(k))) end
+    if type(v) ~= want then argerror(argn, fname, ("option '%s' must be a %s, got %s"):format(options.shown(k), want, type(v))) end
     o[k] = v
   end
   if o.timeout and (o.timeout ~= o.timeout or o.timeout < 0 or o.timeout == math.huge) then
@@ -203,7 +203,7 @@ function S:exec_async(command, args, opts)
     local n = #args
     for k in pairs(args) do
       if math.type(k) ~= "integer" or k < 1 or k > n then
-        argerror(2, "exec", ("array of argument strings expected (key %s); options go in argument #3"):format(tostring(k)))
+        argerror(2, "exec", ("array of argument strings expected (key %s); options go in argument #3"):format(options.shown(k)))
       end
     end
   end
@@ -396,7 +396,7 @@ function M.set_registry(r) registry = r end
 function M.new(id, opts)
   local desc = registry[id]
   if not desc then
-    error(errors.new("ConfigError", ("Unknown sandbox provider '%s'"):format(tostring(id)), { provider = tostring(id) }), 3)
+    error(errors.new("ConfigError", ("Unknown sandbox provider '%s'"):format(options.shown(id)), { provider = tostring(id) }), 3)
   end
   local o = options.validate(desc, opts)
   local sb = core.new_sandbox(id, o)

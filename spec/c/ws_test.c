@@ -395,7 +395,7 @@ static void test_messages(sk_loop *loop, const echo_server *s)
     int sent = 0;
     sent += sk_ws_send(c.ws, true, blob, big) == 0;
     for (int i = 0; i < 10; i++) {
-        char t[8];
+        char t[16]; /* gcc -O1 sizes %d for any int */
         snprintf(t, sizeof t, "m%d", i);
         sent += sk_ws_send(c.ws, false, t, strlen(t)) == 0;
     }
@@ -404,7 +404,7 @@ static void test_messages(sk_loop *loop, const echo_server *s)
     run_until(loop, &c.msgs, 12, 15000);
     bool order = c.msgs == 12 && c.m[0].binary && c.m[0].len == big && memcmp(c.m[0].head, blob, 16) == 0;
     for (int i = 0; order && i < 10; i++) {
-        char t[8];
+        char t[16]; /* gcc -O1 sizes %d for any int */
         snprintf(t, sizeof t, "m%d", i);
         order = !c.m[i + 1].binary && strcmp(c.m[i + 1].head, t) == 0;
     }

@@ -65,6 +65,24 @@ function M.matching(needle)
   return n
 end
 
+--- Pids of live (non-zombie) processes anywhere whose command line
+-- (/proc/<pid>/cmdline, arguments joined by spaces) contains `needle`;
+-- read from /proc directly, so nothing started to look matches.
+function M.pids_matching(needle)
+  local out = {}
+  local p = io.popen("ls /proc")
+  for pid in p:lines() do
+    if pid:match("^%d+$") then
+      local f = io.open("/proc/" .. pid .. "/cmdline", "rb")
+      local cmd = f and f:read("a")
+      if f then f:close() end
+      if cmd and cmd:gsub("%z", " "):find(needle, 1, true) then out[#out + 1] = tonumber(pid) end
+    end
+  end
+  p:close()
+  return out
+end
+
 function M.rss_kib()
   local f = io.open("/proc/self/status")
   local s = f:read("*a")

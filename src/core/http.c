@@ -45,6 +45,10 @@ struct http_pool {
     http_svc *svc;
     CURLM *multi;
     uv_timer_t timer;
+    uv_timer_t kick;      /* see http_on_kick */
+    bool kick_armed;
+    bool delivered;       /* body bytes were delivered during this socket action */
+    long curl_timeout_ms; /* what curl last asked for (-1: none) */
     http_sock *socks;
 };
 
@@ -384,13 +388,39 @@ static void http_svc_flush(http_svc *svc)
 
 /* ---- curl <-> libuv glue --------------------------------------------- */
 
+static void http_socket_action(http_pool *pool, curl_socket_t fd, int flags);
+
+/* curl 7.88 over HTTP/2 with the multi_socket API can leave frames it has
+ * already read from a socket unprocessed (typically the END_STREAM after a
+ * large body) and then sleep on a ~200 ms timer: the socket never turns
+ * readable again. After an action that delivered body bytes, while curl's
+ * timer is not imminent, we report each watched socket readable once more;
+ * spurious readiness is harmless to curl (it reads EAGAIN). */
+static void http_on_kick(uv_timer_t *t)
+{
+    http_pool *pool = t->data;
+    pool->kick_armed = false;
+    curl_socket_t fds[16];
+    int n = 0;
+    for (http_sock *s = pool->socks; s && n < 16; s = s->next)
+        fds[n++] = s->fd; /* copied: an action may close sockets */
+    for (int i = 0; i < n && pool->multi; i++)
+        http_socket_action(pool, fds[i], CURL_CSELECT_IN);
+}
+
 static void http_socket_action(http_pool *pool, curl_socket_t fd, int flags)
 {
     http_svc *svc = pool->svc;
     int running = 0;
+    pool->delivered = false;
     svc->depth++;
     curl_multi_socket_action(pool->multi, fd, flags, &running);
     svc->depth--;
+    if (pool->delivered && running > 0 && !pool->kick_armed && !svc->closing &&
+        (pool->curl_timeout_ms < 0 || pool->curl_timeout_ms > 20)) {
+        pool->kick_armed = true;
+        uv_timer_start(&pool->kick, http_on_kick, 0, 0);
+    }
     http_svc_flush(svc);
 }
 
@@ -468,6 +498,7 @@ static int http_curl_timer(CURLM *multi, long timeout_ms, void *userp)
 {
     (void)multi;
     http_pool *pool = userp;
+    pool->curl_timeout_ms = timeout_ms;
     if (timeout_ms < 0)
         uv_timer_stop(&pool->timer);
     else
@@ -493,6 +524,7 @@ static void http_svc_shutdown(sk_loop_hook *hook, sk_loop *loop)
         curl_multi_cleanup(pool->multi);
         pool->multi = NULL;
         uv_close((uv_handle_t *)&pool->timer, NULL);
+        uv_close((uv_handle_t *)&pool->kick, NULL);
     }
     sk_loop_set_service(loop, SK_SERVICE_HTTP, NULL);
 }
@@ -533,6 +565,9 @@ static http_svc *http_svc_get(sk_loop *loop)
         curl_multi_setopt(pool->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
         uv_timer_init(sk_loop_uv(loop), &pool->timer);
         pool->timer.data = pool;
+        uv_timer_init(sk_loop_uv(loop), &pool->kick);
+        pool->kick.data = pool;
+        pool->curl_timeout_ms = -1;
     }
     svc->hook.shutdown = http_svc_shutdown;
     svc->hook.finish = http_svc_finish;
@@ -580,6 +615,7 @@ static size_t http_on_data(char *buf, size_t size, size_t nmemb, void *userp)
     size_t len = size * nmemb;
     if (r->cancelled)
         return 0;
+    r->pool->delivered = true;
     if (r->cb.data) {
         r->cb.data(r, buf, len, r->ud);
         return r->cancelled ? 0 : len;

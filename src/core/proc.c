@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -55,9 +56,77 @@ typedef struct proc_write {
     char data[];
 } proc_write;
 
+/* ---- no child outlives us ---------------------------------------------------
+ * A script that ends with os.exit(n) skips every finalizer, so nothing would
+ * kill the children still running. Each child is listed here from its spawn
+ * until its exit is reported or it is freed, and an atexit handler (which
+ * dlclose of the module also runs) SIGKILLs whatever is left. Process-wide
+ * because exit is; under a lock because Lua states may live in different
+ * threads; a fork inherits the list but not its ownership. */
+typedef struct proc_live {
+    int pid;
+    bool group;
+} proc_live;
+
+static pthread_mutex_t proc_live_lock = PTHREAD_MUTEX_INITIALIZER;
+static proc_live *proc_live_v;
+static size_t proc_live_n, proc_live_cap;
+static pid_t proc_live_owner;
+static bool proc_live_hooked;
+
+static void proc_live_kill_all(void)
+{
+    pthread_mutex_lock(&proc_live_lock);
+    if (proc_live_owner == getpid())
+        for (size_t i = 0; i < proc_live_n; i++)
+            kill(proc_live_v[i].group ? -proc_live_v[i].pid : proc_live_v[i].pid, SIGKILL);
+    free(proc_live_v);
+    proc_live_v = NULL;
+    proc_live_n = proc_live_cap = 0;
+    pthread_mutex_unlock(&proc_live_lock);
+}
+
+/* Best effort: a child that cannot be listed (ENOMEM) is still killed by
+ * its owner's free, just not at exit. */
+static void proc_live_add(int pid, bool group)
+{
+    pthread_mutex_lock(&proc_live_lock);
+    if (proc_live_owner != getpid()) {
+        proc_live_n = 0; /* a fork's copy: those children are not ours */
+        proc_live_owner = getpid();
+    }
+    if (!proc_live_hooked)
+        proc_live_hooked = atexit(proc_live_kill_all) == 0;
+    if (proc_live_n == proc_live_cap) {
+        size_t cap = proc_live_cap ? proc_live_cap * 2 : 16;
+        proc_live *v = realloc(proc_live_v, cap * sizeof *v);
+        if (v) {
+            proc_live_v = v;
+            proc_live_cap = cap;
+        }
+    }
+    if (proc_live_n < proc_live_cap)
+        proc_live_v[proc_live_n++] = (proc_live){ pid, group };
+    pthread_mutex_unlock(&proc_live_lock);
+}
+
+static void proc_live_remove(int pid)
+{
+    pthread_mutex_lock(&proc_live_lock);
+    for (size_t i = 0; i < proc_live_n; i++) {
+        if (proc_live_v[i].pid == pid) {
+            proc_live_v[i] = proc_live_v[--proc_live_n];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&proc_live_lock);
+}
+
 static void proc_release(sk_proc *p)
 {
     if (--p->open_handles == 0) {
+        if (!p->exit_reported)
+            proc_live_remove(p->pid);
         if (p->pidfd >= 0)
             close(p->pidfd);
         free(p);
@@ -77,6 +146,7 @@ static void proc_maybe_finish(sk_proc *p)
     if (!p->exited || !p->out_eof || !p->err_eof || p->exit_reported)
         return;
     p->exit_reported = true;
+    proc_live_remove(p->pid);
     if (p->has_in && !p->in_closing) {
         p->in_closing = true;
         proc_close((uv_handle_t *)&p->in);
@@ -260,6 +330,7 @@ sk_proc *sk_proc_spawn(sk_loop *loop, const sk_proc_opts *o, const sk_proc_callb
     if (in[0] >= 0)
         close(in[0]);
 
+    proc_live_add(pid, o->new_group);
     p->cb = cb;
     p->ud = ud;
     p->loop = loop;

@@ -742,6 +742,9 @@ static const char *ws_parse_url(sk_ws *ws, const char *url, const char *path_ove
         return "out of memory";
     memcpy(ws->host, host, hlen);
     ws->host[hlen] = '\0';
+    /* it becomes the Host header: no header injection from a lease's URL */
+    if (strpbrk(ws->host, "\r\n \t"))
+        return "invalid characters in URL host";
 
     const char *rest = auth_end;
     size_t rlen = strcspn(rest, "#");

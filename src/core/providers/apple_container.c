@@ -103,9 +103,14 @@ static sk_error *ac_error(const ac_op *op, const ac_strv *argv, int exit_code, c
     if (vasprintf(&msg, fmt, ap) < 0)
         msg = NULL;
     va_end(ap);
-    json_t *fields = json_pack("{s:i,s:s%,s:s%,s:s,s:s}", "exit_code", exit_code, "stdout", out ? out : "",
-                               out ? out_len : 0, "stderr", err ? err : "", err ? err_len : 0, "sandbox_id",
-                               op->as->cfg.id, "container_id", ac_cid(op->as));
+    json_t *fields = json_pack("{s:i,s:s,s:s}", "exit_code", exit_code, "sandbox_id", op->as->cfg.id,
+                               "container_id", ac_cid(op->as));
+    /* CLI output need not be UTF-8 (json_pack's s% would refuse it and
+     * lose every field); Lua gets the bytes as they are */
+    if (fields) {
+        json_object_set_new(fields, "stdout", json_stringn_nocheck(out ? out : "", out ? out_len : 0));
+        json_object_set_new(fields, "stderr", json_stringn_nocheck(err ? err : "", err ? err_len : 0));
+    }
     if (fields && argv)
         json_object_set_new(fields, "argv", ac_argv_json(argv));
     sk_error *e = sk_error_new("ContainerCliError", fields, "%s", msg ? msg : "Apple container operation failed");

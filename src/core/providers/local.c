@@ -352,6 +352,57 @@ static void argv_push3(argv_builder *a, const char *x, const char *y, const char
     argv_push(a, z);
 }
 
+/* The user's binds (working directory, read_write_paths, read_only_paths)
+ * in mount order: a path before the paths nested in it, so that a
+ * read-only path inside the working directory is mounted over it and stays
+ * read-only (the same path given both ways ends up read-only). A writable
+ * path nested in another writable one is not bound again: it is writable
+ * already, and a bind would follow whatever symlink a command put in its
+ * place (local_bind_intact). */
+typedef struct local_bind {
+    const char *path;
+    bool ro;
+    size_t order;
+} local_bind;
+
+static int local_bind_cmp(const void *a, const void *b)
+{
+    const local_bind *x = a, *y = b;
+    size_t lx = strlen(x->path), ly = strlen(y->path);
+    if (lx != ly)
+        return lx < ly ? -1 : 1;
+    if (x->ro != y->ro)
+        return x->ro ? 1 : -1;
+    return x->order < y->order ? -1 : (x->order > y->order);
+}
+
+/* path strictly inside dir (both absolute and folded). */
+static bool local_path_inside(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    if (n == 1 && dir[0] == '/')
+        return path[1] != '\0';
+    return strncmp(path, dir, n) == 0 && path[n] == '/';
+}
+
+static bool local_in_writable(const local_sandbox *ls, const char *path)
+{
+    if (local_path_inside(path, ls->workdir))
+        return true;
+    for (char **w = ls->rw_paths; *w; w++)
+        if (local_path_inside(path, *w))
+            return true;
+    return false;
+}
+
+static size_t local_list_len(char **list)
+{
+    size_t n = 0;
+    while (list[n])
+        n++;
+    return n;
+}
+
 /* The bubblewrap argv (conformance.md §9), with the sandbox's own /tmp and
  * --chdir to the command's cwd instead of always the workspace. */
 static void local_bwrap_argv(argv_builder *a, local_sandbox *ls, const char *cwd, const char *command)
@@ -362,6 +413,11 @@ static void local_bwrap_argv(argv_builder *a, local_sandbox *ls, const char *cwd
         "/etc/nsswitch.conf", "/etc/ld.so.cache", "/etc/localtime", NULL,
     };
     argv_push(a, "bwrap");
+    /* run by root, bwrap keeps root's capabilities for the command, which
+     * could then remount the read-only binds writable (the host's /usr,
+     * /etc...) or mount devices */
+    argv_push(a, "--cap-drop");
+    argv_push(a, "ALL");
     argv_push(a, "--unshare-pid");
     argv_push(a, "--unshare-ipc");
     argv_push(a, "--unshare-uts");
@@ -373,13 +429,29 @@ static void local_bwrap_argv(argv_builder *a, local_sandbox *ls, const char *cwd
     argv_push(a, "/dev");
     for (int i = 0; system_ro[i]; i++)
         argv_push3(a, "--ro-bind-try", system_ro[i], system_ro[i]);
-    for (char **p = ls->ro_paths; *p; p++)
-        argv_push3(a, "--ro-bind", *p, *p);
     argv_push3(a, "--ro-bind-try", "/opt", "/opt");
     argv_push3(a, "--bind", ls->tmpdir, "/tmp");
-    argv_push3(a, "--bind", ls->workdir, ls->workdir);
-    for (char **p = ls->rw_paths; *p; p++)
-        argv_push3(a, "--bind", *p, *p);
+    size_t n_ro = local_list_len(ls->ro_paths), n_rw = local_list_len(ls->rw_paths), n = 0;
+    local_bind *binds = malloc((1 + n_ro + n_rw) * sizeof *binds);
+    if (!binds) {
+        a->failed = true;
+        return;
+    }
+    if (!local_in_writable(ls, ls->workdir)) {
+        binds[n] = (local_bind){ ls->workdir, false, n };
+        n++;
+    }
+    for (size_t i = 0; i < n_rw; i++)
+        if (!local_in_writable(ls, ls->rw_paths[i])) {
+            binds[n] = (local_bind){ ls->rw_paths[i], false, n };
+            n++;
+        }
+    for (size_t i = 0; i < n_ro; i++, n++)
+        binds[n] = (local_bind){ ls->ro_paths[i], true, n };
+    qsort(binds, n, sizeof *binds, local_bind_cmp);
+    for (size_t i = 0; i < n; i++)
+        argv_push3(a, binds[i].ro ? "--ro-bind" : "--bind", binds[i].path, binds[i].path);
+    free(binds);
     /* bwrap's root is a writable tmpfs; the binds above stay writable */
     argv_push(a, "--remount-ro");
     argv_push(a, "/");
@@ -388,6 +460,43 @@ static void local_bwrap_argv(argv_builder *a, local_sandbox *ls, const char *cwd
     argv_push(a, "--die-with-parent");
     argv_push(a, "--");
     argv_push3(a, "/bin/sh", "-c", command);
+}
+
+/* bwrap follows symlinks in a bind's source. A read-only path nested in a
+ * directory the sandbox can write could be swapped by a command (rename a
+ * parent, put a relative symlink in its place) so that the next command
+ * gets the symlink's target — say the host's /etc — mounted instead. Before
+ * each command, the part of such a path below its writable ancestor must
+ * still be free of symlinks. (A command running meanwhile could swap it
+ * between this check and bwrap's mount, exposing a host path read-only;
+ * binding by descriptor would close that window.) */
+static bool local_bind_intact(const char *path, const char *writable)
+{
+    if (!local_path_inside(path, writable))
+        return true;
+    char *rp = realpath(path, NULL), *rw = realpath(writable, NULL);
+    size_t wl = strlen(writable), rl = rw ? strlen(rw) : 0;
+    /* missing: bwrap reports it (the command fails) */
+    bool ok = !rp || !rw || (strncmp(rp, rw, rl) == 0 && strcmp(rp + rl, path + wl) == 0);
+    free(rp);
+    free(rw);
+    return ok;
+}
+
+static int local_check_binds(local_sandbox *ls, sk_error **err)
+{
+    for (char **s = ls->ro_paths; *s; s++) {
+        bool ok = local_bind_intact(*s, ls->workdir);
+        for (char **w = ls->rw_paths; ok && *w; w++)
+            ok = local_bind_intact(*s, *w);
+        if (!ok) {
+            *err = sk_error_new("SandboxError", json_pack("{s:s,s:s}", "key", "read_only_paths", "path", *s),
+                                "Refusing to run the command: read_only_paths entry %s, inside a writable "
+                                "directory of the sandbox, has been replaced by a symlink", *s);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static int local_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_error **err)
@@ -401,6 +510,8 @@ static int local_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk
         *err = sk_error_new("Error", NULL, "out of memory");
         goto done;
     }
+    if (ls->bwrap && local_check_binds(ls, err) != 0)
+        goto done;
     if (ls->bwrap)
         local_bwrap_argv(&a, ls, cwd, o->command);
     else
@@ -419,11 +530,23 @@ static int local_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk
         .stdin_pipe = o->has_stdin || o->keep_stdin_open,
     };
     int uv_err = 0;
-    sk_proc *proc = sk_proc_spawn(sb->loop, &po, &local_proc_callbacks, p, &uv_err);
+    /* checked here too: posix_spawn reports the child's chdir failure only
+     * where its vfork shares memory (not under valgrind, which forks) */
+    struct stat st;
+    if (!ls->bwrap && strlen(cwd) < PATH_MAX && (stat(cwd, &st) != 0 || !S_ISDIR(st.st_mode)))
+        uv_err = UV_ENOENT;
+    sk_proc *proc = uv_err ? NULL : sk_proc_spawn(sb->loop, &po, &local_proc_callbacks, p, &uv_err);
     if (!proc) {
         if (uv_err == UV_ENOENT && !ls->bwrap)
             *err = sk_error_new("SandboxError", json_pack("{s:s}", "cwd", cwd),
                                 "Cannot run command: working directory %s does not exist", cwd);
+        else if (uv_err == UV_E2BIG) /* named: the OS message alone blames "arguments" */
+            *err = sk_error_new("SandboxError", NULL,
+                                "Cannot run command: its command line and environment exceed the "
+                                "system limit (argument list too long)");
+        else if (uv_err == UV_ENAMETOOLONG)
+            *err = sk_error_new("SandboxError", NULL, "Cannot run command: the cwd (working directory) "
+                                "name is too long");
         else
             *err = sk_error_new("SandboxError", NULL, "Cannot spawn %s: %s", a.v[0], uv_strerror(uv_err));
         goto done;

@@ -22,6 +22,7 @@
  * The retry replays a command whose first socket had opened, as upstream
  * does (§3.5): callbacks then see the output of both attempts, while the
  * result keeps only the second one's. */
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -312,7 +313,9 @@ static void conn_on_message(sk_ws *ws, bool binary, const char *data, size_t len
     const char *type = json_string_value(json_object_get(j, "type"));
     if (type && strcmp(type, "exit") == 0) {
         json_t *code = json_object_get(json_object_get(j, "data"), "exit_code");
-        sk_result r = { .exit_code = json_is_number(code) ? (int)json_number_value(code) : 0 };
+        /* clamped: converting a double an int cannot hold is undefined */
+        double v = json_number_value(code);
+        sk_result r = { .exit_code = !json_is_number(code) ? 0 : v <= INT_MIN ? INT_MIN : v >= INT_MAX ? INT_MAX : (int)v };
         json_decref(j);
         exec_finish(ex, &r, NULL);
         return;

@@ -1,0 +1,36 @@
+--- Descriptor of the Modal provider (ModalSandbox): Modal sandboxes over
+-- gRPC/HTTP2, as Mastra's ModalSandbox drives them through the official
+-- JS SDK (modal@0.7.6). Credentials: token_id/token_secret, else
+-- MODAL_TOKEN_ID/MODAL_TOKEN_SECRET, else the active profile of
+-- ~/.modal.toml (MODAL_CONFIG_PATH, MODAL_PROFILE); MODAL_SERVER_URL and
+-- MODAL_ENVIRONMENT as the SDK reads them.
+local options = require "sandkit.options"
+
+local function positive_seconds(v)
+  if v <= 0 or v % 1000 ~= 0 then return "must be a positive multiple of 1000 (milliseconds)" end
+end
+
+return {
+  id = "modal",
+  name = "ModalSandbox",
+  description = "Runs commands in a Modal sandbox (gRPC over HTTP/2); stop snapshots the filesystem, start reconnects by name.",
+  options = options.with_common {
+    app_name = { type = "string", default = "mastra", non_empty = true,
+      description = "Modal App the sandbox belongs to (created if missing)." },
+    base_image = { type = "string", default = "ubuntu:22.04", non_empty = true,
+      description = "Registry image the sandbox is created from when there is no snapshot." },
+    timeout_ms = { type = "integer", default = 300000, check = positive_seconds,
+      description = "Sandbox lifetime in milliseconds (Modal's timeout; a multiple of 1000)." },
+    workdir = { type = "string", non_empty = true,
+      check = function(v) if v:sub(1, 1) ~= "/" then return "must be an absolute path" end end,
+      description = "Working directory of the sandbox (absolute); commands start there unless given cwd." },
+    token_id = { type = "string", non_empty = true,
+      description = "Modal token id (else MODAL_TOKEN_ID, else ~/.modal.toml)." },
+    token_secret = { type = "string", non_empty = true,
+      description = "Modal token secret (else MODAL_TOKEN_SECRET, else ~/.modal.toml). Never shown in errors." },
+    server_url = { type = "string", non_empty = true,
+      description = "Control-plane URL (else MODAL_SERVER_URL, else the profile, else https://api.modal.com:443)." },
+    rpc_timeout_ms = { type = "integer", min = 1,
+      description = "Deadline of each control-plane call attempt, in ms (default none, as the SDK); long polls get it on top of their poll time." },
+  },
+}

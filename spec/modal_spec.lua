@@ -1,0 +1,518 @@
+-- ModalSandbox against the Modal reference server (spec/servers/modal):
+-- the SDK's metadata, auth refresh, retries, every fault switch, deadlines,
+-- snapshot/restore, reconnect by name from a second Lua state, config
+-- resolution, and secrets kept out of errors and info.
+local sandkit = require "sandkit"
+local errors = require "sandkit.errors"
+local server = require "helpers.server"
+
+local CP = "/modal.client.ModalClient/"
+local ROUTER = "/modal.task_command_router.TaskCommandRouter/"
+
+local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+local function tmpdir()
+  local p = os.tmpname()
+  os.remove(p)
+  assert(os.execute("mkdir -p " .. sh_quote(p)))
+  return p
+end
+
+local function write_file(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
+-- Runs a Lua script in a fresh lua5.4 with exactly the given environment
+-- (values go through a file, not a command line); returns stdout and the
+-- exit status. Bounded by timeout(1).
+local function run_lua(dir, script, env)
+  write_file(dir .. "/script.lua", script)
+  local lines = { "exec env -i" }
+  local all = { PATH = os.getenv("PATH"), HOME = dir, LUA_PATH = package.path, LUA_CPATH = package.cpath }
+  for k, v in pairs(env or {}) do all[k] = v end
+  local exports = {}
+  for k, v in pairs(all) do exports[#exports + 1] = ("export %s=%s"):format(k, sh_quote(v)) end
+  table.sort(exports)
+  write_file(dir .. "/run.sh", table.concat(exports, "\n") ..
+    "\nexec timeout -k 5 120 lua5.4 " .. sh_quote(dir .. "/script.lua") .. "\n")
+  local p = assert(io.popen("sh " .. sh_quote(dir .. "/run.sh") .. " 2>&1"))
+  local out = p:read("a")
+  local ok, _, code = p:close()
+  return out, ok and 0 or code
+end
+
+local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
+
+describe("ModalSandbox", function()
+  local srv
+  local made = {}
+
+  setup(function()
+    srv = server.start("spec/servers/modal/server.mjs", { "--port", "0" },
+      { MODAL_CONFIG_PATH = "/nonexistent/sandkit-modal.toml" })
+  end)
+
+  teardown(function()
+    for _, sb in ipairs(made) do pcall(sb.destroy, sb) end
+    srv:stop()
+  end)
+
+  before_each(function()
+    srv:admin("POST", "/__admin/reset", { sandboxes = true })
+  end)
+
+  local function new(extra)
+    local o = { server_url = srv.url, token_id = "ak-test", token_secret = "as-test" }
+    for k, v in pairs(extra or {}) do o[k] = v end
+    local sb = sandkit.ModalSandbox(o)
+    made[#made + 1] = sb
+    return sb
+  end
+
+  local function started(extra)
+    local sb = new(extra)
+    assert(sb:start())
+    return sb
+  end
+
+  local function calls(rpc)
+    local out = {}
+    for _, e in ipairs(srv:log()) do
+      if e.rpc == rpc then out[#out + 1] = e end
+    end
+    return out
+  end
+
+  local function codes(entries)
+    local out = {}
+    for i, e in ipairs(entries) do out[i] = e.code end
+    return out
+  end
+
+  local function running_named(name)
+    local n = 0
+    for _, s in ipairs(srv:admin("GET", "/__admin/sandboxes")) do
+      if s.running and s.name == name then n = n + 1 end
+    end
+    return n
+  end
+
+  describe("wire", function()
+    it("sends the official SDK's metadata, request fields and router auth", function()
+      local sb = started({ env = { SB_VAR = "from-create" } })
+      local r = assert(sb:exec("sh", { "-c", 'echo "$SB_VAR $EX_VAR"; echo err >&2; exit 3' },
+        { env = { EX_VAR = "from-exec" } }))
+      assert.equal(3, r.exit_code)
+      assert.equal("from-create from-exec\n", r.stdout)
+      assert.equal("err\n", r.stderr)
+
+      local create = calls("SandboxCreate")[1]
+      for _, k in ipairs({ "x-modal-client-type", "x-modal-client-version", "x-modal-libmodal-version",
+        "x-modal-token-id", "x-modal-token-secret", "x-modal-auth-token", "x-idempotency-key",
+        "x-retry-attempt", "x-throttle-retry-attempt" }) do
+        local found = false
+        for _, m in ipairs(create.metadata_keys) do found = found or m == k end
+        assert.is_true(found, "SandboxCreate carries " .. k)
+      end
+      assert.equal("8", create.metadata["x-modal-client-type"])
+      assert.equal("1.0.0", create.metadata["x-modal-client-version"])
+      assert.equal("modal-js/0.7.6", create.metadata["x-modal-libmodal-version"])
+      assert.equal("grpc-node-js/1.14.7", create.metadata["user-agent"])
+      assert.equal("0", create.metadata["x-retry-attempt"])
+      assert.is_nil(create.metadata["x-retry-delay"])
+      assert.equal(300, create.request.definition.timeout_secs)
+      assert.equal(sb.id, create.request.definition.name)
+      assert.same({ "SB_VAR" }, calls("SecretGetOrCreate")[1].request.env_dict_keys)
+      assert.same({ "FROM ubuntu:22.04" }, calls("ImageGetOrCreate")[1].request.dockerfile_commands)
+
+      local token = calls("AuthTokenGet")[1]
+      for _, m in ipairs(token.metadata_keys) do assert.not_equal("x-modal-auth-token", m) end
+
+      local start = calls("TaskExecStart")[1]
+      assert.equal(ROUTER .. "TaskExecStart", start.path)
+      assert.same({ "sh", "-c", [[sh -c 'echo "$SB_VAR $EX_VAR"; echo err >&2; exit 3']] }, start.request.command_args)
+      assert.same({ "EX_VAR", "SB_VAR" }, start.request.env_keys)
+      local has_auth = false
+      for _, m in ipairs(start.metadata_keys) do
+        has_auth = has_auth or m == "authorization"
+        assert.is_nil(m:match("^x%-modal%-"), "router call carries " .. m)
+        assert.is_nil(m:match("^x%-idempotency"), "router call carries " .. m)
+      end
+      assert.is_true(has_auth)
+      local fds = {}
+      for _, e in ipairs(calls("TaskExecStdioRead")) do
+        if e.request.exec_id == start.request.exec_id then fds[#fds + 1] = e.request.file_descriptor or 0 end
+      end
+      table.sort(fds)
+      assert.same({ 0, 1 }, fds)
+    end)
+  end)
+
+  describe("auth", function()
+    it("re-fetches expired auth tokens and router JWTs when they are short-lived", function()
+      srv:faults({ token_ttl_s = 20 })
+      local sb = started()
+      assert.equal("one\n", assert(sb:exec("echo one")).stdout)
+      srv:faults({ expire_tokens = true })
+      assert.equal("two\n", assert(sb:exec("echo two")).stdout)
+      local log = srv:log()
+      local refused
+      for i, e in ipairs(log) do
+        if e.rpc == "TaskExecStart" and e.code == 16 then refused = refused or i end
+      end
+      assert.truthy(refused, "the router refused the expired JWT")
+      local refetched, started_ok = false, false
+      for i = refused, #log do
+        refetched = refetched or (log[i].rpc == "TaskGetCommandRouterAccess" and log[i].code == 0)
+        started_ok = started_ok or (log[i].rpc == "TaskExecStart" and log[i].code == 0)
+      end
+      assert.is_true(refetched)
+      assert.is_true(started_ok)
+      -- a TTL inside the SDK's 300 s window: a fresh token before each call
+      assert.is_true(#calls("AuthTokenGet") >= 3)
+      assert(sb:stop())
+    end)
+
+    it("surfaces UNAUTHENTICATED for a revoked long-lived token, as the SDK does", function()
+      local sb = started()
+      assert(sb:exec("true"))
+      srv:faults({ expire_tokens = true })
+      local r, err = sb:exec("true")
+      assert.is_nil(r)
+      assert.is_true(errors.is(err, "ModalError"), tostring(err))
+      assert.equal(16, err.grpc_status)
+      assert.equal("UNAUTHENTICATED", err.grpc_code)
+      assert.equal(ROUTER .. "TaskExecStart", err.rpc)
+      -- a new client fetches a new token
+      local sb2 = started()
+      assert.equal(0, assert(sb2:exec("true")).exit_code)
+      sb2:destroy()
+    end)
+
+    it("refuses wrong credentials with ModalError UNAUTHENTICATED, not retried", function()
+      local sb = new({ token_secret = "not-the-secret" })
+      local ok, err = sb:start()
+      assert.is_nil(ok)
+      assert.is_true(errors.is(err, "ModalError"), tostring(err))
+      assert.equal(16, err.grpc_status)
+      assert.equal(CP .. "AuthTokenGet", err.rpc)
+      assert.equal(1, #calls("AuthTokenGet"))
+    end)
+  end)
+
+  describe("retries", function()
+    it("retries UNAVAILABLE 3 times on SandboxCreate with one idempotency key", function()
+      srv:faults({ unavailable = { rpc = "SandboxCreate", count = 3 } })
+      local sb = started()
+      local creates = calls("SandboxCreate")
+      assert.same({ 14, 14, 14, 0 }, codes(creates))
+      local keys = {}
+      for i, e in ipairs(creates) do
+        assert.equal(tostring(i - 1), e.metadata["x-retry-attempt"])
+        assert.equal("0", e.metadata["x-throttle-retry-attempt"])
+        if i > 1 then assert.truthy(e.metadata["x-retry-delay"]:match("^%d+%.%d%d%d$")) end
+        keys[e.metadata["x-idempotency-key"]] = true
+      end
+      assert.equal(1, #(function() local k = {} for x in pairs(keys) do k[#k + 1] = x end return k end)())
+      assert.equal(1, running_named(sb.id))
+      assert.equal(0, assert(sb:exec("true")).exit_code)
+    end)
+
+    it("gives up after 4 attempts with ModalError UNAVAILABLE", function()
+      srv:faults({ unavailable = { rpc = "SandboxCreate", count = 4 } })
+      local sb = new()
+      local ok, err = sb:start()
+      assert.is_nil(ok)
+      assert.is_true(errors.is(err, "ModalError"), tostring(err))
+      assert.equal(14, err.grpc_status)
+      assert.equal("UNAVAILABLE", err.grpc_code)
+      assert.equal(CP .. "SandboxCreate", err.rpc)
+      assert.truthy(err.grpc_message:find("injected fault", 1, true))
+      assert.same({ 14, 14, 14, 14 }, codes(calls("SandboxCreate")))
+      assert.equal("error", sb.status)
+    end)
+
+    it("does not create a second sandbox when a reply is lost after the work", function()
+      srv:faults({ unavailable = { rpc = "SandboxCreate", count = 1, after = true } })
+      local sb = started()
+      assert.equal(1, running_named(sb.id))
+      assert.same({ 14, 0 }, codes(calls("SandboxCreate")))
+    end)
+
+    it("retries the router's TaskExecStart and TaskExecStdioRead", function()
+      local sb = started()
+      srv:faults({ unavailable = { { rpc = "TaskExecStart", count = 2 }, { rpc = "TaskExecStdioRead", count = 2 } } })
+      local r = assert(sb:exec("sh", { "-c", "echo a; echo b >&2" }))
+      assert.equal("a\n", r.stdout)
+      assert.equal("b\n", r.stderr)
+      assert.same({ 14, 14, 0 }, codes(calls("TaskExecStart")))
+      local failed = 0
+      for _, e in ipairs(calls("TaskExecStdioRead")) do if e.code == 14 then failed = failed + 1 end end
+      assert.equal(2, failed)
+    end)
+
+    it("survives UNAVAILABLE twice on any RPC", function()
+      srv:faults({ unavailable = { rpc = "*", count = 2 } })
+      local sb = started()
+      assert.equal("ok\n", assert(sb:exec("echo ok")).stdout)
+      local n = 0
+      for _, e in ipairs(srv:log()) do if e.fault == "unavailable" then n = n + 1 end end
+      assert.equal(2, n)
+    end)
+  end)
+
+  describe("stream cut mid-output", function()
+    for _, mode in ipairs({ "status", "rst" }) do
+      it("resumes by byte offset (" .. mode .. "), nothing lost or duplicated", function()
+        local sb = started()
+        srv:faults({ cut_stream = { after_bytes = 4096, count = 2, mode = mode, fd = "stdout" } })
+        local chunks = {}
+        local r = assert(sb:exec("seq", { "1", "20000" }, { on_stdout = function(c) chunks[#chunks + 1] = c end }))
+        assert.equal(0, r.exit_code)
+        local n = 0
+        for l in r.stdout:gmatch("[^\n]+") do
+          n = n + 1
+          if tonumber(l) ~= n then error(("line %d is %q"):format(n, l)) end
+        end
+        assert.equal(20000, n)
+        assert.equal(r.stdout, table.concat(chunks))
+        local offsets, cuts = {}, 0
+        for _, e in ipairs(calls("TaskExecStdioRead")) do
+          if (e.request.file_descriptor or 0) == 0 then offsets[#offsets + 1] = e.request.offset or 0 end
+          if e.fault == "cut_stream:" .. mode then cuts = cuts + 1 end
+        end
+        assert.equal(2, cuts)
+        if mode == "status" then
+          -- the status trailer follows the data: every cut delivered 4096 bytes
+          assert.same({ 0, 4096, 8192 }, offsets)
+        else
+          -- a reset may discard data the server had queued: each read resumes
+          -- from what actually arrived
+          assert.equal(3, #offsets)
+          assert.equal(0, offsets[1])
+          assert.is_true(offsets[1] <= offsets[2] and offsets[2] <= offsets[3] and offsets[3] <= 8192)
+        end
+      end)
+    end
+  end)
+
+  describe("deadlines", function()
+    it("retries a control-plane call that outlives rpc_timeout_ms", function()
+      srv:faults({ delay = { rpc = "AppGetOrCreate", ms = 1500, count = 2 } })
+      local sb = started({ rpc_timeout_ms = 400 })
+      local apps = calls("AppGetOrCreate")
+      assert.equal(3, #apps)
+      for i, e in ipairs(apps) do
+        assert.equal(tostring(i - 1), e.metadata["x-retry-attempt"])
+        assert.truthy(e.metadata["grpc-timeout"] == nil or e.metadata["grpc-timeout"]:match("^%d+[mSMH]$"))
+      end
+      assert.equal(0, assert(sb:exec("true")).exit_code)
+    end)
+
+    it("reports DEADLINE_EXCEEDED once every attempt is too slow", function()
+      srv:faults({ delay = { rpc = "AppGetOrCreate", ms = 1500, count = 10 } })
+      local sb = new({ rpc_timeout_ms = 200 })
+      local ok, err = sb:start()
+      assert.is_nil(ok)
+      assert.is_true(errors.is(err, "ModalError"), tostring(err))
+      assert.equal(4, err.grpc_status)
+      assert.equal("TimeoutError", err.sdk_error)
+      assert.equal(CP .. "AppGetOrCreate", err.rpc)
+      assert.equal(4, #calls("AppGetOrCreate"))
+    end)
+
+    it("ends a command at its timeout even when the router stalls", function()
+      local sb = started()
+      srv:faults({ delay = { rpc = "TaskExecStdioRead", ms = 30000 } })
+      local t0 = require("sandkit.core").now()
+      local r = assert(sb:exec("echo", { "hi" }, { timeout = 1000 }))
+      local elapsed = require("sandkit.core").now() - t0
+      assert.equal(124, r.exit_code)
+      assert.is_true(r.timed_out)
+      assert.is_true(elapsed < 15000, "took " .. elapsed .. " ms")
+      srv:faults({ delay = require("cjson").null })
+    end)
+  end)
+
+  describe("lifecycle", function()
+    it("restores the filesystem snapshot across stop/start", function()
+      local sb = started()
+      assert.equal(0, assert(sb:exec("sh", { "-c", "mkdir -p data && echo persisted > data/file.txt" })).exit_code)
+      assert(sb:stop())
+      assert.equal("stopped", sb.status)
+      assert.equal(0, running_named(sb.id))
+      local snap = calls("TaskSnapshotFilesystem")
+      assert.equal(1, #snap)
+      assert.equal(-1, snap[1].request.ttl_seconds)
+      local image = sb:info().metadata.image
+      assert.truthy(image:match("^im%-"), image)
+      assert(sb:start())
+      assert.equal("persisted\n", assert(sb:exec("cat data/file.txt")).stdout)
+      local creates = calls("SandboxCreate")
+      assert.equal(2, #creates)
+      assert.equal(image, creates[2].request.definition.image_id)
+      assert.equal(1, #calls("ImageGetOrCreate"))
+      assert(sb:destroy())
+      assert.equal("ubuntu:22.04", sb:info().metadata.image)
+      assert.equal(0, running_named(sb.id))
+    end)
+
+    it("reconnects by name from a second Lua state", function()
+      local sb = started()
+      assert(sb:exec("sh", { "-c", "echo from-first > marker.txt" }))
+      local dir = tmpdir()
+      local out, code = run_lua(dir, ([[
+        local sandkit = require "sandkit"
+        local sb = sandkit.ModalSandbox { id = %q, server_url = %q }
+        assert(sb:start())
+        local r = assert(sb:exec("cat marker.txt"))
+        io.write("OUT:", r.stdout)
+      ]]):format(sb.id, srv.url), { MODAL_TOKEN_ID = "ak-test", MODAL_TOKEN_SECRET = "as-test",
+        MODAL_CONFIG_PATH = dir .. "/none.toml" })
+      os.execute("rm -rf " .. sh_quote(dir))
+      assert.equal(0, code, out)
+      assert.equal("OUT:from-first", trim(out))
+      assert.equal(1, #calls("SandboxCreate"))
+      local lookups = calls("SandboxGetFromName")
+      assert.same({ 5, 0 }, codes(lookups))
+      assert.equal(1, running_named(sb.id))
+    end)
+
+    it("recreates a sandbox killed behind its back before running a command", function()
+      local sb = started()
+      assert(sb:exec("true"))
+      local id
+      for _, s in ipairs(srv:admin("GET", "/__admin/sandboxes")) do if s.running and s.name == sb.id then id = s.id end end
+      srv:admin("POST", "/__admin/sandboxes/" .. id .. "/kill", {})
+      local r = assert(sb:exec("echo", { "again" }))
+      assert.equal("again\n", r.stdout)
+      assert.equal("running", sb.status)
+      assert.equal(2, #calls("SandboxCreate"))
+    end)
+  end)
+
+  describe("stdin", function()
+    it("writes a background process's stdin in order, by offset, then EOF", function()
+      local sb = started()
+      local h = assert(sb.processes:spawn("cat"))
+      local want = {}
+      for i = 1, 40 do
+        want[i] = ("chunk-%02d;"):format(i)
+        assert(h:send_stdin(want[i]))
+      end
+      assert.is_true(h:close_stdin())
+      local r = assert(h:wait())
+      assert.equal(0, r.exit_code)
+      assert.equal(table.concat(want), r.stdout)
+      local offset, eofs = 0, 0
+      for _, e in ipairs(calls("TaskExecStdinWrite")) do
+        if e.code == 0 then
+          assert.equal(offset, e.request.offset or 0)
+          offset = offset + (e.request.data_len or 0)
+          if e.request.eof then eofs = eofs + 1 end
+        end
+      end
+      assert.equal(#table.concat(want), offset)
+      assert.equal(1, eofs)
+    end)
+
+    it("gives exec() its stdin option, then EOF", function()
+      local sb = started()
+      local r = assert(sb:exec("tr a-z A-Z", nil, { stdin = "hello modal" }))
+      assert.equal("HELLO MODAL", r.stdout)
+    end)
+  end)
+
+  describe("config", function()
+    it("resolves credentials from MODAL_CONFIG_PATH, MODAL_PROFILE and the environment", function()
+      local dir = tmpdir()
+      local toml = dir .. "/modal.toml"
+      write_file(toml, ([[
+# sandkit test profiles
+[other]
+token_id = "ak-test"
+token_secret = "wrong-secret"
+server_url = "%s"
+
+[main]
+active = true
+token_id = "ak-test"
+token_secret = "as-test"
+server_url = "%s"
+environment = "main"
+]]):format(srv.url, srv.url))
+      local script = [[
+        local sandkit = require "sandkit"
+        local o = {}
+        if os.getenv("SK_OPT_SECRET") then o.token_secret = os.getenv("SK_OPT_SECRET") end
+        local sb = sandkit.ModalSandbox(o)
+        local ok, err = sb:start()
+        if not ok then io.write("ERR:", err.kind, ":", tostring(err.grpc_status or err.key), "\n") return end
+        io.write("OUT:", assert(sb:exec("echo fine")).stdout)
+        sb:destroy()
+      ]]
+      local function run(env)
+        local out = run_lua(dir, script, env)
+        return trim(out)
+      end
+      -- the active profile
+      assert.equal("OUT:fine", run({ MODAL_CONFIG_PATH = toml }))
+      -- MODAL_PROFILE picks another one
+      assert.equal("ERR:ModalError:16", run({ MODAL_CONFIG_PATH = toml, MODAL_PROFILE = "other" }))
+      -- the environment beats the profile; the option beats the environment
+      assert.equal("ERR:ModalError:16", run({ MODAL_CONFIG_PATH = toml, MODAL_TOKEN_SECRET = "bad-env-secret" }))
+      assert.equal("OUT:fine", run({ MODAL_CONFIG_PATH = toml, MODAL_TOKEN_SECRET = "bad-env-secret",
+        SK_OPT_SECRET = "as-test" }))
+      -- MODAL_SERVER_URL beats the profile's server_url
+      assert.equal("OUT:fine", run({ MODAL_CONFIG_PATH = toml, MODAL_PROFILE = "other",
+        MODAL_TOKEN_SECRET = "as-test", MODAL_SERVER_URL = srv.url }))
+      -- no credentials anywhere: a ConfigError naming the key, and no RPC
+      srv:reset()
+      assert.equal("ERR:ConfigError:token_id", run({ MODAL_CONFIG_PATH = dir .. "/missing.toml",
+        MODAL_SERVER_URL = srv.url }))
+      assert.equal(0, #srv:log())
+      -- an unparsable file counts as empty
+      write_file(toml, "this is [not toml")
+      assert.equal("ERR:ConfigError:token_id", run({ MODAL_CONFIG_PATH = toml, MODAL_SERVER_URL = srv.url }))
+      os.execute("rm -rf " .. sh_quote(dir))
+    end)
+
+    it("checks option values when the sandbox is made", function()
+      for _, bad in ipairs({ { timeout_ms = 1500 }, { timeout_ms = 0 }, { workdir = "relative" },
+        { app_name = "" }, { unknown_key = 1 } }) do
+        local ok, err = pcall(sandkit.ModalSandbox, bad)
+        assert.is_false(ok)
+        assert.is_true(errors.is(err, "ConfigError"), tostring(err))
+        assert.equal("modal", err.provider)
+      end
+    end)
+  end)
+
+  describe("secrets", function()
+    it("never shows the token secret or env values in errors, tostring or info", function()
+      local secret, value = "sk-secret-0123456789", "env-value-9876543210"
+      local sb = new({ token_secret = secret, env = { API_KEY = value } })
+      local ok, err = sb:start()
+      assert.is_nil(ok)
+      local texts = { tostring(err), tostring(sb), sb:instructions() }
+      for k, v in pairs(err) do texts[#texts + 1] = tostring(k) .. "=" .. tostring(v) end
+      local function dump(t, depth)
+        for k, v in pairs(t) do
+          texts[#texts + 1] = tostring(k) .. "=" .. tostring(v)
+          if type(v) == "table" and depth < 4 then dump(v, depth + 1) end
+        end
+      end
+      dump(sb:info(), 0)
+      for _, s in ipairs(texts) do
+        assert.is_nil(s:find(secret, 1, true), s)
+        assert.is_nil(s:find(value, 1, true), s)
+      end
+      -- nor in what the server saw as metadata values or request fields
+      for _, e in ipairs(srv:log()) do
+        for _, v in pairs(e.metadata) do assert.is_nil(tostring(v):find(secret, 1, true)) end
+      end
+    end)
+  end)
+end)

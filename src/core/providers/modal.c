@@ -1,0 +1,1369 @@
+/* ModalSandbox: Mastra's ModalSandbox (current design, modal.md §4) over the
+ * Modal client in modal_client.c.
+ *
+ * - start: SandboxGetFromName (reconnect by name = the sandbox id); on
+ *   NOT_FOUND AppGetOrCreate, then the image (the snapshot taken by this
+ *   object's last stop, else ImageGetOrCreate of base_image), an ephemeral
+ *   secret for env, SandboxCreate.
+ * - stop: TaskSnapshotFilesystem (failures logged and swallowed), then
+ *   SandboxTerminate and SandboxWait until it has finished.
+ * - destroy: SandboxTerminate (failures ignored); the snapshot is dropped.
+ * - a command: `sh -c <command>` through the router (TaskExecStart, two
+ *   TaskExecStdioRead streams, TaskExecWait). A dead sandbox met before the
+ *   command started is re-provisioned and the command retried once
+ *   (upstream retryOnDead). There is no kill RPC in the SDK: kill ends the
+ *   local streams (upstream reports 137) and TaskExecStart carries a
+ *   timeout_secs backstop when the command has a timeout.
+ * - stdin goes through TaskExecStdinWrite, serialised by byte offset; a
+ *   command run with exec() gets stdin EOF at once so it never hangs on a
+ *   read. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/time.h>
+
+#include "../grpc_frame.h"
+#include "../log.h"
+#include "../modal_msg.h"
+#include "../sandbox.h"
+#include "modal_client.h"
+
+#define MODAL_ID "modal"
+#define MODAL_SNAPSHOT_TIMEOUT_MS 55000 /* snapshotFilesystem() default */
+#define MODAL_WAIT_POLL_S 10             /* Sandbox.wait() long poll */
+#define MODAL_TASK_ID_TRIES 600          /* 5 minutes at 500 ms */
+#define MODAL_TASK_ID_DELAY_MS 500
+#define MODAL_EXEC_WAIT_ATTEMPT_MS 60000 /* per TaskExecWait attempt */
+
+typedef void (*modal_wait_fn)(void *ud, const sk_error *err);
+
+/* Someone waiting for a shared operation (provisioning, task readiness). */
+typedef struct modal_waiter {
+    modal_wait_fn fn;
+    void *ud;
+    struct modal_waiter *next;
+} modal_waiter;
+
+typedef struct modal_sb {
+    sk_sandbox *sb;
+    mc_client *client;
+    char *app_name, *base_image, *workdir;
+    int64_t timeout_ms;
+    unsigned proc_counter;
+    sk_provider_done start_done;
+    /* the handle: set once provisioned or reconnected */
+    char *sandbox_id;
+    char *task_id;
+    mc_router *router;
+    unsigned gen;            /* bumped whenever the handle changes */
+    char *snapshot_image;    /* from the last stop of this object */
+    /* provisioning (start, and re-provisioning a dead sandbox) */
+    struct {
+        bool active;
+        int step;
+        mc_call *call;
+        char *app_id, *image_id, *secret_id, *last_entry_id;
+        modal_waiter *waiters;
+    } prov;
+    /* task id + router access for commands */
+    struct {
+        bool active;
+        int step, tries;
+        mc_call *call;
+        uv_timer_t *timer;
+        modal_waiter *waiters;
+    } ready;
+    /* stop / destroy */
+    struct {
+        bool destroying;
+        int step;
+        mc_call *call;
+        sk_provider_done done;
+        sk_error *err;
+    } down;
+} modal_sb;
+
+typedef struct modal_proc {
+    modal_sb *ms;
+    sk_process *p;
+    char exec_id[37];
+    char *command, *cwd;
+    json_t *env;             /* merged sandbox + command env */
+    int64_t timeout_ms;
+    bool retried;            /* the one dead-sandbox retry was used */
+    bool waiting;            /* on a modal_waiter list */
+    bool started;            /* TaskExecStart succeeded */
+    bool finishing;
+    unsigned gen;
+    mc_router *router;       /* referenced while it runs */
+    mc_call *start_call, *wait_call, *stdio[2], *stdin_call;
+    bool eof[2], exited;
+    sk_result result;
+    sk_error *error;
+    uv_timer_t *finish_timer;
+    /* stdin */
+    sk_buf stdin_pending;
+    uint64_t stdin_offset;   /* bytes the router has acknowledged */
+    size_t stdin_inflight;
+    bool stdin_eof_wanted, stdin_eof_sent, stdin_eof_inflight;
+} modal_proc;
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static sk_error *modal_oom(void) { return sk_error_new("Error", NULL, "out of memory"); }
+
+static void modal_set_str(char **dst, const char *src)
+{
+    free(*dst);
+    *dst = src ? strdup(src) : NULL;
+}
+
+static int modal_waiter_add(modal_waiter **list, modal_wait_fn fn, void *ud)
+{
+    modal_waiter *w = malloc(sizeof *w);
+    if (!w)
+        return -1;
+    w->fn = fn;
+    w->ud = ud;
+    w->next = NULL;
+    while (*list)
+        list = &(*list)->next;
+    *list = w;
+    return 0;
+}
+
+static void modal_waiter_remove(modal_waiter **list, void *ud)
+{
+    for (modal_waiter **pp = list; *pp; pp = &(*pp)->next) {
+        if ((*pp)->ud == ud) {
+            modal_waiter *w = *pp;
+            *pp = w->next;
+            free(w);
+            return;
+        }
+    }
+}
+
+static void modal_waiters_free(modal_waiter **list)
+{
+    while (*list) {
+        modal_waiter *w = *list;
+        *list = w->next;
+        free(w);
+    }
+}
+
+/* Calls every waiter once; the list is taken first, so a waiter may join a
+ * new round of the same operation. */
+static void modal_notify(modal_waiter **list, const sk_error *err)
+{
+    modal_waiter *w = *list;
+    *list = NULL;
+    while (w) {
+        modal_waiter *next = w->next;
+        modal_wait_fn fn = w->fn;
+        void *ud = w->ud;
+        free(w);
+        fn(ud, err);
+        w = next;
+    }
+}
+
+static void modal_timer_closed(uv_handle_t *h) { free(h); }
+
+static void modal_timer_close(uv_timer_t **t)
+{
+    if (*t) {
+        uv_close((uv_handle_t *)*t, modal_timer_closed);
+        *t = NULL;
+    }
+}
+
+static int modal_timer_start(modal_sb *ms, uv_timer_t **t, void *data, uint64_t ms_delay, uv_timer_cb cb)
+{
+    if (!*t) {
+        *t = malloc(sizeof **t);
+        if (!*t)
+            return -1;
+        uv_timer_init(sk_loop_uv(ms->sb->loop), *t);
+    }
+    (*t)->data = data;
+    uv_timer_start(*t, cb, ms_delay, 0);
+    return 0;
+}
+
+/* upstream isSandboxDeadError, on a gRPC code and message */
+static bool modal_dead(int code, const char *message)
+{
+    if (code == SK_GRPC_NOT_FOUND)
+        return true;
+    if (!message)
+        return false;
+    static const char *const marks[] = { "sandbox not found", "has been terminated", "already completed",
+                                         "was cancelled", "NOT_FOUND", NULL };
+    for (int i = 0; marks[i]; i++)
+        if (strstr(message, marks[i]))
+            return true;
+    return false;
+}
+
+static bool modal_error_dead(const sk_error *e)
+{
+    if (!e)
+        return false;
+    json_t *st = e->fields ? json_object_get(e->fields, "grpc_status") : NULL;
+    json_t *dead = e->fields ? json_object_get(e->fields, "sandbox_dead") : NULL;
+    if (json_is_true(dead))
+        return true;
+    return modal_dead(json_is_integer(st) ? (int)json_integer_value(st) : -1, e->message);
+}
+
+static sk_error *modal_reply_error(modal_sb *ms, const mc_reply *r, const char *sdk_error)
+{
+    return mc_error(ms->client, r, sdk_error);
+}
+
+/* Drops the handle (sandbox id, task id, router): the next command or start
+ * reconnects or re-provisions. A task lookup in flight is cancelled and its
+ * waiters are told the sandbox changed. */
+static void modal_drop_handle(modal_sb *ms)
+{
+    ms->gen++;
+    modal_set_str(&ms->sandbox_id, NULL);
+    modal_set_str(&ms->task_id, NULL);
+    if (ms->router) {
+        mc_router_unref(ms->router);
+        ms->router = NULL;
+    }
+    if (ms->ready.active) {
+        ms->ready.active = false;
+        mc_call_cancel(ms->ready.call);
+        ms->ready.call = NULL;
+        modal_timer_close(&ms->ready.timer);
+        sk_error *e = sk_error_new("ModalError", json_pack("{s:b}", "sandbox_dead", 1),
+                                   "The sandbox was replaced");
+        modal_notify(&ms->ready.waiters, e);
+        sk_error_free(e);
+    }
+}
+
+/* ---- provisioning: reconnect by name, or create ----------------------------- */
+
+enum { PROV_FROM_NAME, PROV_APP, PROV_IMAGE, PROV_JOIN, PROV_SECRET, PROV_CREATE };
+
+static void prov_step(modal_sb *ms);
+
+static void prov_finish(modal_sb *ms, sk_error *err)
+{
+    ms->prov.active = false;
+    ms->prov.call = NULL;
+    modal_set_str(&ms->prov.app_id, NULL);
+    modal_set_str(&ms->prov.image_id, NULL);
+    modal_set_str(&ms->prov.secret_id, NULL);
+    modal_set_str(&ms->prov.last_entry_id, NULL);
+    modal_notify(&ms->prov.waiters, err);
+    sk_error_free(err);
+}
+
+static void prov_on_reply(void *ud, const mc_reply *r)
+{
+    modal_sb *ms = ud;
+    ms->prov.call = NULL;
+    switch (ms->prov.step) {
+    case PROV_FROM_NAME: {
+        if (r->code == SK_GRPC_NOT_FOUND) {
+            ms->prov.step = PROV_APP;
+            prov_step(ms);
+            return;
+        }
+        if (r->code != 0) {
+            prov_finish(ms, modal_reply_error(ms, r, NULL));
+            return;
+        }
+        sk_modal_sandbox_get_from_name_resp resp;
+        if (sk_modal_decode_sandbox_get_from_name(r->data, r->len, &resp) != 0) {
+            prov_finish(ms, sk_error_new("ModalError", NULL, "malformed SandboxGetFromName response"));
+            return;
+        }
+        ms->gen++;
+        modal_set_str(&ms->sandbox_id, resp.sandbox_id);
+        sk_modal_sandbox_get_from_name_resp_free(&resp);
+        sk_log(SK_LOG_DEBUG, "modal", "reconnected to running sandbox %s", ms->sb->id);
+        prov_finish(ms, ms->sandbox_id ? NULL : modal_oom());
+        return;
+    }
+    case PROV_APP: {
+        if (r->code != 0) {
+            prov_finish(ms, modal_reply_error(ms, r, r->code == SK_GRPC_NOT_FOUND ? "NotFoundError" : NULL));
+            return;
+        }
+        sk_modal_app_get_or_create_resp resp;
+        if (sk_modal_decode_app_get_or_create(r->data, r->len, &resp) != 0) {
+            prov_finish(ms, sk_error_new("ModalError", NULL, "malformed AppGetOrCreate response"));
+            return;
+        }
+        modal_set_str(&ms->prov.app_id, resp.app_id);
+        sk_modal_app_get_or_create_resp_free(&resp);
+        if (ms->snapshot_image) {
+            modal_set_str(&ms->prov.image_id, ms->snapshot_image);
+            ms->prov.step = PROV_SECRET;
+        } else {
+            ms->prov.step = PROV_IMAGE;
+        }
+        prov_step(ms);
+        return;
+    }
+    case PROV_IMAGE: {
+        if (r->code != 0) {
+            prov_finish(ms, modal_reply_error(ms, r, NULL));
+            return;
+        }
+        sk_modal_image_get_or_create_resp resp;
+        if (sk_modal_decode_image_get_or_create(r->data, r->len, &resp) != 0) {
+            prov_finish(ms, sk_error_new("ModalError", NULL, "malformed ImageGetOrCreate response"));
+            return;
+        }
+        modal_set_str(&ms->prov.image_id, resp.image_id);
+        int status = resp.has_result ? resp.result.status : 0;
+        sk_error *e = NULL;
+        if (status == 0) {
+            ms->prov.step = PROV_JOIN; /* the build runs: join it */
+        } else if (status != SK_MODAL_RESULT_SUCCESS) {
+            e = sk_error_new("ModalError", json_pack("{s:s,s:i}", "rpc", SK_MODAL_RPC_IMAGE_GET_OR_CREATE,
+                                                     "image_status", status),
+                             status == SK_MODAL_RESULT_FAILURE
+                                 ? "Image build for %s failed with the exception:\n%s"
+                                 : "Image build for %s failed with status %s",
+                             resp.image_id,
+                             status == SK_MODAL_RESULT_FAILURE ? resp.result.exception
+                             : status == SK_MODAL_RESULT_TERMINATED ? "TERMINATED"
+                             : status == SK_MODAL_RESULT_TIMEOUT    ? "TIMEOUT"
+                                                                    : "unknown");
+        } else {
+            ms->prov.step = PROV_SECRET;
+        }
+        sk_modal_image_get_or_create_resp_free(&resp);
+        if (e)
+            prov_finish(ms, e);
+        else
+            prov_step(ms);
+        return;
+    }
+    case PROV_JOIN:
+        /* The stream ended: without a result, join again from the last
+         * entry id (prov_on_join_message handles a result). */
+        if (r->code != 0) {
+            prov_finish(ms, modal_reply_error(ms, r, NULL));
+            return;
+        }
+        prov_step(ms);
+        return;
+    case PROV_SECRET: {
+        if (r->code != 0) {
+            prov_finish(ms, modal_reply_error(ms, r,
+                                              r->code == SK_GRPC_INVALID_ARGUMENT ||
+                                                      r->code == SK_GRPC_FAILED_PRECONDITION
+                                                  ? "InvalidError"
+                                                  : NULL));
+            return;
+        }
+        sk_modal_secret_get_or_create_resp resp;
+        if (sk_modal_decode_secret_get_or_create(r->data, r->len, &resp) != 0) {
+            prov_finish(ms, sk_error_new("ModalError", NULL, "malformed SecretGetOrCreate response"));
+            return;
+        }
+        modal_set_str(&ms->prov.secret_id, resp.secret_id);
+        sk_modal_secret_get_or_create_resp_free(&resp);
+        ms->prov.step = PROV_CREATE;
+        prov_step(ms);
+        return;
+    }
+    case PROV_CREATE: {
+        if (r->code != 0) {
+            prov_finish(ms, modal_reply_error(ms, r, r->code == SK_GRPC_ALREADY_EXISTS ? "AlreadyExistsError" : NULL));
+            return;
+        }
+        sk_modal_sandbox_create_resp resp;
+        if (sk_modal_decode_sandbox_create(r->data, r->len, &resp) != 0) {
+            prov_finish(ms, sk_error_new("ModalError", NULL, "malformed SandboxCreate response"));
+            return;
+        }
+        ms->gen++;
+        modal_set_str(&ms->sandbox_id, resp.sandbox_id);
+        sk_modal_sandbox_create_resp_free(&resp);
+        sk_log(SK_LOG_DEBUG, "modal", "created sandbox %s (%s)", ms->sb->id, ms->sandbox_id);
+        prov_finish(ms, ms->sandbox_id ? NULL : modal_oom());
+        return;
+    }
+    }
+}
+
+/* ImageJoinStreaming: the first message with a result ends the join. */
+static void prov_on_join_message(void *ud, const uint8_t *data, size_t len)
+{
+    modal_sb *ms = ud;
+    sk_modal_image_join_streaming_resp resp;
+    if (sk_modal_decode_image_join_streaming(data, len, &resp) != 0) {
+        mc_call_cancel(ms->prov.call);
+        ms->prov.call = NULL;
+        prov_finish(ms, sk_error_new("ModalError", NULL, "malformed ImageJoinStreaming response"));
+        return;
+    }
+    if (resp.entry_id[0])
+        modal_set_str(&ms->prov.last_entry_id, resp.entry_id);
+    int status = resp.has_result ? resp.result.status : 0;
+    sk_error *e = NULL;
+    if (status != 0 && status != SK_MODAL_RESULT_SUCCESS)
+        e = sk_error_new("ModalError", json_pack("{s:s,s:i}", "rpc", SK_MODAL_RPC_IMAGE_JOIN_STREAMING,
+                                                 "image_status", status),
+                         "Image build for %s failed with status %d%s%s", ms->prov.image_id, status,
+                         resp.result.exception && resp.result.exception[0] ? ": " : "",
+                         resp.result.exception ? resp.result.exception : "");
+    sk_modal_image_join_streaming_resp_free(&resp);
+    if (status == 0)
+        return;
+    mc_call_cancel(ms->prov.call);
+    ms->prov.call = NULL;
+    if (e) {
+        prov_finish(ms, e);
+        return;
+    }
+    ms->prov.step = PROV_SECRET;
+    prov_step(ms);
+}
+
+/* The sandbox env as map entries (borrowed from json; caller frees v). */
+static sk_modal_kv *modal_env_kvs(const json_t *env, size_t *n)
+{
+    *n = json_is_object(env) ? json_object_size(env) : 0;
+    sk_modal_kv *v = calloc(*n ? *n : 1, sizeof *v);
+    if (!v)
+        return NULL;
+    size_t i = 0;
+    const char *k;
+    json_t *val;
+    json_object_foreach((json_t *)env, k, val) {
+        v[i].key = k;
+        v[i].value = json_is_string(val) ? json_string_value(val) : "";
+        i++;
+    }
+    return v;
+}
+
+static void prov_step(modal_sb *ms)
+{
+    const sk_modal_config *cfg = mc_client_config(ms->client);
+    sk_buf msg = { 0 };
+    int rc = -1;
+    const char *rpc = NULL;
+    int64_t poll = 0;
+    switch (ms->prov.step) {
+    case PROV_FROM_NAME: {
+        sk_modal_sandbox_get_from_name_req m = { .sandbox_name = ms->sb->id, .environment_name = cfg->environment,
+                                                 .app_name = ms->app_name };
+        rc = sk_modal_encode_sandbox_get_from_name(&msg, &m);
+        rpc = SK_MODAL_RPC_SANDBOX_GET_FROM_NAME;
+        break;
+    }
+    case PROV_APP: {
+        sk_modal_app_get_or_create_req m = { .app_name = ms->app_name, .environment_name = cfg->environment,
+                                             .object_creation_type = SK_MODAL_OCT_CREATE_IF_MISSING };
+        rc = sk_modal_encode_app_get_or_create(&msg, &m);
+        rpc = SK_MODAL_RPC_APP_GET_OR_CREATE;
+        break;
+    }
+    case PROV_IMAGE: {
+        char *from = NULL;
+        if (asprintf(&from, "FROM %s", ms->base_image) < 0)
+            break;
+        const char *cmds[] = { from };
+        sk_modal_image_get_or_create_req m = { .app_id = ms->prov.app_id, .dockerfile_commands = { cmds, 1 },
+                                               .builder_version = cfg->image_builder_version };
+        rc = sk_modal_encode_image_get_or_create(&msg, &m);
+        free(from);
+        rpc = SK_MODAL_RPC_IMAGE_GET_OR_CREATE;
+        break;
+    }
+    case PROV_JOIN: {
+        sk_modal_image_join_streaming_req m = { .image_id = ms->prov.image_id, .timeout = 55,
+                                                .last_entry_id = ms->prov.last_entry_id };
+        rc = sk_modal_encode_image_join_streaming(&msg, &m);
+        rpc = SK_MODAL_RPC_IMAGE_JOIN_STREAMING;
+        poll = 55000;
+        break;
+    }
+    case PROV_SECRET: {
+        if (json_object_size(ms->sb->env) == 0) {
+            ms->prov.step = PROV_CREATE;
+            prov_step(ms);
+            return;
+        }
+        size_t n;
+        sk_modal_kv *kv = modal_env_kvs(ms->sb->env, &n);
+        if (!kv)
+            break;
+        sk_modal_secret_get_or_create_req m = { .object_creation_type = SK_MODAL_OCT_EPHEMERAL,
+                                                .env_dict = { kv, n }, .environment_name = cfg->environment };
+        rc = sk_modal_encode_secret_get_or_create(&msg, &m);
+        free(kv);
+        rpc = SK_MODAL_RPC_SECRET_GET_OR_CREATE;
+        break;
+    }
+    case PROV_CREATE: {
+        const char *secrets[] = { ms->prov.secret_id };
+        sk_modal_sandbox_create_req m = {
+            .app_id = ms->prov.app_id,
+            .image_id = ms->prov.image_id,
+            .secret_ids = { secrets, ms->prov.secret_id ? 1 : 0 },
+            .timeout_secs = (uint32_t)(ms->timeout_ms / 1000),
+            .workdir = ms->workdir,
+            .name = ms->sb->id,
+            .network_access_type = SK_MODAL_NETWORK_OPEN,
+        };
+        rc = sk_modal_encode_sandbox_create(&msg, &m);
+        rpc = SK_MODAL_RPC_SANDBOX_CREATE;
+        break;
+    }
+    }
+    if (rc == 0 && ms->prov.step == PROV_JOIN)
+        ms->prov.call = mc_stream(ms->client, rpc, &msg, poll, prov_on_join_message, prov_on_reply, ms);
+    else if (rc == 0)
+        ms->prov.call = mc_unary(ms->client, rpc, &msg, poll, prov_on_reply, ms);
+    sk_buf_free(&msg);
+    if (!ms->prov.call)
+        prov_finish(ms, modal_oom());
+}
+
+/* Joins the provisioning in flight, or starts one. */
+static void modal_provision(modal_sb *ms, modal_wait_fn fn, void *ud)
+{
+    if (modal_waiter_add(&ms->prov.waiters, fn, ud) != 0) {
+        sk_error *e = modal_oom();
+        fn(ud, e);
+        sk_error_free(e);
+        return;
+    }
+    if (ms->prov.active)
+        return;
+    ms->prov.active = true;
+    ms->prov.step = PROV_FROM_NAME;
+    prov_step(ms);
+}
+
+/* upstream retryOnDead: forget the dead handle and reconnect or create. */
+static void modal_revive(modal_sb *ms, modal_wait_fn fn, void *ud)
+{
+    if (!ms->prov.active && ms->sandbox_id) {
+        sk_log(SK_LOG_DEBUG, "modal", "sandbox %s is gone; provisioning it again", ms->sb->id);
+        modal_drop_handle(ms);
+    }
+    modal_provision(ms, fn, ud);
+}
+
+/* ---- readiness for commands: task id, then router access ---------------------- */
+
+enum { READY_TASK, READY_ACCESS };
+
+static void ready_step(modal_sb *ms);
+
+static void ready_finish(modal_sb *ms, sk_error *err)
+{
+    ms->ready.active = false;
+    ms->ready.call = NULL;
+    modal_notify(&ms->ready.waiters, err);
+    sk_error_free(err);
+}
+
+static void ready_on_timer(uv_timer_t *t)
+{
+    modal_sb *ms = t->data;
+    ready_step(ms);
+}
+
+static void ready_on_reply(void *ud, const mc_reply *r)
+{
+    modal_sb *ms = ud;
+    ms->ready.call = NULL;
+    if (r->code != 0) {
+        sk_error *e;
+        if (ms->ready.step == READY_ACCESS && r->code == SK_GRPC_FAILED_PRECONDITION)
+            e = sk_error_new("ModalError", json_pack("{s:i,s:s,s:s}", "grpc_status", r->code, "grpc_code",
+                                                     "FAILED_PRECONDITION", "rpc", r->rpc),
+                             "Command router access is not available for this sandbox");
+        else
+            e = modal_reply_error(ms, r, NULL);
+        ready_finish(ms, e);
+        return;
+    }
+    if (ms->ready.step == READY_TASK) {
+        sk_modal_sandbox_get_task_id_resp resp;
+        if (sk_modal_decode_sandbox_get_task_id(r->data, r->len, &resp) != 0) {
+            ready_finish(ms, sk_error_new("ModalError", NULL, "malformed SandboxGetTaskId response"));
+            return;
+        }
+        if (resp.has_task_result) {
+            sk_error *e;
+            if (resp.task_result.status == SK_MODAL_RESULT_SUCCESS || !resp.task_result.exception[0])
+                e = sk_error_new("ModalError", json_pack("{s:b,s:s}", "sandbox_dead", 1, "rpc", r->rpc),
+                                 "Sandbox %s has already completed", ms->sandbox_id);
+            else
+                e = sk_error_new("ModalError", json_pack("{s:b,s:s}", "sandbox_dead", 1, "rpc", r->rpc),
+                                 "Sandbox %s has already completed with result: exception:\"%s\"", ms->sandbox_id,
+                                 resp.task_result.exception);
+            sk_modal_sandbox_get_task_id_resp_free(&resp);
+            ready_finish(ms, e);
+            return;
+        }
+        if (!resp.task_id) {
+            sk_modal_sandbox_get_task_id_resp_free(&resp);
+            if (++ms->ready.tries >= MODAL_TASK_ID_TRIES) {
+                ready_finish(ms, sk_error_new("TimeoutError", NULL, "Timed out waiting for task ID for Sandbox %s",
+                                              ms->sandbox_id));
+                return;
+            }
+            if (modal_timer_start(ms, &ms->ready.timer, ms, MODAL_TASK_ID_DELAY_MS, ready_on_timer) != 0)
+                ready_finish(ms, modal_oom());
+            return;
+        }
+        modal_set_str(&ms->task_id, resp.task_id);
+        sk_modal_sandbox_get_task_id_resp_free(&resp);
+        ms->ready.step = READY_ACCESS;
+        ready_step(ms);
+        return;
+    }
+    sk_modal_task_get_command_router_access_resp resp;
+    if (sk_modal_decode_task_get_command_router_access(r->data, r->len, &resp) != 0) {
+        ready_finish(ms, sk_error_new("ModalError", NULL, "malformed TaskGetCommandRouterAccess response"));
+        return;
+    }
+    sk_error *err = NULL;
+    mc_router *router = mc_router_new(ms->client, ms->task_id, resp.jwt, resp.url, &err);
+    sk_modal_task_get_command_router_access_resp_free(&resp);
+    if (router) {
+        if (ms->router)
+            mc_router_unref(ms->router);
+        ms->router = router;
+    }
+    ready_finish(ms, err);
+}
+
+static void ready_step(modal_sb *ms)
+{
+    sk_buf msg = { 0 };
+    int rc;
+    const char *rpc;
+    if (ms->ready.step == READY_TASK) {
+        sk_modal_sandbox_get_task_id_req m = { .sandbox_id = ms->sandbox_id };
+        rc = sk_modal_encode_sandbox_get_task_id(&msg, &m);
+        rpc = SK_MODAL_RPC_SANDBOX_GET_TASK_ID;
+    } else {
+        sk_modal_task_get_command_router_access_req m = { .task_id = ms->task_id };
+        rc = sk_modal_encode_task_get_command_router_access(&msg, &m);
+        rpc = SK_MODAL_RPC_TASK_GET_COMMAND_ROUTER_ACCESS;
+    }
+    if (rc == 0)
+        ms->ready.call = mc_unary(ms->client, rpc, &msg, 0, ready_on_reply, ms);
+    sk_buf_free(&msg);
+    if (!ms->ready.call)
+        ready_finish(ms, modal_oom());
+}
+
+/* Calls fn at once when the router is known, else once the lookup ends. */
+static void modal_ready(modal_sb *ms, modal_wait_fn fn, void *ud)
+{
+    if (ms->router) {
+        fn(ud, NULL);
+        return;
+    }
+    if (modal_waiter_add(&ms->ready.waiters, fn, ud) != 0) {
+        sk_error *e = modal_oom();
+        fn(ud, e);
+        sk_error_free(e);
+        return;
+    }
+    if (ms->ready.active)
+        return;
+    ms->ready.active = true;
+    ms->ready.tries = 0;
+    ms->ready.step = ms->task_id ? READY_ACCESS : READY_TASK;
+    ready_step(ms);
+}
+
+/* ---- init / info ---------------------------------------------------------------- */
+
+static void modal_free(sk_sandbox *sb)
+{
+    modal_sb *ms = sb->impl;
+    if (!ms)
+        return;
+    mc_call_cancel(ms->prov.call);
+    mc_call_cancel(ms->ready.call);
+    mc_call_cancel(ms->down.call);
+    modal_timer_close(&ms->ready.timer);
+    modal_waiters_free(&ms->prov.waiters);
+    modal_waiters_free(&ms->ready.waiters);
+    if (ms->router)
+        mc_router_unref(ms->router);
+    mc_client_free(ms->client);
+    sk_error_free(ms->down.err);
+    free(ms->app_name);
+    free(ms->base_image);
+    free(ms->workdir);
+    free(ms->sandbox_id);
+    free(ms->task_id);
+    free(ms->snapshot_image);
+    free(ms->prov.app_id);
+    free(ms->prov.image_id);
+    free(ms->prov.secret_id);
+    free(ms->prov.last_entry_id);
+    free(ms);
+    sb->impl = NULL;
+}
+
+/* fmt has at most one %s, for value. */
+static sk_error *modal_config_error(const char *key, const char *fmt, const char *value)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, fmt, value ? value : "");
+    return sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", MODAL_ID, "key", key), "%s", msg);
+}
+
+static int modal_init(sk_sandbox *sb, const json_t *o, sk_error **err)
+{
+    modal_sb *ms = calloc(1, sizeof *ms);
+    if (!ms)
+        goto oom;
+    sb->impl = ms;
+    ms->sb = sb;
+    const char *app = json_string_value(json_object_get(o, "app_name"));
+    const char *image = json_string_value(json_object_get(o, "base_image"));
+    const char *wd = json_string_value(json_object_get(o, "workdir"));
+    json_t *t = json_object_get(o, "timeout_ms");
+    ms->timeout_ms = json_is_number(t) ? (int64_t)json_number_value(t) : 300000;
+    if (ms->timeout_ms <= 0 || ms->timeout_ms % 1000 != 0) {
+        *err = sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", MODAL_ID, "key", "timeout_ms"),
+                            "ModalSandbox option 'timeout_ms' must be a positive multiple of 1000 (got %lld)",
+                            (long long)ms->timeout_ms);
+        return -1;
+    }
+    if (app && !*app) {
+        *err = modal_config_error("app_name", "ModalSandbox option 'app_name' must not be empty", NULL);
+        return -1;
+    }
+    if (wd && wd[0] != '/') {
+        *err = modal_config_error("workdir", "ModalSandbox option 'workdir' must be an absolute path, got: %s", wd);
+        return -1;
+    }
+    ms->app_name = strdup(app ? app : "mastra");
+    ms->base_image = strdup(image && *image ? image : "ubuntu:22.04");
+    ms->workdir = wd ? strdup(wd) : NULL;
+    if (!ms->app_name || !ms->base_image || (wd && !ms->workdir))
+        goto oom;
+    sk_modal_config_opts co = {
+        .token_id = json_string_value(json_object_get(o, "token_id")),
+        .token_secret = json_string_value(json_object_get(o, "token_secret")),
+    };
+    sk_modal_config cfg;
+    if (sk_modal_config_load(&co, &cfg) != 0)
+        goto oom;
+    const char *url = json_string_value(json_object_get(o, "server_url"));
+    if (url && *url) {
+        char *copy = strdup(url);
+        if (!copy) {
+            sk_modal_config_free(&cfg);
+            goto oom;
+        }
+        free(cfg.server_url);
+        cfg.server_url = copy;
+    }
+    const char *scheme_end = strstr(cfg.server_url, "://");
+    if (scheme_end && !((scheme_end - cfg.server_url == 4 && strncasecmp(cfg.server_url, "http", 4) == 0) ||
+                        (scheme_end - cfg.server_url == 5 && strncasecmp(cfg.server_url, "https", 5) == 0))) {
+        *err = sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", MODAL_ID, "key", "server_url"),
+                            "Modal server URL must use http or https");
+        sk_modal_config_free(&cfg);
+        return -1;
+    }
+    json_t *rt = json_object_get(o, "rpc_timeout_ms");
+    ms->client = mc_client_new(sb->loop, &cfg, json_is_number(rt) ? (int64_t)json_number_value(rt) : 0);
+    sk_modal_config_free(&cfg); /* taken over, or left for us on failure */
+    if (!ms->client)
+        goto oom;
+    return 0;
+oom:
+    *err = modal_oom();
+    return -1;
+}
+
+static json_t *modal_metadata(sk_sandbox *sb)
+{
+    modal_sb *ms = sb->impl;
+    return json_pack("{s:s,s:s,s:I}", "app_name", ms->app_name, "image",
+                     ms->snapshot_image ? ms->snapshot_image : ms->base_image, "timeout_ms",
+                     (json_int_t)ms->timeout_ms);
+}
+
+static char *modal_instructions(sk_sandbox *sb)
+{
+    modal_sb *ms = sb->impl;
+    char *s = NULL;
+    if (asprintf(&s, "Modal cloud sandbox running %s. Use exec() to run shell commands.", ms->base_image) < 0)
+        return NULL;
+    return s;
+}
+
+/* ---- lifecycle ---------------------------------------------------------------------- */
+
+static void modal_on_started(void *ud, const sk_error *err)
+{
+    sk_sandbox *sb = ud;
+    modal_sb *ms = sb->impl;
+    sk_provider_done done = ms->start_done;
+    ms->start_done = NULL;
+    done(sb, err ? sk_error_copy(err) : NULL);
+}
+
+static void modal_start(sk_sandbox *sb, sk_provider_done done)
+{
+    modal_sb *ms = sb->impl;
+    if (ms->sandbox_id) {
+        done(sb, NULL); /* a live handle: nothing to do (upstream) */
+        return;
+    }
+    ms->start_done = done;
+    modal_provision(ms, modal_on_started, sb);
+}
+
+enum { DOWN_SETTLE, DOWN_READY, DOWN_SNAPSHOT, DOWN_TERMINATE, DOWN_WAIT, DOWN_DONE };
+
+static void down_step(modal_sb *ms);
+
+static void down_finish(modal_sb *ms)
+{
+    ms->down.call = NULL;
+    if (ms->down.destroying)
+        modal_set_str(&ms->snapshot_image, NULL);
+    modal_drop_handle(ms);
+    sk_error *err = ms->down.err;
+    ms->down.err = NULL;
+    sk_provider_done done = ms->down.done;
+    ms->down.done = NULL;
+    done(ms->sb, err);
+}
+
+static void down_on_wait(void *ud, const sk_error *err)
+{
+    modal_sb *ms = ud;
+    if (ms->down.step == DOWN_READY) {
+        if (err) {
+            sk_log(SK_LOG_DEBUG, "modal", "no snapshot of %s: %s", ms->sb->id, err->message);
+            ms->down.step = DOWN_TERMINATE;
+        } else {
+            ms->down.step = DOWN_SNAPSHOT;
+        }
+    }
+    down_step(ms);
+}
+
+static void down_on_reply(void *ud, const mc_reply *r)
+{
+    modal_sb *ms = ud;
+    ms->down.call = NULL;
+    switch (ms->down.step) {
+    case DOWN_SNAPSHOT:
+        if (r->code == 0) {
+            sk_modal_task_snapshot_filesystem_resp resp;
+            if (sk_modal_decode_task_snapshot_filesystem(r->data, r->len, &resp) == 0 && resp.image_id[0])
+                modal_set_str(&ms->snapshot_image, resp.image_id);
+            else
+                sk_log(SK_LOG_DEBUG, "modal", "Sandbox snapshot filesystem response missing `imageId`");
+            sk_modal_task_snapshot_filesystem_resp_free(&resp);
+        } else {
+            sk_error *e = modal_reply_error(ms, r, NULL);
+            sk_log(SK_LOG_DEBUG, "modal", "Snapshot failed, terminating without snapshot: %s", e ? e->message : "");
+            sk_error_free(e);
+        }
+        ms->down.step = DOWN_TERMINATE;
+        break;
+    case DOWN_TERMINATE:
+        if (r->code != 0 && !ms->down.destroying && !modal_dead(r->code, r->message)) {
+            ms->down.err = modal_reply_error(ms, r, NULL);
+            ms->down.step = DOWN_DONE;
+        } else {
+            ms->down.step = ms->down.destroying || r->code != 0 ? DOWN_DONE : DOWN_WAIT;
+        }
+        break;
+    case DOWN_WAIT:
+        if (r->code != 0) {
+            if (!modal_dead(r->code, r->message))
+                ms->down.err = modal_reply_error(ms, r, NULL);
+            ms->down.step = DOWN_DONE;
+            break;
+        }
+        sk_modal_sandbox_wait_resp resp;
+        if (sk_modal_decode_sandbox_wait(r->data, r->len, &resp) != 0) {
+            ms->down.err = sk_error_new("ModalError", NULL, "malformed SandboxWait response");
+            ms->down.step = DOWN_DONE;
+            break;
+        }
+        if (resp.has_result && resp.result.status != 0)
+            ms->down.step = DOWN_DONE;
+        sk_modal_sandbox_wait_resp_free(&resp);
+        break;
+    }
+    down_step(ms);
+}
+
+static void down_step(modal_sb *ms)
+{
+    sk_buf msg = { 0 };
+    for (;;) {
+        switch (ms->down.step) {
+        case DOWN_SETTLE:
+            /* A provisioning in flight ends first, so whatever it creates is
+             * what we tear down. */
+            if (ms->prov.active && modal_waiter_add(&ms->prov.waiters, down_on_wait, ms) == 0)
+                return;
+            if (!ms->sandbox_id) {
+                down_finish(ms);
+                return;
+            }
+            ms->down.step = ms->down.destroying ? DOWN_TERMINATE : DOWN_READY;
+            continue;
+        case DOWN_READY:
+            modal_ready(ms, down_on_wait, ms);
+            return;
+        case DOWN_SNAPSHOT: {
+            char snap[37];
+            mc_uuid4(snap);
+            sk_modal_task_snapshot_filesystem_req m = { .task_id = ms->task_id, .snapshot_id = snap,
+                                                        .ttl_seconds = -1 };
+            mc_retry policy = MC_RETRY_ROUTER;
+            policy.deadline_ms = sk_now_ms() + MODAL_SNAPSHOT_TIMEOUT_MS;
+            policy.no_retry_mask = (1u << SK_GRPC_DEADLINE_EXCEEDED) | (1u << SK_GRPC_CANCELLED);
+            if (sk_modal_encode_task_snapshot_filesystem(&msg, &m) == 0)
+                ms->down.call = mc_router_unary(ms->router, SK_MODAL_RPC_TASK_SNAPSHOT_FILESYSTEM, &msg, &policy,
+                                                down_on_reply, ms);
+            break;
+        }
+        case DOWN_TERMINATE: {
+            sk_modal_sandbox_terminate_req m = { .sandbox_id = ms->sandbox_id };
+            if (sk_modal_encode_sandbox_terminate(&msg, &m) == 0)
+                ms->down.call = mc_unary(ms->client, SK_MODAL_RPC_SANDBOX_TERMINATE, &msg, 0, down_on_reply, ms);
+            break;
+        }
+        case DOWN_WAIT: {
+            sk_modal_sandbox_wait_req m = { .sandbox_id = ms->sandbox_id, .timeout = MODAL_WAIT_POLL_S };
+            if (sk_modal_encode_sandbox_wait(&msg, &m) == 0)
+                ms->down.call = mc_unary(ms->client, SK_MODAL_RPC_SANDBOX_WAIT, &msg, MODAL_WAIT_POLL_S * 1000,
+                                         down_on_reply, ms);
+            break;
+        }
+        default:
+            down_finish(ms);
+            return;
+        }
+        sk_buf_free(&msg);
+        if (!ms->down.call) {
+            sk_error_free(ms->down.err);
+            ms->down.err = modal_oom();
+            down_finish(ms);
+        }
+        return;
+    }
+}
+
+static void modal_down(sk_sandbox *sb, sk_provider_done done, bool destroying)
+{
+    modal_sb *ms = sb->impl;
+    ms->down.destroying = destroying;
+    ms->down.done = done;
+    ms->down.step = DOWN_SETTLE;
+    down_step(ms);
+}
+
+static void modal_stop(sk_sandbox *sb, sk_provider_done done) { modal_down(sb, done, false); }
+static void modal_destroy(sk_sandbox *sb, sk_provider_done done) { modal_down(sb, done, true); }
+
+/* ---- commands -------------------------------------------------------------------- */
+
+static void proc_acquire(modal_proc *mp);
+static void proc_stdin_pump(modal_proc *mp);
+
+static void proc_cancel_calls(modal_proc *mp)
+{
+    modal_sb *ms = mp->ms;
+    if (mp->waiting) {
+        modal_waiter_remove(&ms->prov.waiters, mp);
+        modal_waiter_remove(&ms->ready.waiters, mp);
+        mp->waiting = false;
+    }
+    mc_call_cancel(mp->start_call);
+    mc_call_cancel(mp->wait_call);
+    mc_call_cancel(mp->stdio[0]);
+    mc_call_cancel(mp->stdio[1]);
+    mc_call_cancel(mp->stdin_call);
+    mp->start_call = mp->wait_call = mp->stdio[0] = mp->stdio[1] = mp->stdin_call = NULL;
+}
+
+static void proc_on_finish_timer(uv_timer_t *t)
+{
+    modal_proc *mp = t->data;
+    sk_error *err = mp->error;
+    mp->error = NULL;
+    sk_result r = mp->result;
+    /* May release (free) mp. */
+    sk_process_finish(mp->p, err ? NULL : &r, err);
+}
+
+/* Ends the process from the loop, never from inside spawn or kill. */
+static void proc_finish(modal_proc *mp, const sk_result *r, sk_error *err)
+{
+    if (mp->finishing) {
+        sk_error_free(err);
+        return;
+    }
+    mp->finishing = true;
+    proc_cancel_calls(mp);
+    if (r)
+        mp->result = *r;
+    mp->error = err;
+    if (modal_timer_start(mp->ms, &mp->finish_timer, mp, 0, proc_on_finish_timer) != 0)
+        abort(); /* a few bytes; the process could never end without them */
+}
+
+static void proc_maybe_done(modal_proc *mp)
+{
+    if (mp->eof[0] && mp->eof[1] && mp->exited)
+        proc_finish(mp, &mp->result, NULL);
+}
+
+static void proc_on_data(void *ud, const uint8_t *data, size_t len, int stream)
+{
+    modal_proc *mp = ud;
+    sk_process_output(mp->p, stream, (const char *)data, len);
+}
+
+static void proc_on_stdout(void *ud, const uint8_t *data, size_t len) { proc_on_data(ud, data, len, 1); }
+static void proc_on_stderr(void *ud, const uint8_t *data, size_t len) { proc_on_data(ud, data, len, 2); }
+
+static void proc_on_stdio_end(modal_proc *mp, int i, const mc_reply *r)
+{
+    mp->stdio[i] = NULL;
+    if (r->code != 0) {
+        proc_finish(mp, NULL, mc_error(mp->ms->client, r, NULL));
+        return;
+    }
+    mp->eof[i] = true;
+    proc_maybe_done(mp);
+}
+
+static void proc_on_stdout_end(void *ud, const mc_reply *r) { proc_on_stdio_end(ud, 0, r); }
+static void proc_on_stderr_end(void *ud, const mc_reply *r) { proc_on_stdio_end(ud, 1, r); }
+
+static void proc_on_wait(void *ud, const mc_reply *r)
+{
+    modal_proc *mp = ud;
+    mp->wait_call = NULL;
+    if (r->code != 0) {
+        proc_finish(mp, NULL, mc_error(mp->ms->client, r, NULL));
+        return;
+    }
+    sk_modal_task_exec_wait_resp resp;
+    if (sk_modal_decode_task_exec_wait(r->data, r->len, &resp) != 0 || resp.kind == SK_MODAL_EXIT_NONE) {
+        proc_finish(mp, NULL, sk_error_new("ModalError", json_pack("{s:s,s:s}", "rpc", r->rpc, "sdk_error",
+                                                                  "InvalidError"),
+                                           "Unexpected exit status"));
+        return;
+    }
+    memset(&mp->result, 0, sizeof mp->result);
+    if (resp.kind == SK_MODAL_EXIT_SIGNAL) {
+        mp->result.exit_code = 128 + resp.value;
+        mp->result.killed = true;
+    } else {
+        mp->result.exit_code = resp.value;
+    }
+    mp->exited = true;
+    proc_maybe_done(mp);
+}
+
+static void proc_on_stdin(void *ud, const mc_reply *r)
+{
+    modal_proc *mp = ud;
+    mp->stdin_call = NULL;
+    if (r->code != 0) {
+        /* The process may simply have ended; nobody waits on stdin. */
+        sk_log(SK_LOG_DEBUG, "modal", "stdin write for %s failed (%s)", mp->p->pid,
+               sk_grpc_code_name(r->code) ? sk_grpc_code_name(r->code) : "UNKNOWN");
+        sk_buf_reset(&mp->stdin_pending);
+        mp->stdin_eof_sent = true;
+        return;
+    }
+    mp->stdin_offset += mp->stdin_inflight;
+    size_t left = mp->stdin_pending.len - mp->stdin_inflight;
+    if (left)
+        memmove(mp->stdin_pending.data, mp->stdin_pending.data + mp->stdin_inflight, left);
+    mp->stdin_pending.len = left;
+    if (mp->stdin_pending.data)
+        mp->stdin_pending.data[left] = '\0';
+    mp->stdin_inflight = 0;
+    if (mp->stdin_eof_inflight)
+        mp->stdin_eof_sent = true;
+    proc_stdin_pump(mp);
+}
+
+/* One TaskExecStdinWrite at a time, so offsets arrive in order. */
+static void proc_stdin_pump(modal_proc *mp)
+{
+    if (!mp->started || mp->stdin_call || mp->finishing || mp->stdin_eof_sent)
+        return;
+    bool eof = mp->stdin_eof_wanted;
+    if (mp->stdin_pending.len == 0 && !eof)
+        return;
+    sk_buf msg = { 0 };
+    sk_modal_task_exec_stdin_write_req m = { .task_id = mc_router_task_id(mp->router), .exec_id = mp->exec_id,
+                                             .offset = mp->stdin_offset, .data = mp->stdin_pending.data,
+                                             .len = mp->stdin_pending.len, .eof = eof };
+    if (sk_modal_encode_task_exec_stdin_write(&msg, &m) == 0)
+        mp->stdin_call = mc_router_unary(mp->router, SK_MODAL_RPC_TASK_EXEC_STDIN_WRITE, &msg, &MC_RETRY_ROUTER,
+                                         proc_on_stdin, mp);
+    sk_buf_free(&msg);
+    if (mp->stdin_call) {
+        mp->stdin_inflight = mp->stdin_pending.len;
+        mp->stdin_eof_inflight = eof;
+    }
+}
+
+static void proc_on_started(void *ud, const mc_reply *r);
+
+/* After any wait: try again from wherever the sandbox now is; a dead
+ * sandbox is re-provisioned once per command. */
+static void proc_on_waited(void *ud, const sk_error *err)
+{
+    modal_proc *mp = ud;
+    mp->waiting = false;
+    if (err) {
+        if (modal_error_dead(err) && !mp->retried) {
+            mp->retried = true;
+            mp->waiting = true;
+            modal_revive(mp->ms, proc_on_waited, mp);
+            return;
+        }
+        proc_finish(mp, NULL, sk_error_copy(err));
+        return;
+    }
+    proc_acquire(mp);
+}
+
+static void proc_exec_start(modal_proc *mp)
+{
+    modal_sb *ms = mp->ms;
+    if (mp->router)
+        mc_router_unref(mp->router);
+    mp->router = ms->router;
+    mc_router_ref(mp->router);
+    mp->gen = ms->gen;
+    mc_uuid4(mp->exec_id);
+    const char *argv[] = { "sh", "-c", mp->command };
+    size_t n;
+    sk_modal_kv *kv = modal_env_kvs(mp->env, &n);
+    sk_buf msg = { 0 };
+    int rc = -1;
+    if (kv) {
+        sk_modal_task_exec_start_req m = {
+            .task_id = mc_router_task_id(mp->router),
+            .exec_id = mp->exec_id,
+            .command_args = { argv, 3 },
+            .stdout_config = SK_MODAL_STDOUT_PIPE,
+            .stderr_config = SK_MODAL_STDERR_PIPE,
+            .workdir = mp->cwd,
+            .env = { kv, n },
+        };
+        if (mp->timeout_ms > 0) {
+            /* A backstop for the remote process: the local timer (sandbox.c)
+             * fires first and reports the timeout. */
+            m.has_timeout_secs = true;
+            m.timeout_secs = (uint32_t)((mp->timeout_ms + 999) / 1000 + 1);
+        }
+        rc = sk_modal_encode_task_exec_start(&msg, &m);
+        free(kv);
+    }
+    if (rc == 0)
+        mp->start_call = mc_router_unary(mp->router, SK_MODAL_RPC_TASK_EXEC_START, &msg, &MC_RETRY_ROUTER,
+                                         proc_on_started, mp);
+    sk_buf_free(&msg);
+    if (!mp->start_call)
+        proc_finish(mp, NULL, modal_oom());
+}
+
+static void proc_on_started(void *ud, const mc_reply *r)
+{
+    modal_proc *mp = ud;
+    modal_sb *ms = mp->ms;
+    mp->start_call = NULL;
+    if (r->code != 0) {
+        if (modal_dead(r->code, r->message) && !mp->retried) {
+            mp->retried = true;
+            mp->waiting = true;
+            if (ms->gen != mp->gen)
+                proc_on_waited(mp, NULL); /* already replaced by another command's retry */
+            else
+                modal_revive(ms, proc_on_waited, mp);
+            return;
+        }
+        proc_finish(mp, NULL, mc_error(ms->client, r, NULL));
+        return;
+    }
+    mp->started = true;
+    mp->stdio[0] = mc_stdio_read(mp->router, mp->exec_id, SK_MODAL_FD_STDOUT, proc_on_stdout, proc_on_stdout_end, mp);
+    mp->stdio[1] = mc_stdio_read(mp->router, mp->exec_id, SK_MODAL_FD_STDERR, proc_on_stderr, proc_on_stderr_end, mp);
+    sk_buf msg = { 0 };
+    sk_modal_task_exec_ref m = { .task_id = mc_router_task_id(mp->router), .exec_id = mp->exec_id };
+    mc_retry policy = { .base_ms = 1000, .factor = 1, .max_retries = -1,
+                        .attempt_timeout_ms = MODAL_EXEC_WAIT_ATTEMPT_MS };
+    if (sk_modal_encode_task_exec_ref(&msg, &m) == 0)
+        mp->wait_call = mc_router_unary(mp->router, SK_MODAL_RPC_TASK_EXEC_WAIT, &msg, &policy, proc_on_wait, mp);
+    sk_buf_free(&msg);
+    if (!mp->stdio[0] || !mp->stdio[1] || !mp->wait_call) {
+        proc_finish(mp, NULL, modal_oom());
+        return;
+    }
+    proc_stdin_pump(mp);
+}
+
+static void proc_acquire(modal_proc *mp)
+{
+    modal_sb *ms = mp->ms;
+    mp->waiting = true;
+    if (ms->router && !ms->prov.active) {
+        mp->waiting = false;
+        proc_exec_start(mp);
+    } else if (ms->sandbox_id && !ms->prov.active) {
+        modal_ready(ms, proc_on_waited, mp);
+    } else {
+        modal_provision(ms, proc_on_waited, mp);
+    }
+}
+
+static int modal_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_error **err)
+{
+    modal_sb *ms = sb->impl;
+    modal_proc *mp = calloc(1, sizeof *mp);
+    if (!mp)
+        goto oom;
+    mp->ms = ms;
+    mp->p = p;
+    mp->command = strdup(o->command);
+    mp->cwd = o->cwd ? strdup(o->cwd) : NULL;
+    mp->env = sk_sandbox_merged_env(sb, o->env);
+    mp->timeout_ms = o->timeout_ms;
+    if (!mp->command || (o->cwd && !mp->cwd) || !mp->env)
+        goto oom_free;
+    if (o->has_stdin && o->stdin_len && sk_buf_append(&mp->stdin_pending, o->stdin_data, o->stdin_len) != 0)
+        goto oom_free;
+    if (!o->keep_stdin_open)
+        mp->stdin_eof_wanted = true; /* exec: stdin is closed once written */
+    p->impl = mp;
+    /* upstream's handle id: modal-proc-<base36 ms>-<counter> */
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    unsigned long long now = (unsigned long long)tv.tv_sec * 1000ULL + (unsigned long long)tv.tv_usec / 1000ULL;
+    char b36[16];
+    int k = 0;
+    do {
+        b36[k++] = "0123456789abcdefghijklmnopqrstuvwxyz"[now % 36];
+        now /= 36;
+    } while (now && k < 15);
+    char rev[16];
+    for (int i = 0; i < k; i++)
+        rev[i] = b36[k - 1 - i];
+    rev[k] = '\0';
+    snprintf(p->pid, sizeof p->pid, "modal-proc-%s-%u", rev, ++ms->proc_counter);
+    proc_acquire(mp);
+    return 0;
+oom_free:
+    free(mp->command);
+    free(mp->cwd);
+    json_decref(mp->env);
+    sk_buf_free(&mp->stdin_pending);
+    free(mp);
+oom:
+    *err = modal_oom();
+    return -1;
+}
+
+static int modal_kill(sk_process *p, int sig)
+{
+    (void)sig;
+    modal_proc *mp = p->impl;
+    if (!mp || mp->finishing)
+        return -1;
+    /* No kill RPC in the SDK: the local streams end (upstream reports 137);
+     * the remote process runs on until its timeout_secs or the sandbox's. */
+    sk_result r = { .exit_code = 137, .killed = true };
+    proc_finish(mp, &r, NULL);
+    return 0;
+}
+
+static int modal_write_stdin(sk_process *p, const char *data, size_t len, sk_error **err)
+{
+    modal_proc *mp = p->impl;
+    if (!mp || mp->finishing || mp->stdin_eof_wanted) {
+        *err = sk_error_new("ProcessExitedError", NULL, "Cannot write to stdin of process %s: stdin is closed",
+                            p->pid);
+        return -1;
+    }
+    if (sk_buf_append(&mp->stdin_pending, data, len) != 0) {
+        *err = modal_oom();
+        return -1;
+    }
+    proc_stdin_pump(mp);
+    return 0;
+}
+
+static int modal_close_stdin(sk_process *p)
+{
+    modal_proc *mp = p->impl;
+    if (!mp || mp->finishing)
+        return -1;
+    mp->stdin_eof_wanted = true;
+    proc_stdin_pump(mp);
+    return 0;
+}
+
+static void modal_release(sk_process *p)
+{
+    modal_proc *mp = p->impl;
+    if (!mp)
+        return;
+    proc_cancel_calls(mp);
+    modal_timer_close(&mp->finish_timer);
+    if (mp->router)
+        mc_router_unref(mp->router);
+    sk_error_free(mp->error);
+    free(mp->command);
+    free(mp->cwd);
+    json_decref(mp->env);
+    sk_buf_free(&mp->stdin_pending);
+    free(mp);
+    p->impl = NULL;
+}
+
+const sk_provider sk_provider_modal = {
+    .id = MODAL_ID,
+    .name = "ModalSandbox",
+    .handles_timeout = false,
+    .init = modal_init,
+    .start = modal_start,
+    .stop = modal_stop,
+    .destroy = modal_destroy,
+    .spawn = modal_spawn,
+    .kill = modal_kill,
+    .write_stdin = modal_write_stdin,
+    .close_stdin = modal_close_stdin,
+    .release = modal_release,
+    .metadata = modal_metadata,
+    .instructions = modal_instructions,
+    .free = modal_free,
+};
