@@ -17,21 +17,7 @@
 #include "providers/apple_container_sha256.h"
 #include "providers/apple_container_shell.h"
 
-static int tap_n, tap_failed;
-
-static int tap(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int tap(int ok, const char *fmt, ...)
-{
-    va_list ap;
-    printf("%s %d - ", ok ? "ok" : "not ok", ++tap_n);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    if (!ok)
-        tap_failed++;
-    return ok;
-}
+#include "tap.h"
 
 /* ---- config hash ----------------------------------------------------------- */
 

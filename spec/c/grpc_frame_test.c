@@ -11,21 +11,7 @@
 #include "buf.h"
 #include "grpc_frame.h"
 
-static int tap_n, tap_failed;
-
-static int tap(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int tap(int ok, const char *fmt, ...)
-{
-    va_list ap;
-    printf("%s %d - ", ok ? "ok" : "not ok", ++tap_n);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    if (!ok)
-        tap_failed++;
-    return ok;
-}
+#include "tap.h"
 
 /* Collects delivered messages as "len:bytes|" so sequences compare as
  * strings; counts zero-copy deliveries. */

@@ -14,21 +14,7 @@
 #include "modal_config.h"
 #include "toml.h"
 
-static int tap_n, tap_failed;
-
-static int tap(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int tap(int ok, const char *fmt, ...)
-{
-    va_list ap;
-    printf("%s %d - ", ok ? "ok" : "not ok", ++tap_n);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    if (!ok)
-        tap_failed++;
-    return ok;
-}
+#include "tap.h"
 
 /* Parses and compares with the expected JSON (compact, sorted keys). */
 static void toml_is(const char *name, const char *text, const char *want_json)
