@@ -21,23 +21,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "floor.h"
+
 typedef struct fan_child {
     pid_t pid;
     int fd[2]; /* read ends: stdout, stderr; -1 once closed */
 } fan_child;
-
-static double clock_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* Starts one child; its read ends go into ep. 0 on success. */
 static int fan_spawn(fan_child *c, int index, int ep, char *const envp[])

@@ -23,24 +23,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "floor.h"
+
 typedef struct fleet_member {
     char dir[4096];
     pid_t pid;
     int fd[2]; /* read ends: stdout, stderr; -1 once closed */
 } fleet_member;
-
-static double clock_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* Starts `sh -c true` in m->dir; its read ends go into ep. */
 static int fleet_spawn(fleet_member *m, int index, int ep, char *const envp[])

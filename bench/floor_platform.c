@@ -18,6 +18,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "floor.h"
+
 typedef struct conn {
     struct lws *wsi;
     int step;        /* frames written: 0 none, 1 init, 2 stdin_close */
@@ -32,13 +34,6 @@ static char fl_host[256], fl_path[512], fl_protocols[4096], fl_init[512];
 static int fl_port;
 static int fl_done, fl_failures;
 static size_t fl_bytes;
-
-static double clock_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
 
 static void conn_finish(conn *c, int ok)
 {
@@ -141,12 +136,6 @@ static double run_batch(conn *conns, int width)
     while (fl_done < width)
         lws_service(fl_ctx, 0);
     return clock_us() - t0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv)

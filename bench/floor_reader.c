@@ -23,24 +23,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "floor.h"
+
 typedef struct reader_sink {
     bool keep;
     char *data; /* owned; kept bytes when keep */
     size_t len, cap;
 } reader_sink;
-
-static double clock_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static int sink_append(reader_sink *k, const char *p, size_t n)
 {

@@ -11,7 +11,7 @@ BENCH_CFLAGS := -std=c11 -O2 -Wall -Wextra -Werror
 BENCH_LUA_CFLAGS := $(shell pkg-config --cflags lua5.4 2>/dev/null)
 BENCH_ENV := LUA_CPATH='build/?.so;build/bench/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;'
 
-build/bench/floor_%: bench/floor_%.c
+build/bench/floor_%: bench/floor_%.c bench/floor.h
 	@mkdir -p build/bench
 	$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $<
 

@@ -5,7 +5,7 @@
 
 platform_saved_goal := $(.DEFAULT_GOAL)
 
-build/bench/floor_platform: bench/floor_platform.c
+build/bench/floor_platform: bench/floor_platform.c bench/floor.h
 	@mkdir -p build/bench
 	$(BENCH_CC) $(BENCH_CFLAGS) $(shell pkg-config --cflags libwebsockets) -o $@ $< \
 	  $(shell pkg-config --libs libwebsockets)
