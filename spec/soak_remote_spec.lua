@@ -8,6 +8,9 @@ local server = require "helpers.server"
 local procs = require "helpers.procs"
 
 local LARGE = 256 * 1024
+-- Under ASan (quarantine) or valgrind RSS is the tool's, not ours: those
+-- runs find real leaks themselves, so RSS is bounded only in plain runs.
+local INSTRUMENTED = os.getenv("ASAN_OPTIONS") ~= nil or (os.getenv("LD_PRELOAD") or ""):find("vgpreload") ~= nil
 
 -- Runs n operations with `workers` tasks over the sandboxes; returns the
 -- per-kind counts. Each operation's outcome is checked by its kind.
@@ -72,7 +75,9 @@ local function measured(name, sandboxes, n, workers)
     counts.cancel, counts.large, elapsed, fds0, fds1, rss0, rss1))
   -- pooled connections may stay open; a leak per operation would not fit
   assert.is_true(fds1 <= fds0 + 8, ("descriptors %d -> %d"):format(fds0, fds1))
-  assert.is_true(rss1 - rss0 < 32 * 1024, ("RSS %d -> %d KiB"):format(rss0, rss1))
+  if not INSTRUMENTED then
+    assert.is_true(rss1 - rss0 < 32 * 1024, ("RSS %d -> %d KiB"):format(rss0, rss1))
+  end
 end
 
 describe("remote soak", function()
