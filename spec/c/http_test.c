@@ -160,7 +160,7 @@ static void test_get_post(sk_loop *loop, const echo_server *s)
     sk_http_request q = { .url = url };
     bool fin = fetch(loop, &c, &q);
     json_t *j = parse(&c);
-    tap_ok(fin && c.done == 1 && c.err == SK_HTTP_OK && c.status == 200 && c.heads == 1 &&
+    tap(fin && c.done == 1 && c.err == SK_HTTP_OK && c.status == 200 && c.heads == 1 &&
                c.head_status == 200 && c.http_version == 11 && strstr(c.ctype, "application/json") &&
                j && strcmp(jstr(j, "hello", NULL), "world") == 0 && c.error[0] == '\0',
            "GET /hello: 200, JSON body, head callback, HTTP/1.1 (err=%d status=%d v=%d)", c.err,
@@ -176,7 +176,7 @@ static void test_get_post(sk_loop *loop, const echo_server *s)
     fin = fetch(loop, &c, &q);
     j = parse(&c);
     json_t *sent = j ? json_loads(jstr(j, "body", NULL), 0, NULL) : NULL;
-    tap_ok(fin && c.status == 200 && j && strcmp(jstr(j, "method", NULL), "POST") == 0 &&
+    tap(fin && c.status == 200 && j && strcmp(jstr(j, "method", NULL), "POST") == 0 &&
                strcmp(jstr(j, "headers", "content-type"), "application/json") == 0 &&
                strcmp(jstr(j, "headers", "x-test"), "yes") == 0 &&
                !json_object_get(json_object_get(j, "headers"), "expect") && sent &&
@@ -189,7 +189,7 @@ static void test_get_post(sk_loop *loop, const echo_server *s)
     q = (sk_http_request){ .method = "PUT", .url = url, .body = "raw", .body_len = 3 };
     fin = fetch(loop, &c, &q);
     j = parse(&c);
-    tap_ok(fin && j && strcmp(jstr(j, "method", NULL), "PUT") == 0 &&
+    tap(fin && j && strcmp(jstr(j, "method", NULL), "PUT") == 0 &&
                strcmp(jstr(j, "body", NULL), "raw") == 0 &&
                !json_object_get(json_object_get(j, "headers"), "content-type"),
            "PUT with a body and no content type sends none");
@@ -197,14 +197,14 @@ static void test_get_post(sk_loop *loop, const echo_server *s)
     q = (sk_http_request){ .method = "DELETE", .url = url };
     fin = fetch(loop, &c, &q);
     j = parse(&c);
-    tap_ok(fin && j && strcmp(jstr(j, "method", NULL), "DELETE") == 0, "DELETE");
+    tap(fin && j && strcmp(jstr(j, "method", NULL), "DELETE") == 0, "DELETE");
     json_decref(j);
 
     snprintf(url, sizeof url, "%s/status/404", s->base);
     q = (sk_http_request){ .url = url };
     fin = fetch(loop, &c, &q);
     j = parse(&c);
-    tap_ok(fin && c.err == SK_HTTP_OK && c.status == 404 && j &&
+    tap(fin && c.err == SK_HTTP_OK && c.status == 404 && j &&
                strcmp(jstr(j, "error", "type"), "test_error") == 0,
            "non-2xx is a response, not a transport error (404 + body)");
     json_decref(j);
@@ -212,7 +212,7 @@ static void test_get_post(sk_loop *loop, const echo_server *s)
     snprintf(url, sizeof url, "%s/big?bytes=5000000", s->base);
     q = (sk_http_request){ .url = url };
     fin = fetch(loop, &c, &q);
-    tap_ok(fin && c.status == 200 && c.body.len == 5000000 && c.body.data[4999999] == 'a',
+    tap(fin && c.status == 200 && c.body.len == 5000000 && c.body.data[4999999] == 'a',
            "5 MB body accumulated (%zu bytes)", c.body.len);
     call_reset(&c);
 }
@@ -225,7 +225,7 @@ static void test_streaming(sk_loop *loop, const echo_server *s)
     sk_http_request q = { .url = url };
     start(loop, &c, &q, true);
     run_until(loop, &c.done, 1, 10000);
-    tap_ok(c.done == 1 && c.status == 200 && c.datas >= 2 && !c.data_before_head &&
+    tap(c.done == 1 && c.status == 200 && c.datas >= 2 && !c.data_before_head &&
                c.body.len == 5 * strlen("chunk 0\n") && strncmp(c.body.data, "chunk 0\nchunk 1\n", 16) == 0,
            "streaming body: %d data callbacks after the head, all bytes in order", c.datas);
     call_reset(&c);
@@ -242,7 +242,7 @@ static void test_streaming(sk_loop *loop, const echo_server *s)
     snprintf(url, sizeof url, "%s/slow?ms=300", s->base);
     sk_http_request q2 = { .url = url };
     fetch(loop, &probe, &q2); /* let the cancelled stream's data flow for 300 ms */
-    tap_ok(c.datas == 2 && c.done == 0 && probe.done == 1,
+    tap(c.datas == 2 && c.done == 0 && probe.done == 1,
            "cancel inside a data callback: no more data, no done (datas=%d done=%d)", c.datas, c.done);
     call_reset(&c);
     call_reset(&probe);
@@ -271,7 +271,7 @@ static void test_reuse(sk_loop *loop, const echo_server *s)
     }
     double total = sk_now_ms() - t0;
     long server_conns = server_stat(loop, s, "connections", "plain");
-    tap_ok(ok == N && new_conns == 0 && server_conns == 0,
+    tap(ok == N && new_conns == 0 && server_conns == 0,
            "%d sequential GETs reuse one connection (new connects %ld, server saw %ld)", ok, new_conns,
            server_conns);
     if (ok == N) {
@@ -313,7 +313,7 @@ static void test_reuse(sk_loop *loop, const echo_server *s)
     long sessions = server_stat(loop, s, "h2Sessions", "plain");
     /* curl < 8 cannot reuse h2c connections (http.c): one per call there. */
     bool reuse = curl_version_info(CURLVERSION_NOW)->version_num >= 0x080000;
-    tap_ok(good == M && (reuse ? sessions == 1 && conns == 1 : sessions == M && conns == M),
+    tap(good == M && (reuse ? sessions == 1 && conns == 1 : sessions == M && conns == M),
            "%d concurrent h2c requests (server sessions %ld, connects %ld, libcurl %s)", good, sessions,
            conns, curl_version_info(CURLVERSION_NOW)->version);
 
@@ -327,7 +327,7 @@ static void test_reuse(sk_loop *loop, const echo_server *s)
         if (!fetch(loop, &c, &q) || c.status != 200 || c.http_version != 20 || c.connects != (reuse ? 0 : 1))
             break;
     total = sk_now_ms() - t0;
-    tap_ok(k == K, "%d sequential h2c GETs (%s)", k, reuse ? "one connection" : "a connection each");
+    tap(k == K, "%d sequential h2c GETs (%s)", k, reuse ? "one connection" : "a connection each");
     tap_note("h2c GET%s: %.0f req/s", reuse ? " (reused connection)" : " (new connection each)",
              K / (total / 1000));
     call_reset(&c);
@@ -342,7 +342,7 @@ static void test_failures(sk_loop *loop, const echo_server *s)
     double t0 = sk_now_ms();
     fetch(loop, &c, &q);
     double took = sk_now_ms() - t0;
-    tap_ok(c.done == 1 && c.err == SK_HTTP_ERR_TIMEOUT && c.status == 0 && took < 3000 &&
+    tap(c.done == 1 && c.err == SK_HTTP_ERR_TIMEOUT && c.status == 0 && took < 3000 &&
                strstr(c.error, "/slow") && !strstr(c.error, "ms=5000"),
            "timeout: err=timeout after %.0f ms, message names the path without the query: %s", took,
            c.error);
@@ -352,23 +352,23 @@ static void test_failures(sk_loop *loop, const echo_server *s)
     sk_http_header h = { "Authorization", "Bearer SECRET" };
     q = (sk_http_request){ .url = url, .headers = &h, .n_headers = 1 };
     fetch(loop, &c, &q);
-    tap_ok(c.done == 1 && c.err == SK_HTTP_ERR_CONNECT && c.curl_code == 7 && strstr(c.error, "127.0.0.1") &&
+    tap(c.done == 1 && c.err == SK_HTTP_ERR_CONNECT && c.curl_code == 7 && strstr(c.error, "127.0.0.1") &&
                !strstr(c.error, "SECRET") && !strstr(c.error, "hunter2"),
            "refused: err=connect (curl 7), no secrets in: %s", c.error);
 
     q = (sk_http_request){ .url = "http://no-such-host.invalid/" };
     fetch(loop, &c, &q);
-    tap_ok(c.done == 1 && c.err == SK_HTTP_ERR_RESOLVE, "unknown host: err=resolve (%s)", c.error);
+    tap(c.done == 1 && c.err == SK_HTTP_ERR_RESOLVE, "unknown host: err=resolve (%s)", c.error);
 
     q = (sk_http_request){ .url = "ftp://127.0.0.1/" };
     fetch(loop, &c, &q);
-    tap_ok(c.done == 1 && c.err == SK_HTTP_ERR_USAGE, "ftp:// refused as usage error (%s)", c.error);
+    tap(c.done == 1 && c.err == SK_HTTP_ERR_USAGE, "ftp:// refused as usage error (%s)", c.error);
 
     sk_http_header bad = { "X-Bad", "a\r\nInjected: 1" };
     q = (sk_http_request){ .url = url, .headers = &bad, .n_headers = 1 };
     const char *err = NULL;
     sk_http *r = sk_http_start(loop, &q, &cb_all, &c, &err);
-    tap_ok(!r && err && strstr(err, "header"), "CR/LF in a header value is rejected up front");
+    tap(!r && err && strstr(err, "header"), "CR/LF in a header value is rejected up front");
     call_reset(&c);
 }
 
@@ -387,7 +387,7 @@ static void test_cancel(sk_loop *loop, const echo_server *s)
     snprintf(url, sizeof url, "%s/slow?ms=700", s->base);
     sk_http_request q3 = { .url = url };
     fetch(loop, &after, &q3); /* outlives the cancelled request's server delay */
-    tap_ok(fast.done == 1 && slow.done == 0 && slow.heads == 0 && after.done == 1 && after.status == 200,
+    tap(fast.done == 1 && slow.done == 0 && slow.heads == 0 && after.done == 1 && after.status == 200,
            "cancel in flight: no callback afterwards; the loop keeps serving (%d %d %d %d %d %s)", fast.done,
            slow.done, slow.heads, after.done, after.status, after.error);
 
@@ -396,7 +396,7 @@ static void test_cancel(sk_loop *loop, const echo_server *s)
     start(loop, &c, &q, false);
     sk_http_cancel(c.req);
     fetch(loop, &after, &q2);
-    tap_ok(c.done == 0 && after.done == 1, "cancel right after start: silent");
+    tap(c.done == 0 && after.done == 1, "cancel right after start: silent");
     call_reset(&fast);
     call_reset(&after);
 }
@@ -409,23 +409,23 @@ static void test_tls(sk_loop *loop, const echo_server *s)
     sk_http_request q = { .url = url, .ca_file = s->ca_file };
     fetch(loop, &c, &q);
     json_t *j = parse(&c);
-    tap_ok(c.done == 1 && c.err == SK_HTTP_OK && c.status == 200 && c.http_version == 20 && j &&
+    tap(c.done == 1 && c.err == SK_HTTP_OK && c.status == 200 && c.http_version == 20 && j &&
                strcmp(jstr(j, "httpVersion", NULL), "2.0") == 0,
            "HTTPS with ca_file verifies and negotiates h2 via ALPN (v=%d) %s", c.http_version, c.error);
     json_decref(j);
 
     q.version = SK_HTTP_1_1;
     fetch(loop, &c, &q);
-    tap_ok(c.status == 200 && c.http_version == 11, "HTTPS forced to HTTP/1.1");
+    tap(c.status == 200 && c.http_version == 11, "HTTPS forced to HTTP/1.1");
 
     q = (sk_http_request){ .url = url };
     fetch(loop, &c, &q);
-    tap_ok(c.done == 1 && c.err == SK_HTTP_ERR_TLS && strstr(c.error, "certificate"),
+    tap(c.done == 1 && c.err == SK_HTTP_ERR_TLS && strstr(c.error, "certificate"),
            "HTTPS without the CA: err=tls (%s)", c.error);
 
     q = (sk_http_request){ .url = url, .insecure_skip_verify = true };
     fetch(loop, &c, &q);
-    tap_ok(c.status == 200, "HTTPS with insecure_skip_verify");
+    tap(c.status == 200, "HTTPS with insecure_skip_verify");
 
     /* h2 over TLS: concurrent requests share one connection (PIPEWAIT). */
     enum { M = 20 };
@@ -448,7 +448,7 @@ static void test_tls(sk_loop *loop, const echo_server *s)
         conns += cs[i].connects;
         call_reset(&cs[i]);
     }
-    tap_ok(good == M && conns == 0 && server_stat(loop, s, "connections", "tls") == 0,
+    tap(good == M && conns == 0 && server_stat(loop, s, "connections", "tls") == 0,
            "%d concurrent HTTPS requests multiplexed on the existing h2 connection (new connects %ld)", good,
            conns);
     enum { K = 500 };
@@ -458,13 +458,13 @@ static void test_tls(sk_loop *loop, const echo_server *s)
         if (!fetch(loop, &c, &q) || c.status != 200 || c.connects != 0)
             break;
     double total = sk_now_ms() - t0;
-    tap_ok(k == K, "%d sequential HTTPS (h2) GETs on one connection", k);
+    tap(k == K, "%d sequential HTTPS (h2) GETs on one connection", k);
     tap_note("reused HTTPS h2 GET: %.0f req/s", K / (total / 1000));
 
     snprintf(url, sizeof url, "https://localhost:%d/hello", s->tls_port);
     q = (sk_http_request){ .url = url, .ca_file = s->ca_file };
     fetch(loop, &c, &q);
-    tap_ok(c.status == 200, "HTTPS by host name (SAN DNS:localhost)");
+    tap(c.status == 200, "HTTPS by host name (SAN DNS:localhost)");
     call_reset(&c);
 }
 
@@ -478,10 +478,10 @@ static void test_grpc(sk_loop *loop, const echo_server *s)
     sk_http_request q = { .method = "POST", .url = url, .headers = hs, .n_headers = 2, .body = msg,
                           .body_len = sizeof msg, .version = SK_HTTP_2_PRIOR_KNOWLEDGE };
     fetch(loop, &c, &q);
-    tap_ok(c.done == 1 && c.status == 200 && c.http_version == 20 && c.body.len == sizeof msg &&
+    tap(c.done == 1 && c.status == 200 && c.http_version == 20 && c.body.len == sizeof msg &&
                memcmp(c.body.data, msg, sizeof msg) == 0 && strcmp(c.ctype, "application/grpc") == 0,
            "h2c prior knowledge POST: body echoed over HTTP/2");
-    tap_ok(c.trailer_calls == 1 && c.n_trailers == 2 && strcmp(c.grpc_status_trailer, "0") == 0 &&
+    tap(c.trailer_calls == 1 && c.n_trailers == 2 && strcmp(c.grpc_status_trailer, "0") == 0 &&
                strcmp(c.grpc_message, "ok") == 0 && c.grpc_status_header[0] == '\0',
            "HTTP/2 trailers reported separately (grpc-status=%s grpc-message=%s)", c.grpc_status_trailer,
            c.grpc_message);
@@ -491,14 +491,14 @@ static void test_grpc(sk_loop *loop, const echo_server *s)
     call_reset(&c);
     start(loop, &c, &q, true);
     run_until(loop, &c.done, 1, 10000);
-    tap_ok(c.done == 1 && c.datas >= 2 && c.body.len == 4 * (5 + strlen("message 0")) &&
+    tap(c.done == 1 && c.datas >= 2 && c.body.len == 4 * (5 + strlen("message 0")) &&
                c.trailer_calls == 1 && strcmp(c.grpc_status_trailer, "0") == 0,
            "server-streaming over h2c: %d data callbacks, then trailers", c.datas);
 
     snprintf(url, sizeof url, "%s/grpc/trailers-only", s->base);
     q.url = url;
     fetch(loop, &c, &q);
-    tap_ok(c.done == 1 && c.status == 200 && strcmp(c.grpc_status_header, "5") == 0 && c.trailer_calls == 0 &&
+    tap(c.done == 1 && c.status == 200 && strcmp(c.grpc_status_header, "5") == 0 && c.trailer_calls == 0 &&
                c.body.len == 0,
            "trailers-only response: grpc-status in the headers, no trailers");
 
@@ -508,7 +508,7 @@ static void test_grpc(sk_loop *loop, const echo_server *s)
     q.ca_file = s->ca_file;
     q.version = SK_HTTP_DEFAULT;
     fetch(loop, &c, &q);
-    tap_ok(c.status == 200 && c.http_version == 20 && c.trailer_calls == 1 &&
+    tap(c.status == 200 && c.http_version == 20 && c.trailer_calls == 1 &&
                strcmp(c.grpc_status_trailer, "0") == 0,
            "h2 over TLS: trailers");
     call_reset(&c);
@@ -544,7 +544,7 @@ static void test_chain_and_shutdown(const echo_server *s)
     sk_http_request q = { .url = url };
     sk_http_start(loop, &q, &cb, &ch, NULL);
     run_until(loop, &ch.completed, 10, 15000);
-    tap_ok(ch.completed == 10, "requests started from done callbacks (%d)", ch.completed);
+    tap(ch.completed == 10, "requests started from done callbacks (%d)", ch.completed);
 
     /* Free the loop with requests in flight: no callbacks, no leaks. */
     call a = { 0 }, b = { 0 };
@@ -556,7 +556,7 @@ static void test_chain_and_shutdown(const echo_server *s)
     for (int i = 0; i < 10; i++)
         sk_loop_turn(loop, 5);
     sk_loop_free(loop);
-    tap_ok(a.done == 0 && b.done == 0, "sk_loop_free with requests in flight drops them silently");
+    tap(a.done == 0 && b.done == 0, "sk_loop_free with requests in flight drops them silently");
 }
 
 int main(void)
@@ -564,7 +564,7 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     echo_server s;
     if (echo_start(&s) != 0) {
-        tap_ok(false, "start the echo server (node spec/servers/echo/server.mjs; npm ci there)");
+        tap(false, "start the echo server (node spec/servers/echo/server.mjs; npm ci there)");
         return tap_done();
     }
     sk_loop *loop = sk_loop_new();

@@ -12,21 +12,7 @@
 #include "modal_msg.h"
 #include "providers/modal_client.h"
 
-static int tap_n, tap_failed;
-
-static int tap(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int tap(int ok, const char *fmt, ...)
-{
-    va_list ap;
-    printf("%s %d - ", ok ? "ok" : "not ok", ++tap_n);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    if (!ok)
-        tap_failed++;
-    return ok;
-}
+#include "tap.h"
 
 static mc_client *client_with(sk_loop *loop, const char *url, const char *id, const char *secret)
 {

@@ -28,21 +28,7 @@ extern const sk_provider sk_provider_platform;
 #define TOKEN "test-token"
 #define SECRET_ENV "s3cr3t-env-value"
 
-static int tap_n, tap_failed;
-
-__attribute__((format(printf, 2, 3))) static bool ok(bool cond, const char *fmt, ...)
-{
-    va_list ap;
-    printf("%sok %d - ", cond ? "" : "not ", ++tap_n);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    fflush(stdout);
-    if (!cond)
-        tap_failed++;
-    return cond;
-}
+#include "tap.h"
 
 /* ---- logs --------------------------------------------------------------------- */
 
@@ -285,23 +271,23 @@ int main(void)
 
     /* a command, the start log line, a reattach */
     sk_sandbox *sb = new_sandbox(NULL);
-    ok(sb && start_sync(sb), "start provisions a sandbox");
+    tap(sb && start_sync(sb), "start provisions a sandbox");
     sk_process *p = exec_sync(sb, "echo hi; echo err >&2", &x);
-    ok(p && x.exited == 1 && !x.err && x.exit_code == 0 && p->out.len == 3 && strcmp(p->out.data, "hi\n") == 0 &&
+    tap(p && x.exited == 1 && !x.err && x.exit_code == 0 && p->out.len == 3 && strcmp(p->out.data, "hi\n") == 0 &&
            strcmp(p->err.data, "err\n") == 0,
        "exec: stdout and stderr, exit 0");
     sk_process_unref(p);
     json_t *meta = sb->provider->metadata(sb);
     const char *pid = json_string_value(json_object_get(meta, "sandbox_id"));
     char *dumped = json_dumps(meta, 0);
-    ok(pid && strncmp(pid, "sbx_", 4) == 0 && no_secret(dumped), "metadata names the platform sandbox");
+    tap(pid && strncmp(pid, "sbx_", 4) == 0 && no_secret(dumped), "metadata names the platform sandbox");
     free(dumped);
     char extra[128];
     snprintf(extra, sizeof extra, "{\"sandbox_id\":\"%s\"}", pid ? pid : "none");
     json_decref(meta);
     sk_sandbox *again = new_sandbox(extra);
-    ok(again && start_sync(again), "reattach by sandbox_id");
-    ok(logs.data && strstr(logs.data, "platform-workspace start complete") && strstr(logs.data, "mode=provision") &&
+    tap(again && start_sync(again), "reattach by sandbox_id");
+    tap(logs.data && strstr(logs.data, "platform-workspace start complete") && strstr(logs.data, "mode=provision") &&
            strstr(logs.data, "mode=reattach") && strstr(logs.data, "totalMs="),
        "one start line per start, with mode provision / reattach");
     /* typed errors (again has no lease cached yet) */
@@ -310,7 +296,7 @@ int main(void)
     p = exec_sync(again, "true", &x);
     if (x.err)
         printf("# %s: %s\n", x.err->kind, x.err->message);
-    ok(x.err && strcmp(x.err->kind, "PlatformApiError") == 0 && error_clean(x.err),
+    tap(x.err && strcmp(x.err->kind, "PlatformApiError") == 0 && error_clean(x.err),
        "PlatformApiError, token redacted from body and message");
     sk_error_free(x.err);
     sk_process_unref(p);
@@ -319,29 +305,29 @@ int main(void)
     /* typed errors */
     admin("/__admin/faults", "{\"ws\":[{\"action\":\"close_before_exit\",\"times\":2}]}");
     p = exec_sync(sb, "true", &x);
-    ok(x.err && strcmp(x.err->kind, "SandboxExecTransportError") == 0 && error_clean(x.err),
+    tap(x.err && strcmp(x.err->kind, "SandboxExecTransportError") == 0 && error_clean(x.err),
        "SandboxExecTransportError after two closes");
     sk_error_free(x.err);
     sk_process_unref(p);
     admin("/__admin/faults", "{\"http\":[{\"route\":\"lease\",\"status\":410,\"times\":1}]}");
     p = exec_sync(sb, "true", &x);
-    ok(x.err && strcmp(x.err->kind, "SandboxDestroyedError") == 0 && sb->status == SK_STOPPED,
+    tap(x.err && strcmp(x.err->kind, "SandboxDestroyedError") == 0 && sb->status == SK_STOPPED,
        "SandboxDestroyedError; status stopped");
     sk_error_free(x.err);
     sk_process_unref(p);
     admin("/__admin/faults", "{}");
-    ok(start_sync(sb), "start after a 410 provisions again");
+    tap(start_sync(sb), "start after a 410 provisions again");
 
     /* a timeout and a kill */
     memset(&x, 0, sizeof x);
     p = spawn(sb, "sleep 20", &x, 200);
-    ok(p && run_until(&x.exited, 1, 5000) && x.exit_code == 124 && x.timed_out, "timeout: 124");
+    tap(p && run_until(&x.exited, 1, 5000) && x.exit_code == 124 && x.timed_out, "timeout: 124");
     sk_process_unref(p);
     memset(&x, 0, sizeof x);
     p = spawn(sb, "sleep 20", &x, 0);
     run_for(100);
-    ok(p && sk_process_kill(p, SIGKILL) == 0 && x.exited == 0, "kill does not finish synchronously");
-    ok(run_until(&x.exited, 1, 2000) && x.exit_code == 137 && x.killed, "kill: 137, killed");
+    tap(p && sk_process_kill(p, SIGKILL) == 0 && x.exited == 0, "kill does not finish synchronously");
+    tap(run_until(&x.exited, 1, 2000) && x.exit_code == 137 && x.killed, "kill: 137, killed");
     sk_process_unref(p);
 
     /* teardown paths: free with a command running (socket open), with a
@@ -355,7 +341,7 @@ int main(void)
     run_for(50);
     sk_process_kill(killed, SIGKILL);
     sk_sandbox_free(sb); /* processes outlive it: their references are ours */
-    ok(x.exited == 0 && killed_x.exited == 0, "free with a running and a killed command: no callback after free");
+    tap(x.exited == 0 && killed_x.exited == 0, "free with a running and a killed command: no callback after free");
     sk_process_unref(running);
     sk_process_unref(killed);
 
@@ -366,7 +352,7 @@ int main(void)
     p = spawn(sb, "true", &x, 0);
     run_for(100);
     sk_sandbox_free(sb);
-    ok(x.exited == 0, "free with a mint in flight");
+    tap(x.exited == 0, "free with a mint in flight");
     sk_process_unref(p);
 
     admin("/__admin/faults", "{\"http\":[{\"route\":\"create\",\"status\":500}]}");
@@ -375,7 +361,7 @@ int main(void)
     sk_sandbox_start(sb, life_done, &l);
     run_for(150);
     sk_sandbox_free(sb);
-    ok(l.done == 1 && strcmp(l.kind, "SandboxNotReadyError") == 0, "free while waiting to retry a create: the waiter is settled");
+    tap(l.done == 1 && strcmp(l.kind, "SandboxNotReadyError") == 0, "free while waiting to retry a create: the waiter is settled");
 
     admin("/__admin/faults", "{\"http\":[{\"route\":\"create\",\"delay_ms\":3000}]}");
     sb = new_sandbox(NULL);
@@ -383,7 +369,7 @@ int main(void)
     sk_sandbox_start(sb, life_done, &l);
     run_for(100);
     sk_sandbox_free(sb);
-    ok(l.done == 1, "free with a create in flight");
+    tap(l.done == 1, "free with a create in flight");
 
     admin("/__admin/faults", "{}");
     sb = new_sandbox(NULL);
@@ -393,7 +379,7 @@ int main(void)
         sk_process_unref(p);
     }
     sk_sandbox_free(sb); /* their sockets may still be closing */
-    ok(true, "free with sockets still closing");
+    tap(true, "free with sockets still closing");
 
     sb = new_sandbox(NULL);
     start_sync(sb);
@@ -404,9 +390,9 @@ int main(void)
     sk_sandbox_free(sb);
     sk_loop_free(loop); /* the loop goes with a closing socket */
     loop = NULL;
-    ok(true, "loop freed after the sandbox, with a socket closing");
+    tap(true, "loop freed after the sandbox, with a socket closing");
 
-    ok(log_lines > 0 && no_secret(logs.data), "%d log lines at debug level: no token, no env value", log_lines);
+    tap(log_lines > 0 && no_secret(logs.data), "%d log lines at debug level: no token, no env value", log_lines);
     server_stop();
     sk_buf_free(&logs);
     sk_log_set_sink(NULL, NULL);

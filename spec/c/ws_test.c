@@ -180,17 +180,17 @@ static void test_exchange(sk_loop *loop, const echo_server *s, bool tls)
     wconnect(loop, &c, &o);
     run_until(loop, &c.closes, 1, 10000);
     const char *kind = tls ? "wss" : "ws";
-    tap_ok(c.opens == 1 && strcmp(c.protocol, "railway-shell") == 0 && c.send_result == 0,
+    tap(c.opens == 1 && strcmp(c.protocol, "railway-shell") == 0 && c.send_result == 0,
            "%s: open with selected protocol railway-shell", kind);
-    tap_ok(c.msgs == 3 && c.m[0].binary && c.m[0].len == 6 && memcmp(c.m[0].head, "\x01hello", 6) == 0 &&
+    tap(c.msgs == 3 && c.m[0].binary && c.m[0].len == 6 && memcmp(c.m[0].head, "\x01hello", 6) == 0 &&
                c.m[1].binary && memcmp(c.m[1].head, "\x03" "err", 4) == 0 && !c.m[2].binary &&
                strcmp(c.m[2].head, "{\"type\":\"exit\",\"data\":{\"exit_code\":0}}") == 0,
            "%s: three frames: stdout-tag binary, stderr-tag binary, exit text", kind);
-    tap_ok(c.closes == 1 && c.code == 1000 && c.opened && !c.local && c.error[0] == '\0' && c.after_close == 0,
+    tap(c.closes == 1 && c.code == 1000 && c.opened && !c.local && c.error[0] == '\0' && c.after_close == 0,
            "%s: server close 1000, exactly one close callback (code %d, error '%s')", kind, c.code, c.error);
 
     json_t *e = last_entry(loop, s, "ws-upgrade", "/ws/exec");
-    tap_ok(e && strcmp(json_string_value(json_object_get(e, "offered")), "railway-shell, " TOKEN) == 0 &&
+    tap(e && strcmp(json_string_value(json_object_get(e, "offered")), "railway-shell, " TOKEN) == 0 &&
                strcmp(json_string_value(json_object_get(e, "authorization")), "Bearer " TOKEN) == 0 &&
                strcmp(json_string_value(json_object_get(e, "custom")), "1") == 0 &&
                strcmp(json_string_value(json_object_get(e, "port")), tls ? "tls" : "plain") == 0,
@@ -201,7 +201,7 @@ static void test_exchange(sk_loop *loop, const echo_server *s, bool tls)
 static void test_hello(sk_loop *loop, const echo_server *s)
 {
     char *body = echo_admin(loop, s, "/hello", NULL);
-    tap_ok(body && strstr(body, "\"lastOfferedProtocols\":\"railway-shell, " TOKEN "\""),
+    tap(body && strstr(body, "\"lastOfferedProtocols\":\"railway-shell, " TOKEN "\""),
            "GET /hello reports the last offered protocols");
     free(body);
 }
@@ -214,7 +214,7 @@ static void test_rejections(sk_loop *loop, const echo_server *s)
     sk_ws_opts o = { .url = url, .protocols = "other, secrettoken" };
     wconnect(loop, &c, &o);
     run_until(loop, &c.closes, 1, 10000);
-    tap_ok(c.closes == 1 && c.opens == 0 && !c.opened && c.http_status == 401 && strstr(c.error, "unauthorized") &&
+    tap(c.closes == 1 && c.opens == 0 && !c.opened && c.http_status == 401 && strstr(c.error, "unauthorized") &&
                !strstr(c.error, "secrettoken"),
            "upgrade refused with 401: close with http_status 401, no token in: %s", c.error);
 
@@ -223,22 +223,22 @@ static void test_rejections(sk_loop *loop, const echo_server *s)
     o = opts(url);
     wconnect(loop, &c, &o);
     run_until(loop, &c.closes, 1, 10000);
-    tap_ok(c.closes == 1 && !c.opened && c.code == 1006 && strstr(c.error, "connect") && !strstr(c.error, "SECRET"),
+    tap(c.closes == 1 && !c.opened && c.code == 1006 && strstr(c.error, "connect") && !strstr(c.error, "SECRET"),
            "connection refused: one close callback, not opened: %s", c.error);
 
     memset(&c, 0, sizeof c);
     o = opts("ws://no-such-host.invalid/");
     wconnect(loop, &c, &o);
     run_until(loop, &c.closes, 1, 10000);
-    tap_ok(c.closes == 1 && !c.opened && strstr(c.error, "resolve"), "unknown host: %s", c.error);
+    tap(c.closes == 1 && !c.opened && strstr(c.error, "resolve"), "unknown host: %s", c.error);
 
     const char *err = NULL;
     sk_ws_opts bad = { .url = "http://127.0.0.1/" };
-    tap_ok(!sk_ws_connect(loop, &bad, &wcb, &c, &err) && err && strstr(err, "scheme"),
+    tap(!sk_ws_connect(loop, &bad, &wcb, &c, &err) && err && strstr(err, "scheme"),
            "non-ws URL rejected up front (%s)", err ? err : "");
     sk_ws_header inj = { "X-Bad", "a\r\nInjected: 1" };
     bad = (sk_ws_opts){ .url = url, .headers = &inj, .n_headers = 1 };
-    tap_ok(!sk_ws_connect(loop, &bad, &wcb, &c, &err), "CR/LF in a header value rejected up front");
+    tap(!sk_ws_connect(loop, &bad, &wcb, &c, &err), "CR/LF in a header value rejected up front");
 }
 
 static void test_tls_failures(sk_loop *loop, const echo_server *s)
@@ -252,9 +252,9 @@ static void test_tls_failures(sk_loop *loop, const echo_server *s)
     wconnect(loop, &c, &o);
     run_until(loop, &c.closes, 1, 10000);
     sk_log_set_sink(NULL, NULL);
-    tap_ok(c.closes == 1 && !c.opened && (strstr(c.error, "self-signed") || strstr(c.error, "certificate")),
+    tap(c.closes == 1 && !c.opened && (strstr(c.error, "self-signed") || strstr(c.error, "certificate")),
            "wss without the CA fails with the TLS reason from the lws log: %s", c.error);
-    tap_ok(log_lines.len > 0 && strstr(log_lines.data, "lws") && !strstr(log_lines.data, TOKEN),
+    tap(log_lines.len > 0 && strstr(log_lines.data, "lws") && !strstr(log_lines.data, TOKEN),
            "lws errors reach the core log sink, without secrets");
 
     memset(&c, 0, sizeof c);
@@ -262,7 +262,7 @@ static void test_tls_failures(sk_loop *loop, const echo_server *s)
     o.insecure_skip_verify = true;
     wconnect(loop, &c, &o);
     run_until(loop, &c.closes, 1, 10000);
-    tap_ok(c.opens == 1 && c.msgs == 3 && c.code == 1000, "wss with insecure_skip_verify");
+    tap(c.opens == 1 && c.msgs == 3 && c.code == 1000, "wss with insecure_skip_verify");
 
     memset(&c, 0, sizeof c);
     c.send_on_open = "x";
@@ -271,7 +271,7 @@ static void test_tls_failures(sk_loop *loop, const echo_server *s)
     o.ca_file = s->ca_file;
     wconnect(loop, &c, &o);
     run_until(loop, &c.closes, 1, 10000);
-    tap_ok(c.opens == 1 && c.msgs == 3 && c.code == 1000, "wss by host name (resolved, SNI and SAN DNS:localhost)");
+    tap(c.opens == 1 && c.msgs == 3 && c.code == 1000, "wss by host name (resolved, SNI and SAN DNS:localhost)");
 }
 
 static void test_closes(sk_loop *loop, const echo_server *s)
@@ -283,9 +283,9 @@ static void test_closes(sk_loop *loop, const echo_server *s)
     wconnect(loop, &c, &o);
     run_until(loop, &c.closes, 1, 10000);
     json_t *e = wait_server_close(loop, s, "/bench");
-    tap_ok(c.closes == 1 && c.msgs == 3 && c.local && c.code == 1000 && c.error[0] == '\0',
+    tap(c.closes == 1 && c.msgs == 3 && c.local && c.code == 1000 && c.error[0] == '\0',
            "client close: close callback after the peer's CLOSE (code %d, error '%s')", c.code, c.error);
-    tap_ok(e && json_integer_value(json_object_get(e, "code")) == 1000 &&
+    tap(e && json_integer_value(json_object_get(e, "code")) == 1000 &&
                strcmp(json_string_value(json_object_get(e, "reason")), "bye") == 0,
            "client close seen by the server as 1000 \"bye\" (got %lld)",
            e ? (long long)json_integer_value(json_object_get(e, "code")) : -1LL);
@@ -299,10 +299,10 @@ static void test_closes(sk_loop *loop, const echo_server *s)
     run_until(loop, &c.opens, 1, 10000);
     double t0 = sk_now_ms();
     sk_ws_close(c.ws, 1000, NULL);
-    tap_ok(sk_ws_send(c.ws, false, "late", 4) == -1, "send after close is refused");
+    tap(sk_ws_send(c.ws, false, "late", 4) == -1, "send after close is refused");
     run_until(loop, &c.closes, 1, 10000);
     double took = sk_now_ms() - t0;
-    tap_ok(c.closes == 1 && c.code == 1006 && c.local && strstr(c.error, "no CLOSE") && took >= 250 && took < 5000,
+    tap(c.closes == 1 && c.code == 1006 && c.local && strstr(c.error, "no CLOSE") && took >= 250 && took < 5000,
            "unanswered close: hard close after the close timeout (%.0f ms): %s", took, c.error);
 
     memset(&c, 0, sizeof c);
@@ -310,7 +310,7 @@ static void test_closes(sk_loop *loop, const echo_server *s)
     o = opts(url);
     wconnect(loop, &c, &o);
     run_until(loop, &c.closes, 1, 10000);
-    tap_ok(c.closes == 1 && c.opened && c.code == 4001 && strcmp(c.reason, "bye") == 0 && !c.local && !c.error[0],
+    tap(c.closes == 1 && c.opened && c.code == 4001 && strcmp(c.reason, "bye") == 0 && !c.local && !c.error[0],
            "server close with code 4001 and reason");
 
     /* Codes that may not be sent are refused; a long reason is cut to fit. */
@@ -327,7 +327,7 @@ static void test_closes(sk_loop *loop, const echo_server *s)
     run_until(loop, &c.closes, 1, 10000);
     e = wait_server_close(loop, s, "/echo-reason");
     const char *got = e ? json_string_value(json_object_get(e, "reason")) : NULL;
-    tap_ok(r1006 == -1 && r5000 == -1 && rok == 0 && c.code == 4000 && got && strlen(got) == 123 &&
+    tap(r1006 == -1 && r5000 == -1 && rok == 0 && c.code == 4000 && got && strlen(got) == 123 &&
                json_integer_value(json_object_get(e, "code")) == 4000,
            "close codes 1006/5000 refused; 299-byte reason cut to 123 bytes");
     json_decref(e);
@@ -338,7 +338,7 @@ static void test_closes(sk_loop *loop, const echo_server *s)
     wconnect(loop, &c, &o);
     sk_ws_close(c.ws, 1000, NULL);
     run_until(loop, &c.closes, 1, 10000);
-    tap_ok(c.closes == 1 && c.opens == 0 && !c.opened && strstr(c.error, "before open"),
+    tap(c.closes == 1 && c.opens == 0 && !c.opened && strstr(c.error, "before open"),
            "close before open: one close callback (%s)", c.error);
 }
 
@@ -353,7 +353,7 @@ static void test_abort(sk_loop *loop, const echo_server *s)
     json_t *e = wait_server_close(loop, s, "/flood");
     int never = 0;
     run_until(loop, &never, 1, 200);
-    tap_ok(c.msgs == 20 && c.closes == 0 && e && json_integer_value(json_object_get(e, "code")) == 1006,
+    tap(c.msgs == 20 && c.closes == 0 && e && json_integer_value(json_object_get(e, "code")) == 1006,
            "abort mid-stream (in a message callback): no more callbacks, server sees 1006 (msgs %d)", c.msgs);
     json_decref(e);
 
@@ -366,7 +366,7 @@ static void test_abort(sk_loop *loop, const echo_server *s)
     run_until(loop, &b.msgs, 3, 10000);
     sk_ws_abort(b.ws); /* open, outside any callback */
     run_until(loop, &never, 1, 200);
-    tap_ok(a.opens == 0 && a.closes == 0 && b.msgs == 3 && b.closes == 0, "abort before open and after open: silent");
+    tap(a.opens == 0 && a.closes == 0 && b.msgs == 3 && b.closes == 0, "abort before open and after open: silent");
 }
 
 static void test_messages(sk_loop *loop, const echo_server *s)
@@ -377,7 +377,7 @@ static void test_messages(sk_loop *loop, const echo_server *s)
     sk_ws_opts o = opts(url);
     wconnect(loop, &c, &o);
     run_until(loop, &c.msgs, 2, 10000);
-    tap_ok(c.msgs == 2 && !c.m[0].binary && strcmp(c.m[0].head, "hello, fragmented world") == 0 && c.m[1].binary &&
+    tap(c.msgs == 2 && !c.m[0].binary && strcmp(c.m[0].head, "hello, fragmented world") == 0 && c.m[1].binary &&
                c.m[1].len == 5 && memcmp(c.m[1].head, "\0\1\2\3\4", 5) == 0,
            "fragmented text and binary messages reassembled");
     sk_ws_close(c.ws, 1000, NULL);
@@ -408,7 +408,7 @@ static void test_messages(sk_loop *loop, const echo_server *s)
         snprintf(t, sizeof t, "m%d", i);
         order = !c.m[i + 1].binary && strcmp(c.m[i + 1].head, t) == 0;
     }
-    tap_ok(sent == 12 && queued && order && c.m[11].len == 0 && sk_ws_buffered(c.ws) == 0,
+    tap(sent == 12 && queued && order && c.m[11].len == 0 && sk_ws_buffered(c.ws) == 0,
            "messages sent before open arrive in order (1 MiB binary, texts, empty text)");
 
     /* Larger than max_message: close 1009 and an error. */
@@ -422,7 +422,7 @@ static void test_messages(sk_loop *loop, const echo_server *s)
     sk_ws_send(c.ws, true, blob, 2000);
     run_until(loop, &c.closes, 1, 10000);
     json_t *e = wait_server_close(loop, s, "/echo-limit");
-    tap_ok(c.closes == 1 && c.msgs == 0 && strstr(c.error, "limit") && e &&
+    tap(c.closes == 1 && c.msgs == 0 && strstr(c.error, "limit") && e &&
                json_integer_value(json_object_get(e, "code")) == 1009,
            "message over max_message: not delivered, close 1009 (%s; msgs %d, server saw %lld)", c.error, c.msgs,
            e ? (long long)json_integer_value(json_object_get(e, "code")) : -1LL);
@@ -450,7 +450,7 @@ static void bench(sk_loop *loop, const echo_server *s, bool tls)
         lat[i] = sk_now_ms() - t0;
         done++;
     }
-    tap_ok(done == N, "%s: %d round trips (send text, receive 3 frames)", tls ? "wss" : "ws", done);
+    tap(done == N, "%s: %d round trips (send text, receive 3 frames)", tls ? "wss" : "ws", done);
     if (done == N) {
         qsort(lat, N, sizeof lat[0], cmp_double);
         tap_note("%s round trip: median %.0f us, p90 %.0f us", tls ? "wss" : "ws", lat[N / 2] * 1000,
@@ -527,11 +527,11 @@ static void test_combined(const echo_server *s)
         turns++;
     }
     double took = sk_now_ms() - t0;
-    tap_ok(hr && proc && w.opens == 1 && w.msgs == 3 && w.code == 1000,
+    tap(hr && proc && w.opens == 1 && w.msgs == 3 && w.code == 1000,
            "combined: ws exchange completed (3 frames, close 1000)");
-    tap_ok(h.done && h.status == 200 && strstr(h.body, "\"lastOfferedProtocols\":\"railway-shell, " TOKEN "\""),
+    tap(h.done && h.status == 200 && strstr(h.body, "\"lastOfferedProtocols\":\"railway-shell, " TOKEN "\""),
            "combined: http GET completed (200)");
-    tap_ok(p.done && p.status == 3 && p.sig == 0 && p.out.len == 4 && strcmp(p.out.data, "out\n") == 0 &&
+    tap(p.done && p.status == 3 && p.sig == 0 && p.out.len == 4 && strcmp(p.out.data, "out\n") == 0 &&
                p.err.len == 4 && strcmp(p.err.data, "err\n") == 0,
            "combined: child exit 3, stdout 'out', stderr 'err'");
     tap_note("combined run: %.1f ms, %d loop turns", took, turns);
@@ -549,7 +549,7 @@ static void test_combined(const echo_server *s)
     double tf = sk_now_ms();
     sk_loop_free(loop);
     double free_ms = sk_now_ms() - tf;
-    tap_ok(live.closes == 0 && free_ms < 1000, "abort then sk_loop_free (http + ws services): %.1f ms", free_ms);
+    tap(live.closes == 0 && free_ms < 1000, "abort then sk_loop_free (http + ws services): %.1f ms", free_ms);
 
     /* Free a loop with a connection open and another one resolving: they
      * are dropped without callbacks, and the two-step lws destroy leaves
@@ -562,7 +562,7 @@ static void test_combined(const echo_server *s)
     tf = sk_now_ms();
     sk_loop_free(loop);
     free_ms = sk_now_ms() - tf;
-    tap_ok(open.opens == 1 && open.closes == 0 && pending.opens == 0 && pending.closes == 0 && free_ms < 1000,
+    tap(open.opens == 1 && open.closes == 0 && pending.opens == 0 && pending.closes == 0 && free_ms < 1000,
            "sk_loop_free with live connections: dropped silently (%.1f ms)", free_ms);
 }
 
@@ -593,7 +593,7 @@ static void test_cycles(const echo_server *s)
         good += c.msgs == 3 && c.code == 1000 && h.status == 200;
         sk_loop_free(loop);
     }
-    tap_ok(good == 10, "10 loop create/connect/exchange/free cycles (half over TLS) (%d good)", good);
+    tap(good == 10, "10 loop create/connect/exchange/free cycles (half over TLS) (%d good)", good);
 }
 
 int main(void)
@@ -601,7 +601,7 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     echo_server s;
     if (echo_start(&s) != 0) {
-        tap_ok(false, "start the echo server (node spec/servers/echo/server.mjs; npm ci there)");
+        tap(false, "start the echo server (node spec/servers/echo/server.mjs; npm ci there)");
         return tap_done();
     }
     sk_loop *loop = sk_loop_new();

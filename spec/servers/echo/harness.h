@@ -21,21 +21,7 @@
 
 /* ---- TAP ---------------------------------------------------------------- */
 
-static int tap_n, tap_failed;
-
-__attribute__((format(printf, 2, 3))) static bool tap_ok(bool cond, const char *fmt, ...)
-{
-    va_list ap;
-    printf("%sok %d - ", cond ? "" : "not ", ++tap_n);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    fflush(stdout);
-    if (!cond)
-        tap_failed++;
-    return cond;
-}
+#include "../../c/tap.h"
 
 __attribute__((format(printf, 1, 2))) static void tap_note(const char *fmt, ...)
 {
