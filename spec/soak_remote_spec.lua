@@ -10,7 +10,7 @@ local procs = require "helpers.procs"
 local LARGE = 256 * 1024
 -- Under ASan (quarantine) or valgrind RSS is the tool's, not ours: those
 -- runs find real leaks themselves, so RSS is bounded only in plain runs.
-local INSTRUMENTED = os.getenv("ASAN_OPTIONS") ~= nil or (os.getenv("LD_PRELOAD") or ""):find("vgpreload") ~= nil
+local INSTRUMENTED = require("helpers.procs").instrumented()
 
 -- Runs n operations with `workers` tasks over the sandboxes; returns the
 -- per-kind counts. Each operation's outcome is checked by its kind.

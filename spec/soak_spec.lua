@@ -17,7 +17,7 @@ local N = tonumber(os.getenv("SANDKIT_SOAK_N")) or 2000
 local TUNABLES = "glibc.malloc.mmap_threshold=65536:glibc.malloc.trim_threshold=65536"
 -- Under ASan the allocator is ASan's (and freed memory sits in quarantine);
 -- under valgrind RSS is valgrind's: printed there, not bounded.
-local INSTRUMENTED = os.getenv("ASAN_OPTIONS") ~= nil or (os.getenv("LD_PRELOAD") or ""):find("vgpreload") ~= nil
+local INSTRUMENTED = require("helpers.procs").instrumented()
 local RSS_SLACK_KIB = 8 * 1024
 
 local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end

@@ -83,6 +83,11 @@ function M.pids_matching(needle)
   return out
 end
 
+--- True under ASan or valgrind, whose memory use is not ours to bound.
+function M.instrumented()
+  return os.getenv("ASAN_OPTIONS") ~= nil or (os.getenv("LD_PRELOAD") or ""):find("vgpreload") ~= nil
+end
+
 function M.rss_kib()
   local f = io.open("/proc/self/status")
   local s = f:read("*a")
