@@ -90,15 +90,22 @@ local function raise_failures()
   end
 end
 
---- One turn: resume ready tasks, wait up to timeout_ms for the loop (-1:
--- until something happens), dispatch events, resume again.
--- Returns whether anything is still pending.
-function M.turn(timeout_ms)
+-- One turn: resume ready tasks, wait up to timeout_ms for the loop (-1:
+-- until something happens; 0 while anything is ready), dispatch events,
+-- resume again. Returns the loop's liveness and how many events came.
+-- `rec`, when given, is what the caller waits for: done already, no wait.
+local function turn_once(timeout_ms, rec)
   run_ready()
-  if has_ready() or core.pending() then timeout_ms = 0 end
-  local alive = core.step(timeout_ms)
+  if has_ready() or core.pending() or (rec and rec.done) then timeout_ms = 0 end
+  local alive, n = core.step(timeout_ms)
   run_ready()
   raise_failures()
+  return alive, n
+end
+
+--- One turn; returns whether anything is still pending.
+function M.turn(timeout_ms)
+  local alive = turn_once(timeout_ms)
   return alive or has_ready() or live_tasks > 0
 end
 
@@ -113,12 +120,7 @@ function M.await(rec)
       repeat coroutine.yield(WAIT) until rec.done
     else
       while not rec.done do
-        run_ready()
-        if rec.done then break end
-        local wait = (has_ready() or core.pending()) and 0 or -1
-        local alive, n = core.step(wait)
-        run_ready()
-        raise_failures()
+        local alive, n = turn_once(-1, rec)
         if not rec.done and not alive and n == 0 and not has_ready() then
           error("sandkit: deadlock: waiting for an operation that nothing can complete", 2)
         end

@@ -531,7 +531,8 @@ static int process_gc(lua_State *L)
 
 static void sandbox_class(lua_State *L, const char *name, const luaL_Reg *prims,
                           lua_CFunction index, lua_CFunction tostring, lua_CFunction gc,
-                          lua_CFunction newindex, int state_idx, const char *methods_field, int module_idx)
+                          lua_CFunction newindex, int state_idx, const char *methods_field,
+                          const char *class_field, int module_idx)
 {
     luaL_newmetatable(L, name);
     int mt = lua_gettop(L);
@@ -553,7 +554,7 @@ static void sandbox_class(lua_State *L, const char *name, const luaL_Reg *prims,
     lua_pushcfunction(L, gc);
     lua_setfield(L, mt, "__gc");
     lua_pushvalue(L, mt);
-    lua_setfield(L, module_idx, methods_field[0] == 's' ? "Sandbox" : "Process");
+    lua_setfield(L, module_idx, class_field);
     lua_settop(L, mt - 1);
 }
 
@@ -587,9 +588,9 @@ void skl_open_sandbox(lua_State *L)
     int state_idx = lua_gettop(L);
     int module_idx = state_idx - 1;
     sandbox_class(L, SKL_SANDBOX, sandbox_prims, sandbox_index, sandbox_tostring, sandbox_gc,
-                  sandbox_newindex, state_idx, "sandbox_methods", module_idx);
+                  sandbox_newindex, state_idx, "sandbox_methods", "Sandbox", module_idx);
     sandbox_class(L, SKL_PROCESS, process_prims, process_index, process_tostring, process_gc, NULL,
-                  state_idx, "process_methods", module_idx);
+                  state_idx, "process_methods", "Process", module_idx);
     /* weak-valued map from core process to its userdata */
     if (lua_getfield(L, LUA_REGISTRYINDEX, SKL_PROCS) != LUA_TTABLE) {
         lua_pop(L, 1);
