@@ -14,7 +14,19 @@ M.common = {
   on_start = { type = "function", description = "Hook called with { sandbox } after each start; an error fails the start." },
   on_stop = { type = "function", description = "Hook called with { sandbox } before stop." },
   on_destroy = { type = "function", description = "Hook called with { sandbox } before destroy." },
+  max_output_bytes = { type = "integer", min = 1, default = 64 * 1024 * 1024,
+    description = "Default for exec's max_output_bytes: bytes of stdout and of stderr kept in a result; past it "
+      .. "the command keeps running, its output is drained, the result has truncated = true." },
 }
+
+--- Checks an exec option `max_output_bytes`; returns an error message or nil.
+function M.check_max_output(v)
+  if math.type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v) and math.abs(v) < 2^53) then
+    return "must be a whole number of bytes"
+  end
+  if v < 1 then return "must be at least 1 (use capture = false to keep nothing)" end
+  return nil
+end
 
 --- A user-supplied value as messages show it: at most 64 bytes, so a huge
 -- key or value is not echoed back whole (env values are never shown).

@@ -16,7 +16,7 @@ end
 -- Options of exec / exec_async / processes:spawn, with their types.
 local COMMAND_OPTS = {
   timeout = "number", cwd = "string", env = "table", on_stdout = "function",
-  on_stderr = "function", stdin = "string", capture = "boolean",
+  on_stderr = "function", stdin = "string", capture = "boolean", max_output_bytes = "number",
 }
 
 local function check_command_opts(fname, opts, argn)
@@ -33,6 +33,10 @@ local function check_command_opts(fname, opts, argn)
     argerror(argn, fname, "option 'timeout' must be a finite number of milliseconds >= 0")
   end
   if o.cwd and o.cwd:find("\0", 1, true) then argerror(argn, fname, "option 'cwd' contains a NUL byte") end
+  if o.max_output_bytes then
+    local msg = options.check_max_output(o.max_output_bytes)
+    if msg then argerror(argn, fname, "option 'max_output_bytes' " .. msg) end
+  end
   if o.env then
     options.check_env(o.env, function(msg) argerror(argn, fname, "option 'env' " .. msg) end)
     o.env = options.normalize_env(o.env)
@@ -178,6 +182,7 @@ local function spawn_opts(sb, o, keep_stdin_open)
   return {
     cwd = o.cwd, env = o.env, timeout = timeout, stdin = o.stdin,
     keep_stdin_open = keep_stdin_open, capture = o.capture,
+    max_output_bytes = o.max_output_bytes or state(sb).options.max_output_bytes,
     stream = (o.on_stdout or o.on_stderr) and true or false,
   }
 end
@@ -191,7 +196,7 @@ end
 
 local function cancelled_result(line)
   return { exit_code = 137, success = false, stdout = "", stderr = "", execution_time_ms = 0,
-    timed_out = false, killed = true, cancelled = true, command = line }
+    timed_out = false, killed = true, cancelled = true, truncated = false, command = line }
 end
 
 --- Starts a command and returns an operation (op:wait(), op:cancel()).

@@ -29,6 +29,10 @@ enum { PROC_PIPE_SIZE = 1024 * 1024 };
 /* Per read: larger reads made streaming consumers slower (each chunk
  * becomes a Lua string) without helping capture. */
 enum { PROC_READ_SIZE = 64 * 1024 };
+/* After a SIGKILL the killed processes close their pipe ends as they exit,
+ * within milliseconds; longer means a descendant outside the group holds
+ * them (proc.h). */
+enum { PROC_KILL_DRAIN_MS = 500 };
 
 struct sk_proc {
     uv_pipe_t in, out, err;
@@ -36,6 +40,9 @@ struct sk_proc {
         uv_poll_t poll;     /* on the pidfd */
         uv_signal_t signal; /* SIGCHLD fallback */
     } exit_watch;
+    uv_timer_t drain;   /* after SIGKILL: stop waiting for EOF */
+    bool drain_armed;
+    sk_cgroup *cgroup;  /* owned; NULL: none */
     bool use_pidfd;
     int pidfd;
     bool has_in, in_closing;
@@ -129,6 +136,7 @@ static void proc_release(sk_proc *p)
             proc_live_remove(p->pid);
         if (p->pidfd >= 0)
             close(p->pidfd);
+        sk_cgroup_release(p->cgroup);
         free(p);
     }
 }
@@ -147,6 +155,8 @@ static void proc_maybe_finish(sk_proc *p)
         return;
     p->exit_reported = true;
     proc_live_remove(p->pid);
+    if (p->drain_armed)
+        proc_close((uv_handle_t *)&p->drain);
     if (p->has_in && !p->in_closing) {
         p->in_closing = true;
         proc_close((uv_handle_t *)&p->in);
@@ -237,6 +247,53 @@ static void proc_on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     else
         p->err_eof = true;
     proc_maybe_finish(p);
+}
+
+/* The killed group's last output is in the pipe by now: read what is
+ * buffered (at most a pipe's worth: a live writer could keep us here), then
+ * close our end so a writer outside the group cannot hold the result. */
+static void proc_drain_pipe(uv_pipe_t *pipe)
+{
+    if (uv_is_closing((uv_handle_t *)pipe))
+        return;
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)pipe, &fd) == 0) {
+        size_t left = PROC_PIPE_SIZE;
+        while (left > 0) {
+            uv_buf_t buf;
+            proc_alloc((uv_handle_t *)pipe, 0, &buf);
+            ssize_t n;
+            do
+                n = read(fd, buf.base, buf.len < left ? buf.len : left);
+            while (n < 0 && errno == EINTR);
+            if (n <= 0)
+                break;
+            proc_on_read((uv_stream_t *)pipe, n, &buf);
+            left -= (size_t)n;
+        }
+    }
+    proc_on_read((uv_stream_t *)pipe, UV_EOF, NULL);
+}
+
+static void proc_on_drain(uv_timer_t *t)
+{
+    sk_proc *p = t->data;
+    proc_close((uv_handle_t *)&p->drain);
+    if (!p->out_eof)
+        proc_drain_pipe(&p->out);
+    if (!p->err_eof)
+        proc_drain_pipe(&p->err);
+}
+
+static void proc_arm_drain(sk_proc *p)
+{
+    if (p->drain_armed || (p->out_eof && p->err_eof))
+        return;
+    p->drain_armed = true;
+    uv_timer_init(sk_loop_uv(p->loop), &p->drain);
+    p->drain.data = p;
+    p->open_handles++;
+    uv_timer_start(&p->drain, proc_on_drain, PROC_KILL_DRAIN_MS, 0);
 }
 
 static void proc_close_fds(int *fds, int n)
@@ -336,6 +393,7 @@ sk_proc *sk_proc_spawn(sk_loop *loop, const sk_proc_opts *o, const sk_proc_callb
     p->loop = loop;
     p->pid = pid;
     p->new_group = o->new_group;
+    p->cgroup = o->cgroup;
     p->has_in = o->stdin_pipe;
     p->in.data = p->out.data = p->err.data = p->exit_watch.poll.data = p;
     p->open_handles = 4; /* out, err, exit watch, owner */
@@ -379,15 +437,22 @@ int sk_proc_kill(sk_proc *p, int sig)
 {
     if (p->exit_reported)
         return UV_ESRCH;
-    if (p->new_group) {
-        /* The group outlives its leader while grandchildren hold the pipes;
-         * the leader's pid stays reserved as the group id until then. */
-        if (kill(-p->pid, sig) == 0)
-            return 0;
+    int rc = UV_ESRCH;
+    /* The group outlives its leader while grandchildren hold the pipes;
+     * the leader's pid stays reserved as the group id until then. */
+    if (p->new_group && kill(-p->pid, sig) == 0)
+        rc = 0;
+    else if (!p->exited)
+        rc = kill(p->pid, sig) == 0 ? 0 : uv_translate_sys_error(errno);
+    if (sig == SIGKILL) {
+        /* descendants that left the group die with the cgroup; whatever
+         * still holds the pipes, the exit is reported soon */
+        if (p->cgroup)
+            sk_cgroup_kill(p->cgroup);
+        proc_arm_drain(p);
+        rc = 0;
     }
-    if (p->exited)
-        return UV_ESRCH;
-    return kill(p->pid, sig) == 0 ? 0 : uv_translate_sys_error(errno);
+    return rc;
 }
 
 static void proc_on_write(uv_write_t *req, int status)

@@ -1,13 +1,20 @@
 /* Child processes on the loop: pipes for stdin/stdout/stderr, optionally a
- * new session (own process group) so the whole tree can be signalled.
+ * new session (own process group) so the whole tree can be signalled, and
+ * a cgroup that SIGKILL reaches as well (descendants that left the group).
  * The exit callback runs once, after the child has exited AND both output
- * pipes reached EOF (or were closed), so no output is lost. */
+ * pipes reached EOF (or were closed), so no output is lost. After a
+ * SIGKILL, EOF is awaited at most PROC_KILL_DRAIN_MS: a descendant outside
+ * the group (setsid, double fork) that still holds the pipes cannot keep
+ * the exit from being reported; what is buffered is read, then our ends
+ * are closed. Without a kill, EOF is awaited as long as it takes (as Node
+ * does: a daemon that keeps stdout open keeps the command running). */
 #ifndef SK_PROC_H
 #define SK_PROC_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "cgroup.h"
 #include "loop.h"
 
 typedef struct sk_proc sk_proc;
@@ -19,6 +26,10 @@ typedef struct sk_proc_opts {
     const char *cwd;          /* NULL: ours */
     bool new_group;           /* setsid(): signals go to the whole group */
     bool stdin_pipe;          /* else stdin is /dev/null */
+    /* The cgroup the child enters itself (argv does that; see cgroup.h) or
+     * NULL. Owned by the proc after a successful spawn: SIGKILL kills it,
+     * and it is removed when the proc is freed if nothing lives in it. */
+    sk_cgroup *cgroup;
 } sk_proc_opts;
 
 typedef struct sk_proc_callbacks {
@@ -37,7 +48,9 @@ sk_proc *sk_proc_spawn(sk_loop *loop, const sk_proc_opts *o, const sk_proc_callb
                        void *ud, int *uv_err);
 int sk_proc_pid(const sk_proc *p);
 bool sk_proc_running(const sk_proc *p);
-/* Signals the group (new_group) or the child. 0, or a uv error code. */
+/* Signals the group (new_group) or the child; SIGKILL also kills the
+ * cgroup and bounds the wait for EOF (see above). 0, or a uv error code
+ * (UV_ESRCH once the exit has been reported). */
 int sk_proc_kill(sk_proc *p, int sig);
 /* Copies data into the write queue. 0, or a uv error code (stdin closed). */
 int sk_proc_write(sk_proc *p, const char *data, size_t len);

@@ -49,7 +49,7 @@ const char *sk_status_name(sk_status s)
     return names[s];
 }
 
-static sk_error *sandbox_oom(void) { return sk_error_new("Error", NULL, "out of memory"); }
+static sk_error *sandbox_oom(void) { return sk_error_new("OutOfMemoryError", NULL, "out of memory"); }
 
 sk_sandbox *sk_sandbox_new(sk_loop *loop, const sk_provider *provider, const json_t *options,
                            sk_error **err)
@@ -273,6 +273,26 @@ void sk_sandbox_stop(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
      * DESTROYING: settles with the destroy. */
 }
 
+static void process_unlink(sk_process *p);
+
+/* A destroyed sandbox lists no processes, not even those killed whose exit
+ * is still on its way (they unlink themselves when it arrives). Handles
+ * the caller holds keep working. */
+static void sandbox_forget_processes(sk_sandbox *sb)
+{
+    sk_process *next;
+    for (sk_process *p = sb->procs; p; p = next) {
+        next = p->next;
+        if (!p->tracked)
+            continue;
+        p->tracked = false;
+        if (p->exited) {
+            process_unlink(p);
+            sk_process_unref(p); /* the list's */
+        }
+    }
+}
+
 static void sandbox_on_destroyed(sk_sandbox *sb, sk_error *err)
 {
     if (err) {
@@ -289,6 +309,7 @@ static void sandbox_on_destroyed(sk_sandbox *sb, sk_error *err)
         return;
     }
     sb->status = SK_DESTROYED;
+    sandbox_forget_processes(sb);
     sandbox_notify(sb, &sb->destroy_waiters, err);
     /* anyone still waiting for a stop or start learns the outcome */
     sandbox_notify(sb, &sb->stop_waiters, NULL);
@@ -403,6 +424,7 @@ sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracke
     }
     p->sb = sb;
     p->capture = o->capture;
+    p->max_output = o->max_output ? o->max_output : SK_MAX_OUTPUT_DEFAULT;
     p->tracked = tracked;
     p->ev = ev;
     p->ev_ud = ev_ud;
@@ -430,26 +452,76 @@ sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracke
     return p;
 }
 
+/* Room for extra more bytes, growing by doubling but never past what
+ * max_output can use (a 64 MiB cap must not cost a 128 MiB buffer). */
+static int process_reserve(sk_process *p, sk_buf *b, size_t extra)
+{
+    size_t need = b->len + extra + 1;
+    if (need <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < need)
+        cap *= 2;
+    if (cap > p->max_output + 1 && need <= p->max_output + 1)
+        cap = p->max_output + 1;
+    char *d = realloc(b->data, cap);
+    if (!d)
+        return -1;
+    b->data = d;
+    b->cap = cap;
+    return 0;
+}
+
+/* Out of memory while capturing: what was kept goes (the result becomes
+ * an error), the output is still drained so the command is not blocked. */
+static void process_capture_failed(sk_process *p)
+{
+    p->capture_failed = true;
+    sk_buf_free(&p->out);
+    sk_buf_free(&p->err);
+}
+
 char *sk_process_capture_slot(sk_process *p, int stream, size_t *len)
 {
     sk_buf *b = stream == 1 ? &p->out : &p->err;
-    if (!p->capture || p->exited || sk_buf_reserve(b, *len) != 0)
+    if (!p->capture || p->exited || p->capture_failed || b->len >= p->max_output)
         return NULL;
+    size_t room = p->max_output - b->len;
+    if (*len > room)
+        *len = room;
+    if (process_reserve(p, b, *len) != 0)
+        return NULL; /* sk_process_output meets the failure again */
     *len = b->cap - b->len - 1; /* keep room for the terminating NUL */
+    if (*len > room)
+        *len = room;
     return b->data + b->len;
+}
+
+void sk_process_reset_capture(sk_process *p)
+{
+    sk_buf_reset(&p->out);
+    sk_buf_reset(&p->err);
+    p->out_truncated = p->err_truncated = p->capture_failed = false;
 }
 
 void sk_process_output(sk_process *p, int stream, const char *data, size_t len)
 {
     if (p->exited)
         return;
-    if (p->capture) {
+    if (p->capture && !p->capture_failed) {
         sk_buf *b = stream == 1 ? &p->out : &p->err;
         if (b->data && data == b->data + b->len) {
-            b->len += len; /* read in place (sk_process_capture_slot) */
+            b->len += len; /* read in place (sk_process_capture_slot), within the cap */
             b->data[b->len] = '\0';
         } else {
-            sk_buf_append(b, data, len);
+            size_t room = b->len < p->max_output ? p->max_output - b->len : 0;
+            size_t keep = len < room ? len : room;
+            if (keep < len)
+                *(stream == 1 ? &p->out_truncated : &p->err_truncated) = true;
+            if (keep && process_reserve(p, b, keep) != 0)
+                process_capture_failed(p);
+            else if (keep)
+                sk_buf_append(b, data, keep);
         }
     }
     if (p->ev && p->ev->output)
@@ -468,7 +540,12 @@ void sk_process_finish(sk_process *p, const sk_result *r, sk_error *err)
         p->result = *r;
     else
         p->result.exit_code = -1;
+    if (!err && p->capture_failed)
+        err = sk_error_new("OutOfMemoryError", json_pack("{s:I}", "max_output_bytes", (json_int_t)p->max_output),
+                           "out of memory while capturing the command's output (lower max_output_bytes, "
+                           "or stream it with capture = false)");
     p->error = err;
+    p->result.truncated = p->out_truncated || p->err_truncated;
     p->result.execution_time_ms = sk_now_ms() - p->start_ms;
     if (p->timing_out && !err) {
         p->result.exit_code = 124;

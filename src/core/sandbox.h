@@ -32,6 +32,7 @@ typedef struct sk_result {
     bool timed_out;  /* exit_code is 124 */
     bool killed;     /* ended by a signal (exit_code 128 + N) or by kill() */
     bool cancelled;  /* ended by sk_process_cancel */
+    bool truncated;  /* a captured stream passed max_output; its first bytes were kept */
     double execution_time_ms;
 } sk_result;
 
@@ -45,7 +46,13 @@ typedef struct sk_spawn_opts {
     bool has_stdin;
     bool keep_stdin_open;     /* background spawn: stdin stays writable */
     bool capture;             /* accumulate stdout/stderr on the process */
+    size_t max_output;        /* bytes kept per captured stream; 0: SK_MAX_OUTPUT_DEFAULT */
 } sk_spawn_opts;
+
+/* Captured output kept per stream unless the caller says otherwise: enough
+ * for any log or listing a caller reads whole, small enough that a runaway
+ * command costs at most 2 streams x (buffer + Lua copy) = 256 MiB. */
+#define SK_MAX_OUTPUT_DEFAULT ((size_t)64 * 1024 * 1024)
 
 typedef struct sk_process_events {
     void (*output)(sk_process *p, int stream /* 1 or 2 */, const char *data, size_t len, void *ud);
@@ -60,6 +67,9 @@ struct sk_process {
     char *command;
     sk_buf out, err;
     bool capture;
+    size_t max_output;        /* per stream; past it output is drained, not kept */
+    bool out_truncated, err_truncated;
+    bool capture_failed;      /* out of memory while capturing: the result is an error */
     bool started;             /* provider spawn succeeded */
     bool exited;
     bool tracked;             /* listed by sk_process_list / get */
@@ -165,6 +175,8 @@ void sk_process_output(sk_process *p, int stream, const char *data, size_t len);
  * end of the capture buffer (NULL when not capturing). Data delivered there
  * to sk_process_output is kept without a copy. */
 char *sk_process_capture_slot(sk_process *p, int stream, size_t *len);
+/* Forgets what was captured (a provider retrying the command afresh). */
+void sk_process_reset_capture(sk_process *p);
 /* result NULL with err for a transport failure (err stolen). */
 void sk_process_finish(sk_process *p, const sk_result *r, sk_error *err);
 

@@ -3,6 +3,7 @@
  * the method tables this file creates; the C methods here are the
  * underscore-prefixed primitives those functions build on. */
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -147,7 +148,7 @@ static const char *opt_string(lua_State *L, int t, const char *key)
 
 /* _spawn(command, opts, tracked, token) -> Process | nil, err
  * opts (validated in Lua): cwd, env, timeout, stdin, keep_stdin_open,
- * capture, stream. */
+ * capture, max_output_bytes, stream. */
 static int sandbox_spawn(lua_State *L)
 {
     skl_sandbox *s = sandbox_check(L, 1);
@@ -175,6 +176,11 @@ static int sandbox_spawn(lua_State *L)
     lua_getfield(L, 3, "capture");
     o.capture = lua_isnil(L, -1) || lua_toboolean(L, -1);
     lua_pop(L, 1);
+    lua_getfield(L, 3, "max_output_bytes");
+    lua_Number max_output = lua_tonumber(L, -1);
+    lua_pop(L, 1);
+    if (max_output >= 1)
+        o.max_output = max_output >= (lua_Number)(SIZE_MAX / 2) ? SIZE_MAX / 2 : (size_t)max_output;
     lua_getfield(L, 3, "stream");
     int stream = lua_toboolean(L, -1);
     lua_pop(L, 1);
@@ -367,22 +373,11 @@ static void process_push_buf(lua_State *L, const sk_buf *b)
     lua_pushlstring(L, b->data ? b->data : "", b->len);
 }
 
-/* _result() -> result table | nil, err (transport failure) | nothing while running */
-static int process_result(lua_State *L)
+/* The result table of an exited process (light userdata sk_process *);
+ * run protected: the copies of the output may not fit in memory. */
+static int process_result_table(lua_State *L)
 {
-    skl_process *box = process_check(L, 1);
-    sk_process *p = box->p;
-    if (!p->exited)
-        return 0;
-    skl_sandbox *s = NULL;
-    lua_getiuservalue(L, 1, 1);
-    s = lua_touserdata(L, -1);
-    lua_pop(L, 1);
-    if (p->error) {
-        lua_pushnil(L);
-        skl_push_error(L, s->st, p->error);
-        return 2;
-    }
+    const sk_process *p = lua_touserdata(L, 1);
     const sk_result *r = &p->result;
     lua_createtable(L, 0, 10);
     lua_pushinteger(L, r->exit_code);
@@ -399,6 +394,8 @@ static int process_result(lua_State *L)
     lua_setfield(L, -2, "timed_out");
     lua_pushboolean(L, r->killed);
     lua_setfield(L, -2, "killed");
+    lua_pushboolean(L, r->truncated);
+    lua_setfield(L, -2, "truncated");
     if (r->cancelled) {
         lua_pushboolean(L, 1);
         lua_setfield(L, -2, "cancelled");
@@ -406,6 +403,43 @@ static int process_result(lua_State *L)
     lua_pushstring(L, p->command);
     lua_setfield(L, -2, "command");
     return 1;
+}
+
+/* _result() -> result table | nil, err (transport failure, or no memory for
+ * the result) | nothing while running */
+static int process_result(lua_State *L)
+{
+    skl_process *box = process_check(L, 1);
+    sk_process *p = box->p;
+    if (!p->exited)
+        return 0;
+    skl_sandbox *s = NULL;
+    lua_getiuservalue(L, 1, 1);
+    s = lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    if (p->error) {
+        lua_pushnil(L);
+        skl_push_error(L, s->st, p->error);
+        return 2;
+    }
+    lua_pushcfunction(L, process_result_table);
+    lua_pushlightuserdata(L, p);
+    int rc = lua_pcall(L, 1, 1, 0);
+    if (rc == LUA_OK)
+        return 1;
+    if (rc != LUA_ERRMEM)
+        return lua_error(L);
+    lua_pop(L, 1);
+    /* the partial copies are garbage now: the error object fits */
+    sk_error *err = sk_error_new("OutOfMemoryError",
+                                 json_pack("{s:I,s:I}", "stdout_bytes", (json_int_t)p->out.len,
+                                           "stderr_bytes", (json_int_t)p->err.len),
+                                 "out of memory copying the command's output into Lua (lower "
+                                 "max_output_bytes, or stream it with capture = false)");
+    lua_pushnil(L);
+    skl_push_error(L, s->st, err);
+    sk_error_free(err);
+    return 2;
 }
 
 static int process_kill(lua_State *L)

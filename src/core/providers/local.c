@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../buf.h"
+#include "../cgroup.h"
 #include "../proc.h"
 #include "../sandbox.h"
 
@@ -24,7 +25,11 @@ typedef struct local_sandbox {
     bool bwrap;
     bool allow_network;
     char **ro_paths, **rw_paths; /* NULL-terminated, absolute */
+    sk_cgroup *cgroup;        /* every command's cgroup lives below; NULL: none */
 } local_sandbox;
+
+/* How long destroy waits for killed processes to leave the cgroup. */
+enum { LOCAL_CGROUP_WAIT_MS = 2000 };
 
 static char *local_path_join(const char *a, const char *b)
 {
@@ -149,6 +154,7 @@ static void local_free(sk_sandbox *sb)
     local_sandbox *ls = sb->impl;
     if (!ls)
         return;
+    sk_cgroup_destroy(ls->cgroup, LOCAL_CGROUP_WAIT_MS);
     local_rm_tmpdir(ls);
     free(ls->workdir);
     local_free_list(ls->ro_paths);
@@ -212,10 +218,17 @@ static void local_start(sk_sandbox *sb, sk_provider_done done)
         }
         ls->tmpdir = strdup(tmpl);
     }
+    if (!ls->cgroup)
+        ls->cgroup = sk_cgroup_new(NULL); /* best effort: none where not allowed */
     done(sb, NULL);
 }
 
-static void local_stop(sk_sandbox *sb, sk_provider_done done) { done(sb, NULL); }
+static void local_stop(sk_sandbox *sb, sk_provider_done done)
+{
+    local_sandbox *ls = sb->impl;
+    sk_cgroup_kill(ls->cgroup); /* daemons of finished commands too */
+    done(sb, NULL);
+}
 
 static int local_rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
@@ -235,6 +248,9 @@ static void local_rm_tmpdir(local_sandbox *ls)
 
 static void local_destroy(sk_sandbox *sb, sk_provider_done done)
 {
+    local_sandbox *ls = sb->impl;
+    sk_cgroup_destroy(ls->cgroup, LOCAL_CGROUP_WAIT_MS);
+    ls->cgroup = NULL;
     local_rm_tmpdir(sb->impl);
     done(sb, NULL);
 }
@@ -499,12 +515,38 @@ static int local_check_binds(local_sandbox *ls, sk_error **err)
     return 0;
 }
 
+/* The child enters its command's cgroup before anything else runs
+ * (cgroup.h): in front of our own `sh -c` script, or through a wrapper
+ * around bwrap. -1 on ENOMEM. */
+static int local_enter_cgroup(argv_builder *a, sk_cgroup *cg, bool bwrap)
+{
+    if (!bwrap) {
+        char *script = sk_cgroup_enter_script(cg, a->v[2]);
+        if (!script)
+            return -1;
+        free(a->v[2]);
+        a->v[2] = script;
+        return 0;
+    }
+    char **wrapped = sk_cgroup_enter_argv(cg, a->v);
+    if (!wrapped)
+        return -1;
+    for (size_t i = 0; i < a->n; i++)
+        free(a->v[i]);
+    free(a->v);
+    a->v = wrapped;
+    a->n += 4;
+    a->cap = a->n + 1;
+    return 0;
+}
+
 static int local_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_error **err)
 {
     local_sandbox *ls = sb->impl;
     argv_builder a = { 0 };
     char **envp = local_envp(sb, o->env);
     char *cwd = local_resolve_cwd(ls, o->cwd);
+    sk_cgroup *cg = NULL;
     int rc = -1;
     if (!envp || !cwd) {
         *err = sk_error_new("Error", NULL, "out of memory");
@@ -516,6 +558,8 @@ static int local_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk
         local_bwrap_argv(&a, ls, cwd, o->command);
     else
         argv_push3(&a, "/bin/sh", "-c", o->command);
+    if (!a.failed && ls->cgroup && (cg = sk_cgroup_new(ls->cgroup)))
+        a.failed = local_enter_cgroup(&a, cg, ls->bwrap) != 0;
     if (a.failed) {
         *err = sk_error_new("Error", NULL, "out of memory");
         goto done;
@@ -528,6 +572,7 @@ static int local_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk
         .cwd = ls->bwrap ? ls->workdir : cwd,
         .new_group = true,
         .stdin_pipe = o->has_stdin || o->keep_stdin_open,
+        .cgroup = cg,
     };
     int uv_err = 0;
     /* checked here too: posix_spawn reports the child's chdir failure only
@@ -552,6 +597,7 @@ static int local_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk
         goto done;
     }
     p->impl = proc;
+    cg = NULL; /* the proc's now */
     snprintf(p->pid, sizeof p->pid, "%d", sk_proc_pid(proc));
     if (o->has_stdin) {
         if (o->stdin_len)
@@ -561,6 +607,7 @@ static int local_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk
     }
     rc = 0;
 done:
+    sk_cgroup_release(cg);
     for (size_t i = 0; i < a.n; i++)
         free(a.v[i]);
     free(a.v);
@@ -596,8 +643,12 @@ static void local_release(sk_process *p)
 static json_t *local_metadata(sk_sandbox *sb)
 {
     local_sandbox *ls = sb->impl;
-    return json_pack("{s:s,s:s}", "working_directory", ls->workdir, "isolation",
-                     ls->bwrap ? "bwrap" : "none");
+    json_t *meta = json_pack("{s:s,s:s}", "working_directory", ls->workdir, "isolation",
+                             ls->bwrap ? "bwrap" : "none");
+    /* where escaped descendants can be killed (docs/security.md) */
+    if (meta && ls->cgroup)
+        json_object_set_new(meta, "cgroup", json_string(sk_cgroup_backend()));
+    return meta;
 }
 
 static char *local_instructions(sk_sandbox *sb)

@@ -524,8 +524,7 @@ static void exec_begin_attempt(platform_exec *ex)
     ex->lease = NULL;
     if (ex->attempt > 1 && ex->p->capture) {
         /* the result is the retry's alone, as upstream */
-        sk_buf_reset(&ex->p->out);
-        sk_buf_reset(&ex->p->err);
+        sk_process_reset_capture(ex->p);
     }
     if (!ps->platform_id) {
         exec_finish(ex, NULL, sk_error_new("SandboxNotReadyError", json_pack("{s:s}", "sandbox_id", ps->sb->id),
