@@ -200,11 +200,11 @@ static int cgroup_own_path(int version, char *out, size_t cap)
 
 /* ---- the tree walk shared by kill (v1) and removal ---------------------- */
 
-typedef int (*cgroup_visit)(const char *dir);
+typedef int (*cgroup_visit)(const char *dir, int sig);
 
 /* Post-order: children before dir. Returns the first failure (-1), having
  * visited everything. */
-static int cgroup_walk(const char *dir, cgroup_visit visit)
+static int cgroup_walk(const char *dir, cgroup_visit visit, int sig)
 {
     int rc = 0;
     DIR *d = opendir(dir);
@@ -218,7 +218,7 @@ static int cgroup_walk(const char *dir, cgroup_visit visit)
                 rc = -1;
                 continue;
             }
-            if (cgroup_walk(sub, visit) != 0)
+            if (cgroup_walk(sub, visit, sig) != 0)
                 rc = -1;
             free(sub);
         }
@@ -226,12 +226,12 @@ static int cgroup_walk(const char *dir, cgroup_visit visit)
     } else if (errno != ENOENT) {
         rc = -1;
     }
-    if (visit(dir) != 0)
+    if (visit(dir, sig) != 0)
         rc = -1;
     return rc;
 }
 
-static int cgroup_kill_listed(const char *dir)
+static int cgroup_signal_listed(const char *dir, int sig)
 {
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/cgroup.procs", dir) >= (int)sizeof path)
@@ -242,12 +242,16 @@ static int cgroup_kill_listed(const char *dir)
     long pid;
     while (fscanf(f, "%ld", &pid) == 1)
         if (pid > 0)
-            kill((pid_t)pid, SIGKILL);
+            kill((pid_t)pid, sig);
     fclose(f);
     return 0;
 }
 
-static int cgroup_rmdir(const char *dir) { return rmdir(dir) == 0 || errno == ENOENT ? 0 : -1; }
+static int cgroup_rmdir(const char *dir, int sig)
+{
+    (void)sig;
+    return rmdir(dir) == 0 || errno == ENOENT ? 0 : -1;
+}
 
 static int cgroup_kill_dir(int version, const char *dir)
 {
@@ -261,7 +265,7 @@ static int cgroup_kill_dir(int version, const char *dir)
     while (cgroup_read(dir, "freezer.state", state, sizeof state) == 0 && strncmp(state, "FROZEN", 6) != 0 &&
            cgroup_now_ms() < deadline)
         cgroup_pause_ms(1);
-    int rc = cgroup_walk(dir, cgroup_kill_listed);
+    int rc = cgroup_walk(dir, cgroup_signal_listed, SIGKILL);
     if (cgroup_write(dir, "freezer.state", "THAWED") != 0)
         rc = -1;
     return rc;
@@ -273,7 +277,7 @@ static int cgroup_destroy_dir(int version, const char *dir, int wait_ms)
     cgroup_kill_dir(version, dir);
     double deadline = cgroup_now_ms() + wait_ms;
     for (;;) {
-        if (cgroup_walk(dir, cgroup_rmdir) == 0)
+        if (cgroup_walk(dir, cgroup_rmdir, 0) == 0)
             return 0;
         if (cgroup_now_ms() >= deadline)
             return -1;
@@ -402,10 +406,14 @@ static int cgroup_version_now(void)
     return v;
 }
 
-int sk_cgroup_kill(sk_cgroup *cg)
+int sk_cgroup_kill(sk_cgroup *cg) { return sk_cgroup_signal(cg, SIGKILL); }
+
+int sk_cgroup_signal(sk_cgroup *cg, int sig)
 {
     int v = cg ? cgroup_version_now() : 0;
-    return v ? cgroup_kill_dir(v, cg->path) : -1;
+    if (!v)
+        return -1;
+    return sig == SIGKILL ? cgroup_kill_dir(v, cg->path) : cgroup_walk(cg->path, cgroup_signal_listed, sig);
 }
 
 int sk_cgroup_destroy(sk_cgroup *cg, int wait_ms)

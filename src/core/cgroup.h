@@ -37,8 +37,11 @@ const char *sk_cgroup_path(const sk_cgroup *cg);
 char *sk_cgroup_enter_script(const sk_cgroup *cg, const char *script);
 char **sk_cgroup_enter_argv(const sk_cgroup *cg, char *const argv[]);
 
-/* SIGKILL to every process in cg and below. 0, or -1. */
+/* SIGKILL to every process in cg and below, forks included. 0, or -1. */
 int sk_cgroup_kill(sk_cgroup *cg);
+/* sig to every process listed in cg and below (a process forked while the
+ * lists are read may be missed: SIGKILL is the race-free one). */
+int sk_cgroup_signal(sk_cgroup *cg, int sig);
 
 /* Kills what is left, waits at most wait_ms for the kernel to empty the
  * tree, removes the directories, frees cg. 0, or -1 when something could

@@ -43,6 +43,7 @@ struct sk_proc {
     uv_timer_t drain;   /* after SIGKILL: stop waiting for EOF */
     bool drain_armed;
     sk_cgroup *cgroup;  /* owned; NULL: none */
+    bool signalled;     /* by sk_proc_kill: the cgroup dies with the child */
     bool use_pidfd;
     int pidfd;
     bool has_in, in_closing;
@@ -155,6 +156,10 @@ static void proc_maybe_finish(sk_proc *p)
         return;
     p->exit_reported = true;
     proc_live_remove(p->pid);
+    /* a child we signalled (timeout, kill) takes its escaped descendants
+     * along, also those that outlived a SIGTERM without holding a pipe */
+    if (p->signalled && p->cgroup)
+        sk_cgroup_kill(p->cgroup);
     if (p->drain_armed)
         proc_close((uv_handle_t *)&p->drain);
     if (p->has_in && !p->in_closing) {
@@ -444,11 +449,12 @@ int sk_proc_kill(sk_proc *p, int sig)
         rc = 0;
     else if (!p->exited)
         rc = kill(p->pid, sig) == 0 ? 0 : uv_translate_sys_error(errno);
+    /* descendants that left the group get it through the cgroup */
+    p->signalled = true;
+    if (p->cgroup && sk_cgroup_signal(p->cgroup, sig) == 0 && sig != SIGKILL && rc == UV_ESRCH)
+        rc = 0;
     if (sig == SIGKILL) {
-        /* descendants that left the group die with the cgroup; whatever
-         * still holds the pipes, the exit is reported soon */
-        if (p->cgroup)
-            sk_cgroup_kill(p->cgroup);
+        /* whatever still holds the pipes, the exit is reported soon */
         proc_arm_drain(p);
         rc = 0;
     }

@@ -647,7 +647,8 @@ static json_t *local_metadata(sk_sandbox *sb)
                              ls->bwrap ? "bwrap" : "none");
     /* where escaped descendants can be killed (docs/security.md) */
     if (meta && ls->cgroup)
-        json_object_set_new(meta, "cgroup", json_string(sk_cgroup_backend()));
+        json_object_set_new(meta, "cgroup", json_pack("{s:s,s:s}", "version", sk_cgroup_backend(), "path",
+                                                      sk_cgroup_path(ls->cgroup)));
     return meta;
 }
 
