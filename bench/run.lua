@@ -303,7 +303,8 @@ local function child_main(kind, a1, a2)
     local bytes, r = 0, nil
     local t0 = now()
     if kind == "capture" then
-      r = must_succeed(check(sb:exec(command)), command)
+      -- above the 64 MiB default cap: the row measures capturing it all
+      r = must_succeed(check(sb:exec(command, nil, { max_output_bytes = 1024 * 1024 * 1024 })), command)
       bytes = #r.stdout
     else
       r = must_succeed(check(sb:exec(command, nil, {

@@ -17,6 +17,7 @@
 ---@field timed_out boolean  exit_code is 124
 ---@field killed boolean     ended by a signal (exit_code 128 + N) or a kill
 ---@field cancelled? boolean ended by op:cancel()
+---@field truncated boolean  stdout or stderr passed max_output_bytes; the first bytes were kept
 ---@field command string
 
 ---@class sandkit.CommandOptions
@@ -27,6 +28,7 @@
 ---@field on_stderr? fun(chunk: string)
 ---@field stdin? string     exec only: written, then stdin is closed
 ---@field capture? boolean  default true
+---@field max_output_bytes? integer bytes kept per stream (default: the sandbox's, 64 MiB); the rest is drained
 
 ---@class sandkit.Operation
 ---@field done boolean

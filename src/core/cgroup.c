@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -311,17 +312,19 @@ static char *cgroup_make_base(int version)
     size_t rl = strlen(root);
     if (strcmp(root, "/") != 0 && strncmp(own, root, rl) == 0 && (own[rl] == '/' || own[rl] == '\0'))
         rel = own + rl;
+    /* a random part: a directory left by a killed process that had our
+     * pid, or one of another PID namespace, is never ours to reuse */
+    unsigned char rnd[4] = { 0 };
+    if (getrandom(rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd)
+        memcpy(rnd, &(unsigned){ (unsigned)cgroup_now_ms() }, sizeof rnd);
     char *base = NULL;
-    if (asprintf(&base, "%s%s%ssandkit-%ld", mnt, rel, rel[0] && rel[strlen(rel) - 1] == '/' ? "" : "/",
-                 (long)getpid()) < 0)
+    if (asprintf(&base, "%s%s%ssandkit-%ld-%02x%02x%02x%02x", mnt, rel,
+                 rel[0] && rel[strlen(rel) - 1] == '/' ? "" : "/", (long)getpid(), rnd[0], rnd[1], rnd[2],
+                 rnd[3]) < 0)
         return NULL;
     if (mkdir(base, 0755) != 0) {
-        /* left by an earlier process that had our pid and was killed */
-        if (errno != EEXIST || cgroup_destroy_dir(version, base, CGROUP_EXIT_WAIT_MS) != 0 ||
-            mkdir(base, 0755) != 0) {
-            free(base);
-            return NULL;
-        }
+        free(base);
+        return NULL;
     }
     /* usable only if we can put a task in it and kill it there */
     char probe[PATH_MAX];

@@ -2,7 +2,7 @@
  * descendant of a command, including those that left its process group
  * (setsid, double fork) and that a group signal cannot find.
  *
- * Layout: <this process's cgroup>/sandkit-<pid>/s<n> per sandbox and
+ * Layout: <this process's cgroup>/sandkit-<pid>-<random>/s<n> per sandbox and
  * .../s<n>/c<m> per command. Backends: cgroup v2 (`cgroup.kill`, kernel 5.14+)
  * or the v1 freezer (freeze, SIGKILL every listed pid, thaw). Used only where
  * the hierarchy is writable (typically root); otherwise every function is a
