@@ -36,8 +36,17 @@ enum { CGROUP_V1 = 1, CGROUP_V2 = 2 };
  * (a task stuck in the kernel may keep it FREEZING). */
 enum { CGROUP_FREEZE_WAIT_MS = 1000, CGROUP_EXIT_WAIT_MS = 2000 };
 
+/* Empty command cgroups kept per sandbox for the next commands: a mkdir
+ * and an rmdir cost about as much as the rest of a short exec's overhead. */
+enum { CGROUP_SPARES = 8 };
+
 struct sk_cgroup {
     char *path;
+    sk_cgroup *parent;   /* referenced; NULL for a sandbox's */
+    int refs;            /* the owner's + one per live child */
+    bool gone;           /* destroyed: the directory no longer exists */
+    char *spare[CGROUP_SPARES];
+    int n_spare;
 };
 
 static pthread_mutex_t cgroup_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -376,8 +385,20 @@ const char *sk_cgroup_backend(void)
 
 /* ---- cgroups ------------------------------------------------------------ */
 
-sk_cgroup *sk_cgroup_new(const sk_cgroup *parent)
+sk_cgroup *sk_cgroup_new(sk_cgroup *parent)
 {
+    if (parent && parent->gone)
+        return NULL;
+    sk_cgroup *cg = calloc(1, sizeof *cg);
+    if (!cg)
+        return NULL;
+    cg->refs = 1;
+    if (parent && parent->n_spare) {
+        cg->path = parent->spare[--parent->n_spare];
+        cg->parent = parent;
+        parent->refs++;
+        return cg;
+    }
     pthread_mutex_lock(&cgroup_lock);
     cgroup_probe();
     char *path = NULL;
@@ -387,16 +408,36 @@ sk_cgroup *sk_cgroup_new(const sk_cgroup *parent)
             path = NULL;
     }
     pthread_mutex_unlock(&cgroup_lock);
-    if (!path)
-        return NULL;
-    sk_cgroup *cg = malloc(sizeof *cg);
-    if (!cg || mkdir(path, 0755) != 0) {
+    if (!path || mkdir(path, 0755) != 0) {
         free(cg);
         free(path);
         return NULL;
     }
     cg->path = path;
+    cg->parent = parent;
+    if (parent)
+        parent->refs++;
     return cg;
+}
+
+static void cgroup_unref(sk_cgroup *cg)
+{
+    if (!cg || --cg->refs > 0)
+        return;
+    cgroup_unref(cg->parent);
+    for (int i = 0; i < cg->n_spare; i++)
+        free(cg->spare[i]);
+    free(cg->path);
+    free(cg);
+}
+
+/* Nothing lives in dir (v2: cgroup.events says so; v1: no pid listed). */
+static bool cgroup_empty(int version, const char *dir)
+{
+    char text[256];
+    if (version == CGROUP_V2)
+        return cgroup_read(dir, "cgroup.events", text, sizeof text) == 0 && strstr(text, "populated 0");
+    return cgroup_read(dir, "cgroup.procs", text, sizeof text) == 0 && text[0] == '\0';
 }
 
 const char *sk_cgroup_path(const sk_cgroup *cg) { return cg->path; }
@@ -424,9 +465,9 @@ int sk_cgroup_destroy(sk_cgroup *cg, int wait_ms)
     if (!cg)
         return 0;
     int v = cgroup_version_now();
-    int rc = v ? cgroup_destroy_dir(v, cg->path, wait_ms) : -1;
-    free(cg->path);
-    free(cg);
+    int rc = v ? cgroup_destroy_dir(v, cg->path, wait_ms) : -1; /* spares too */
+    cg->gone = true;
+    cgroup_unref(cg); /* live children keep the struct until they go */
     return rc;
 }
 
@@ -434,9 +475,14 @@ void sk_cgroup_release(sk_cgroup *cg)
 {
     if (!cg)
         return;
-    rmdir(cg->path); /* EBUSY: a daemon lives on in it until the sandbox goes */
-    free(cg->path);
-    free(cg);
+    sk_cgroup *parent = cg->parent;
+    if (parent && !parent->gone && parent->n_spare < CGROUP_SPARES && cgroup_empty(cgroup_version_now(), cg->path)) {
+        parent->spare[parent->n_spare++] = cg->path;
+        cg->path = NULL;
+    } else if (!parent || !parent->gone) {
+        rmdir(cg->path); /* EBUSY: a daemon lives on in it until the sandbox goes */
+    }
+    cgroup_unref(cg);
 }
 
 char *sk_cgroup_enter_script(const sk_cgroup *cg, const char *script)

@@ -18,9 +18,12 @@ typedef struct sk_cgroup sk_cgroup;
  * process (again after a fork). */
 const char *sk_cgroup_backend(void);
 
-/* A new cgroup below parent (NULL: this process's sandkit directory).
- * NULL when cgroups are unavailable or the directory cannot be made. */
-sk_cgroup *sk_cgroup_new(const sk_cgroup *parent);
+/* A new cgroup below parent (NULL: this process's sandkit directory), or
+ * an empty one a released child left (a child may outlive its parent's
+ * destroy: the parent's struct lives until its last child is released;
+ * children and parent belong to one thread). NULL when cgroups are
+ * unavailable, the parent is destroyed, or the directory cannot be made. */
+sk_cgroup *sk_cgroup_new(sk_cgroup *parent);
 
 /* The directory (for tests and metadata). */
 const char *sk_cgroup_path(const sk_cgroup *cg);
@@ -48,8 +51,9 @@ int sk_cgroup_signal(sk_cgroup *cg, int sig);
  * not be removed (swept again at exit). NULL is a no-op. */
 int sk_cgroup_destroy(sk_cgroup *cg, int wait_ms);
 
-/* Removes cg's directory if it is empty, without killing anything (a
- * finished command's daemons stay until their sandbox goes), frees cg. */
+/* Gives cg's directory back to its parent for reuse, or removes it, if it
+ * is empty; kills nothing (a finished command's daemons stay until their
+ * sandbox goes). Frees cg. */
 void sk_cgroup_release(sk_cgroup *cg);
 
 #endif
