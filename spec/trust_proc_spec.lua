@@ -341,6 +341,49 @@ describe("row 9: captured output is bounded", function()
   end)
 end)
 
+describe("row 9: the cap holds for remote providers (the capture is shared)", function()
+  local server = require "helpers.server"
+  local cases = {
+    { name = "PlatformSandbox", script = "spec/servers/platform/server.mjs", args = { "--quiet" },
+      new = function(srv)
+        return sandkit.PlatformSandbox { access_token = "test-token", project_id = "proj_123",
+          environment_id = "env_123", base_url = srv.url, retry_delays_ms = { 20, 40 } }
+      end },
+    { name = "ModalSandbox", script = "spec/servers/modal/server.mjs", args = { "--port", "0" },
+      env = { MODAL_CONFIG_PATH = "/nonexistent/sandkit-modal.toml" },
+      new = function(srv)
+        return sandkit.ModalSandbox { server_url = srv.url, token_id = "ak-test", token_secret = "as-test" }
+      end },
+  }
+  if HAVE_BWRAP then
+    cases[#cases + 1] = { name = "AppleContainerSandbox (emulated CLI)",
+      start = function()
+        local env = require("helpers.apple_container").new()
+        return { stop = function() env:teardown() end, binary = env.binary }
+      end,
+      new = function(srv)
+        return sandkit.AppleContainerSandbox { id = "trust-proc-" .. procs.self_pid(), container_binary = srv.binary }
+      end }
+  end
+  for _, c in ipairs(cases) do
+    it(c.name .. ": the first max_output_bytes of each stream, truncated = true", function()
+      local srv = c.start and c.start() or server.start(c.script, c.args, c.env)
+      local sb = c.new(srv)
+      local r, err = sb:exec("head -c 200000 /dev/zero; head -c 3000 /dev/zero >&2", nil, { max_output_bytes = 1000 })
+      local small = r and sb:exec("echo hi", nil, { max_output_bytes = 1000 })
+      pcall(sb.destroy, sb)
+      srv:stop()
+      assert(r, tostring(err))
+      assert.equal(0, r.exit_code)
+      assert.is_true(r.truncated)
+      assert.equal(1000, #r.stdout)
+      assert.equal(1000, #r.stderr)
+      assert.is_false(small.truncated)
+      assert.equal("hi\n", small.stdout)
+    end)
+  end
+end)
+
 describe("row 10: processes after destroy", function()
   it("processes:list() is empty after destroy(); handles still give their result", function()
     local sb = new()
