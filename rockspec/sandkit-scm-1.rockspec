@@ -49,6 +49,7 @@ build = {
     ["sandkit.core"] = {
       sources = {
         "src/core/buf.c",
+        "src/core/cgroup.c",
         "src/core/error.c",
         "src/core/grpc.c",
         "src/core/grpc_frame.c",
