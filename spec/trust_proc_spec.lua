@@ -256,6 +256,15 @@ describe("row 9: captured output is bounded", function()
     sb:destroy()
   end)
 
+  it("appends the timeout note past the cap", function()
+    local sb = new()
+    local r = assert(sb:exec("head -c 5000 /dev/zero >&2; exec sleep 300", nil, { max_output_bytes = 100, timeout = 300 }))
+    sb:destroy()
+    assert.equal(124, r.exit_code)
+    assert.is_true(r.truncated)
+    assert.equal(string.rep("\0", 100) .. "\nProcess timed out after 300ms", r.stderr)
+  end)
+
   it("does not cap what on_stdout streams", function()
     local sb = new()
     local seen = 0

@@ -453,7 +453,8 @@ sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracke
 }
 
 /* Room for extra more bytes, growing by doubling but never past what
- * max_output can use (a 64 MiB cap must not cost a 128 MiB buffer). */
+ * max_output can use (a 64 MiB cap must not cost a 128 MiB buffer); past
+ * it (the timeout note) exactly. */
 static int process_reserve(sk_process *p, sk_buf *b, size_t extra)
 {
     size_t need = b->len + extra + 1;
@@ -462,8 +463,9 @@ static int process_reserve(sk_process *p, sk_buf *b, size_t extra)
     size_t cap = b->cap ? b->cap : 256;
     while (cap < need)
         cap *= 2;
-    if (cap > p->max_output + 1 && need <= p->max_output + 1)
-        cap = p->max_output + 1;
+    size_t limit = p->max_output + 1;
+    if (cap > limit)
+        cap = need > limit ? need : limit;
     char *d = realloc(b->data, cap);
     if (!d)
         return -1;
@@ -553,7 +555,7 @@ void sk_process_finish(sk_process *p, const sk_result *r, sk_error *err)
         p->result.killed = true;
         char note[96];
         int n = snprintf(note, sizeof note, "\nProcess timed out after %lldms", (long long)p->timeout_ms);
-        if (p->capture)
+        if (p->capture && !p->capture_failed && process_reserve(p, &p->err, (size_t)n) == 0)
             sk_buf_append(&p->err, note, (size_t)n);
         if (p->ev && p->ev->output)
             p->ev->output(p, 2, note, (size_t)n, p->ev_ud);
