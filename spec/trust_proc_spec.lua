@@ -158,6 +158,13 @@ describe("row 5: a timeout bounds exec", function()
     end)
   end
 
+  it("without a timeout, waits for a background writer's output (as Node does)", function()
+    local sb = new()
+    local r = assert(sb:exec("(sleep 0.3; echo late) & echo early"))
+    sb:destroy()
+    assert.equal("early\nlate\n", r.stdout)
+  end)
+
   it("op:cancel() returns promptly although a setsid daemon holds stdout", function()
     local sb = new()
     local m = marker()
