@@ -169,7 +169,8 @@ describe("row 5: a timeout bounds exec", function()
     local sb = new()
     local m = marker()
     local op = sb:exec_async("setsid sh -c 'exec " .. m .. "' & exec " .. m)
-    while #procs.pids_matching(m) < 2 do sandkit.step(0.01) end
+    local deadline = core.now() + 10000
+    while #procs.pids_matching(m) < 2 and core.now() < deadline do sandkit.step(0.01) end
     local t0 = core.now()
     op:cancel()
     local r = assert(op:wait())
