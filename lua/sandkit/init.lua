@@ -73,7 +73,8 @@ function M.step(timeout)
     end
     ms = timeout == math.huge and -1 or math.ceil(timeout * 1000)
   end
-  return scheduler.turn(ms)
+  local more = scheduler.turn(ms, 2) -- deadlock errors point at step's caller
+  return more
 end
 
 --- The descriptor a host loop polls for readability (cqueues convention).

@@ -76,7 +76,7 @@ end
 local function shared(sb, slot, body)
   local st = state(sb)
   if st[slot] then return scheduler.await(st[slot]) end
-  local rec = scheduler.record()
+  local rec = scheduler.owned_record()
   st[slot] = rec
   local ok, err = pcall(body)
   st[slot] = nil

@@ -14,7 +14,12 @@ local ready = {}            -- FIFO of task coroutines to resume
 local ready_first, ready_last = 1, 0
 local tasks = {}            -- coroutine -> task record
 local live_tasks = 0
+local task_count = 0        -- numbers tasks in deadlock messages
 local failures = {}         -- uncaught task errors, raised from turn()
+-- Who is waiting, for deadlock detection: the task being resumed (the
+-- innermost one), else the program outside any task.
+local MAIN = { name = "the main program" }
+local current
 
 local function pack(...) return { n = select("#", ...), ... } end
 
@@ -24,6 +29,14 @@ function M.record(handler)
   next_token = next_token + 1
   local rec = { token = next_token, handler = handler, done = false }
   if handler then records[next_token] = rec end
+  return rec
+end
+
+--- A record that the running task (or the main program) will complete
+-- itself: waits on it take part in deadlock detection.
+function M.owned_record()
+  local rec = M.record()
+  rec.owner = current or MAIN
   return rec
 end
 
@@ -55,7 +68,10 @@ local WAIT = {}
 
 local function resume(co)
   local task = tasks[co]
+  local outer = current
+  current = task
   local ok, res = coroutine.resume(co)
+  current = outer
   if coroutine.status(co) == "dead" then
     tasks[co] = nil
     live_tasks = live_tasks - 1
@@ -103,31 +119,75 @@ local function turn_once(timeout_ms, rec)
   return alive, n
 end
 
---- One turn; returns whether anything is still pending.
-function M.turn(timeout_ms)
-  local alive = turn_once(timeout_ms)
-  return alive or has_ready() or live_tasks > 0
+-- A waiter about to wait for `rec`: raises when the chain of owners
+-- (rec's owner waits for a record whose owner waits ...) comes back to it,
+-- since nothing else could ever complete that record.
+local function check_cycle(me, rec, level)
+  local chain = { me.name }
+  local r, steps = rec, 0
+  while r and not r.done and r.owner and steps <= live_tasks + 1 do
+    local owner = r.owner
+    if owner == me then
+      local msg
+      if #chain == 1 then
+        msg = me.name .. " waits for itself"
+      else
+        msg = chain[1] .. " waits for " .. table.concat(chain, ", which waits for ", 2) ..
+          ", which waits for " .. me.name
+      end
+      error("sandkit: deadlock: " .. msg, level + 1)
+    end
+    chain[#chain + 1] = owner.name
+    r = owner.waiting
+    steps = steps + 1
+  end
 end
 
 --- Waits for `rec`; returns its values. Yields inside a task, else runs
--- the loop until the record is done.
-function M.await(rec)
+-- the loop until the record is done. `level`: where a deadlock error
+-- points (default: the caller of await's caller).
+function M.await(rec, level)
+  level = level or 2
   if not rec.done then
     local co = coroutine.running()
-    if tasks[co] then
+    local task = tasks[co]
+    local me = task or current or MAIN
+    check_cycle(me, rec, level + 1)
+    local outer_wait = me.waiting
+    me.waiting = rec
+    if task then
       rec.waiters = rec.waiters or {}
       rec.waiters[#rec.waiters + 1] = co
       repeat coroutine.yield(WAIT) until rec.done
     else
       while not rec.done do
-        local alive, n = turn_once(-1, rec)
-        if not rec.done and not alive and n == 0 and not has_ready() then
-          error("sandkit: deadlock: waiting for an operation that nothing can complete", 2)
+        local ok, alive, n = pcall(turn_once, -1, rec)
+        if not ok then me.waiting = outer_wait; error(alive, 0) end
+        if not rec.done and not alive and n == 0 and not has_ready() and not core.alive() then
+          me.waiting = outer_wait
+          error("sandkit: deadlock: " .. me.name ..
+            " waits for an operation that nothing can complete" .. M.stuck_tasks(), level + 1)
         end
       end
     end
+    me.waiting = outer_wait
   end
   return table.unpack(rec.values, 1, rec.values.n)
+end
+
+--- "; task 1 (f.lua:3) waits for ..." for every task that waits, for
+-- deadlock messages.
+function M.stuck_tasks()
+  local parts = {}
+  for _, t in pairs(tasks) do
+    local r = t.waiting
+    if r and not r.done then
+      parts[#parts + 1] = t.name .. " waits for " .. (r.owner and r.owner.name or r.what or "an operation")
+    end
+  end
+  if #parts == 0 then return "" end
+  table.sort(parts)
+  return " (" .. table.concat(parts, "; ") .. ")"
 end
 
 --- True when the running coroutine is a sandkit task.
@@ -140,7 +200,7 @@ Task.__index = Task
 
 --- Waits for the task; returns its function's values, or raises its error.
 function Task:wait()
-  local vals = pack(M.await(self.rec))
+  local vals = pack(M.await(self.rec, 2))
   if not vals[1] then error(vals[2], 0) end
   return table.unpack(vals, 2, vals.n)
 end
@@ -155,7 +215,12 @@ function M.spawn(fn, ...)
     error(("bad argument #1 to 'spawn' (function expected, got %s)"):format(type(fn)), 2)
   end
   local args = pack(...)
-  local task = setmetatable({ rec = M.record() }, Task)
+  task_count = task_count + 1
+  local where = debug.getinfo(2, "Sl")
+  local task = setmetatable({ rec = M.record(),
+    name = ("task %d (spawned at %s:%d)"):format(task_count, where and where.short_src or "?",
+      where and where.currentline or 0) }, Task)
+  task.rec.owner = task
   local co = coroutine.create(function()
     task.results = pack(fn(table.unpack(args, 1, args.n)))
   end)
@@ -166,13 +231,35 @@ function M.spawn(fn, ...)
   return task
 end
 
+-- After a turn: tasks live but none ready, no event queued and nothing
+-- left in the loop that could produce one means they wait forever.
+local function check_stall(level)
+  -- core.alive() now, not the turn's own answer: a task resumed after the
+  -- loop ran may just have started a command.
+  if live_tasks > 0 and not has_ready() and not core.alive() then
+    error(("sandkit: deadlock: %d %s for operations that nothing can complete%s"):format(
+      live_tasks, live_tasks == 1 and "task waits" or "tasks wait", M.stuck_tasks()), level + 1)
+  end
+end
+
+--- One turn; returns whether anything is still pending. Raises when the
+-- remaining tasks can never finish, at `level` as error() counts from
+-- turn's caller (default 1).
+function M.turn(timeout_ms, level)
+  local alive = turn_once(timeout_ms)
+  check_stall((level or 1) + 1)
+  return alive or has_ready() or live_tasks > 0
+end
+
 --- Runs until every task has finished.
 function M.run()
+  if current then
+    error("sandkit: deadlock: sandkit.run() called inside " .. current.name ..
+      ": run() waits for every task, that one included; use task:wait() or sandkit.all()", 2)
+  end
   while live_tasks > 0 or has_ready() do
-    local alive = M.turn(has_ready() and 0 or -1)
-    if not alive and live_tasks > 0 and not has_ready() and not core.pending() then
-      error("sandkit: deadlock: tasks wait for operations that nothing can complete", 2)
-    end
+    turn_once(has_ready() and 0 or -1)
+    check_stall(2)
   end
 end
 
