@@ -118,7 +118,7 @@ describe("deadlock", function()
       ok, err = pcall(function() sandkit.step(0) end)
       io.write("step: ", tostring(err), "\n")
     ]]
-    assert.is_truthy(out:find("run: sandkit: deadlock: 1 task waits for operations that nothing can complete %(task 1 %(spawned at [^)]+:5%) waits for an operation%)"), out)
+    assert.is_truthy(out:find("run: [^\n]*:6: sandkit: deadlock: 1 task waits for operations that nothing can complete %(task 1 %(spawned at [^)]+:5%) waits for an operation%)"), out)
     assert.is_truthy(out:find("step: [^\n]*:8: sandkit: deadlock: 1 task waits for"), out)
   end)
 

@@ -12,7 +12,7 @@ end
 Fleet.__len = function(f) return #f.sandboxes end
 
 local function argerror(n, fname, msg)
-  error(("bad argument #%d to '%s' (%s)"):format(n, fname, msg), 3)
+  errors.misuse(("bad argument #%d to '%s' (%s)"):format(n, fname, msg))
 end
 
 -- Runs fn(i) for i = 1..n with at most `limit` at once; waits for all.

@@ -26,7 +26,7 @@ sandbox.set_registry(registry)
 --- Creates a sandbox of the provider `id` ("local", "platform", ...).
 function M.new(id, opts)
   if type(id) ~= "string" then
-    error(("bad argument #1 to 'new' (provider id string expected, got %s)"):format(type(id)), 2)
+    errors.misuse(("bad argument #1 to 'new' (provider id string expected, got %s)"):format(type(id)))
   end
   return sandbox.new(id, opts)
 end
@@ -38,7 +38,7 @@ local constructors = {
 for id, name in pairs(constructors) do
   M[name] = function(opts)
     if not registry[id] then
-      error(errors.new("ConfigError", name .. " is not available in this build", { provider = id }), 2)
+      errors.misuse(errors.new("ConfigError", name .. " is not available in this build", { provider = id }))
     end
     return sandbox.new(id, opts)
   end
@@ -69,12 +69,11 @@ function M.step(timeout)
   local ms = 0
   if timeout ~= nil then
     if type(timeout) ~= "number" or timeout ~= timeout or timeout < 0 then
-      error("bad argument #1 to 'step' (non-negative number of seconds expected)", 2)
+      errors.misuse("bad argument #1 to 'step' (non-negative number of seconds expected)")
     end
     ms = timeout == math.huge and -1 or math.ceil(timeout * 1000)
   end
-  local more = scheduler.turn(ms, 2) -- deadlock errors point at step's caller
-  return more
+  return scheduler.turn(ms)
 end
 
 --- The descriptor a host loop polls for readability (cqueues convention).
@@ -86,12 +85,12 @@ function M.timeout() return scheduler.timeout() end
 --- Waits for several operations (or tasks); returns their results in
 -- order and, where one failed, its error at the same index.
 function M.all(ops)
-  if type(ops) ~= "table" then error("bad argument #1 to 'all' (table of operations expected)", 2) end
+  if type(ops) ~= "table" then errors.misuse("bad argument #1 to 'all' (table of operations expected)") end
   for i, op in ipairs(ops) do
     local t = type(op)
     local wait = (t == "table" or t == "userdata") and select(2, pcall(function() return op.wait end))
     if type(wait) ~= "function" then
-      error(("bad argument #1 to 'all' (element %d is not an operation, got %s)"):format(i, t), 2)
+      errors.misuse(("bad argument #1 to 'all' (element %d is not an operation, got %s)"):format(i, t))
     end
   end
   local results, errs = {}, {}

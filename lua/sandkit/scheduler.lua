@@ -122,7 +122,7 @@ end
 -- A waiter about to wait for `rec`: raises when the chain of owners
 -- (rec's owner waits for a record whose owner waits ...) comes back to it,
 -- since nothing else could ever complete that record.
-local function check_cycle(me, rec, level)
+local function check_cycle(me, rec)
   local chain = { me.name }
   local r, steps = rec, 0
   while r and not r.done and r.owner and steps <= live_tasks + 1 do
@@ -135,7 +135,7 @@ local function check_cycle(me, rec, level)
         msg = chain[1] .. " waits for " .. table.concat(chain, ", which waits for ", 2) ..
           ", which waits for " .. me.name
       end
-      error("sandkit: deadlock: " .. msg, level + 1)
+      errors.misuse("sandkit: deadlock: " .. msg)
     end
     chain[#chain + 1] = owner.name
     r = owner.waiting
@@ -144,15 +144,14 @@ local function check_cycle(me, rec, level)
 end
 
 --- Waits for `rec`; returns its values. Yields inside a task, else runs
--- the loop until the record is done. `level`: where a deadlock error
--- points (default: the caller of await's caller).
-function M.await(rec, level)
-  level = level or 2
+-- the loop until the record is done. Deadlock errors name the caller's
+-- line outside sandkit.
+function M.await(rec)
   if not rec.done then
     local co = coroutine.running()
     local task = tasks[co]
     local me = task or current or MAIN
-    check_cycle(me, rec, level + 1)
+    check_cycle(me, rec)
     local outer_wait = me.waiting
     me.waiting = rec
     if task then
@@ -165,8 +164,8 @@ function M.await(rec, level)
         if not ok then me.waiting = outer_wait; error(alive, 0) end
         if not rec.done and not alive and n == 0 and not has_ready() and not core.alive() then
           me.waiting = outer_wait
-          error("sandkit: deadlock: " .. me.name ..
-            " waits for an operation that nothing can complete" .. M.stuck_tasks(), level + 1)
+          errors.misuse("sandkit: deadlock: " .. me.name ..
+            " waits for an operation that nothing can complete" .. M.stuck_tasks())
         end
       end
     end
@@ -200,7 +199,7 @@ Task.__index = Task
 
 --- Waits for the task; returns its function's values, or raises its error.
 function Task:wait()
-  local vals = pack(M.await(self.rec, 2))
+  local vals = pack(M.await(self.rec))
   if not vals[1] then error(vals[2], 0) end
   return table.unpack(vals, 2, vals.n)
 end
@@ -212,7 +211,7 @@ end
 --- Starts fn(...) as a task; it runs on the next turn.
 function M.spawn(fn, ...)
   if type(fn) ~= "function" then
-    error(("bad argument #1 to 'spawn' (function expected, got %s)"):format(type(fn)), 2)
+    errors.misuse(("bad argument #1 to 'spawn' (function expected, got %s)"):format(type(fn)))
   end
   local args = pack(...)
   task_count = task_count + 1
@@ -233,40 +232,39 @@ end
 
 -- After a turn: tasks live but none ready, no event queued and nothing
 -- left in the loop that could produce one means they wait forever.
-local function check_stall(level)
+local function check_stall()
   -- core.alive() now, not the turn's own answer: a task resumed after the
   -- loop ran may just have started a command.
   if live_tasks > 0 and not has_ready() and not core.alive() then
-    error(("sandkit: deadlock: %d %s for operations that nothing can complete%s"):format(
-      live_tasks, live_tasks == 1 and "task waits" or "tasks wait", M.stuck_tasks()), level + 1)
+    errors.misuse(("sandkit: deadlock: %d %s for operations that nothing can complete%s"):format(
+      live_tasks, live_tasks == 1 and "task waits" or "tasks wait", M.stuck_tasks()))
   end
 end
 
 --- One turn; returns whether anything is still pending. Raises when the
--- remaining tasks can never finish, at `level` as error() counts from
--- turn's caller (default 1).
-function M.turn(timeout_ms, level)
+-- remaining tasks can never finish.
+function M.turn(timeout_ms)
   local alive = turn_once(timeout_ms)
-  check_stall((level or 1) + 1)
+  check_stall()
   return alive or has_ready() or live_tasks > 0
 end
 
 --- Runs until every task has finished.
 function M.run()
   if current then
-    error("sandkit: deadlock: sandkit.run() called inside " .. current.name ..
-      ": run() waits for every task, that one included; use task:wait() or sandkit.all()", 2)
+    errors.misuse("sandkit: deadlock: sandkit.run() called inside " .. current.name ..
+      ": run() waits for every task, that one included; use task:wait() or sandkit.all()")
   end
   while live_tasks > 0 or has_ready() do
     turn_once(has_ready() and 0 or -1)
-    check_stall(2)
+    check_stall()
   end
 end
 
 --- Sleeps (yields in a task; blocks otherwise).
 function M.sleep(seconds)
   if type(seconds) ~= "number" or seconds ~= seconds or seconds < 0 or seconds == math.huge then
-    error(("bad argument #1 to 'sleep' (non-negative number expected, got %s)"):format(tostring(seconds)), 2)
+    errors.misuse(("bad argument #1 to 'sleep' (non-negative number expected, got %s)"):format(tostring(seconds)))
   end
   local rec = M.record(function(r) M.complete(r) end)
   local timer = core.timer(seconds * 1000, rec.token)

@@ -8,8 +8,8 @@ return {
   options = options.with_common {
     working_directory = { type = "string", default = "./.sandbox", non_empty = true,
       description = "Directory commands run in; created on start (~ expanded, relative to the current directory)." },
-    timeout = { type = "number", min = 0,
-      description = "Default per-command timeout in milliseconds (none when absent)." },
+    timeout = { type = "integer", ms = true, zero = "no timeout",
+      description = "Default per-command timeout in milliseconds (none when absent or 0)." },
     isolation = { type = "string", enum = { "none", "bwrap" }, default = "none",
       description = "none: plain processes; bwrap: bubblewrap with a read-only system, writable working directory and private /tmp." },
     allow_network = { type = "boolean", default = false, description = "bwrap: keep the host network (default: none)." },
