@@ -399,7 +399,7 @@ local function run_fleet(o, env)
 
   local rows = {}
   local ops = {}            -- index -> running operation (for an interrupt)
-  local next_i, running, done, failed = 0, 0, 0, 0
+  local running, done, failed = 0, 0, 0
   local stopping = false
   local started = core.now()
   local tty = env.isatty()
@@ -435,22 +435,30 @@ local function run_fleet(o, env)
     sb:destroy()
   end
 
-  local function worker()
-    while not stopping and next_i < n do
-      next_i = next_i + 1
-      local i = next_i
+  local interrupted -- the interrupt, when it landed inside a job
+
+  -- One job per sandbox for sandkit.all, which runs `limit` at once.
+  local jobs = {}
+  for i = 1, n do
+    jobs[i] = function()
+      if stopping then return nil end
       running = running + 1
       local ok, err = pcall(run_one, i)
+      running = running - 1
       if not ok then
-        if is_interrupt(err) then error(err, 0) end
+        if is_interrupt(err) then
+          -- stop handing out work and kill what runs; all() then returns
+          interrupted, stopping = err, true
+          for _, op in pairs(ops) do pcall(op.cancel, op) end
+          return nil
+        end
         local row = rows[i] or { index = i }
         rows[i] = row
         row.error, row.failed = true, true
         row.output = truncate(describe_error(err, mask):gsub("[%c]", "?"), 48)
       end
-      running = running - 1
-      done = done + 1
       if rows[i].failed then failed = failed + 1 end
+      return true
     end
   end
 
@@ -462,7 +470,14 @@ local function run_fleet(o, env)
     return errors.is(err, "ConfigError") and M.EXIT_USAGE or M.EXIT_FAILURE
   end
 
-  for _ = 1, limit do sandkit.spawn(worker) end
+  -- The progress line follows all()'s on_progress; the ticker below only
+  -- keeps its clock moving while nothing finishes.
+  sandkit.spawn(function()
+    sandkit.all(jobs, { concurrency = limit, on_progress = function(d)
+      done = d
+      if tty and not stopping then progress() end
+    end })
+  end)
   if tty then
     sandkit.spawn(function()
       while done < n and not stopping do
@@ -472,6 +487,7 @@ local function run_fleet(o, env)
     end)
   end
   local run_ok, run_err = pcall(sandkit.run)
+  if run_ok and interrupted then run_ok, run_err = false, interrupted end
   local wall = core.now() - started
   if not run_ok then
     -- Interrupted (or a bug): stop handing out work, kill what runs, let

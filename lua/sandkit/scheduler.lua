@@ -76,8 +76,13 @@ local function resume(co)
     tasks[co] = nil
     live_tasks = live_tasks - 1
     if not ok then
-      failures[#failures + 1] = debug.traceback(co, tostring(res))
-      M.complete(task.rec, false, res)
+      -- Someone waiting gets the error from wait(); only an error nobody
+      -- waits for is raised from the loop (run, step, a blocking wait).
+      local rec = task.rec
+      if not rec.waiters and (rec.blocked or 0) == 0 and not task.claimed then
+        failures[#failures + 1] = debug.traceback(co, tostring(res))
+      end
+      M.complete(rec, false, res)
     else
       M.complete(task.rec, true, table.unpack(task.results or {}, 1, task.results and task.results.n or 0))
     end
@@ -159,15 +164,18 @@ function M.await(rec)
       rec.waiters[#rec.waiters + 1] = co
       repeat coroutine.yield(WAIT) until rec.done
     else
+      rec.blocked = (rec.blocked or 0) + 1
       while not rec.done do
         local ok, alive, n = pcall(turn_once, -1, rec)
-        if not ok then me.waiting = outer_wait; error(alive, 0) end
+        if not ok then me.waiting = outer_wait; rec.blocked = rec.blocked - 1; error(alive, 0) end
         if not rec.done and not alive and n == 0 and not has_ready() and not core.alive() then
           me.waiting = outer_wait
+          rec.blocked = rec.blocked - 1
           errors.misuse("sandkit: deadlock: " .. me.name ..
             " waits for an operation that nothing can complete" .. M.stuck_tasks())
         end
       end
+      rec.blocked = rec.blocked - 1
     end
     me.waiting = outer_wait
   end
@@ -189,6 +197,12 @@ function M.stuck_tasks()
   return " (" .. table.concat(parts, "; ") .. ")"
 end
 
+--- Marks `t`, when it is a task, as waited for: its error goes to the
+-- waiter (sandkit.all) instead of being raised from the loop.
+function M.claim(t)
+  if getmetatable(t) == M.Task then t.claimed = true end
+end
+
 --- True when the running coroutine is a sandkit task.
 function M.in_task()
   return tasks[coroutine.running()] ~= nil
@@ -196,6 +210,7 @@ end
 
 local Task = { __name = "sandkit.Task" }
 Task.__index = Task
+M.Task = Task
 
 --- Waits for the task; returns its function's values, or raises its error.
 function Task:wait()
@@ -215,10 +230,8 @@ function M.spawn(fn, ...)
   end
   local args = pack(...)
   task_count = task_count + 1
-  local where = debug.getinfo(2, "Sl")
   local task = setmetatable({ rec = M.record(),
-    name = ("task %d (spawned at %s:%d)"):format(task_count, where and where.short_src or "?",
-      where and where.currentline or 0) }, Task)
+    name = ("task %d (spawned at %s)"):format(task_count, errors.caller_where() or "?") }, Task)
   task.rec.owner = task
   local co = coroutine.create(function()
     task.results = pack(fn(table.unpack(args, 1, args.n)))
@@ -259,6 +272,27 @@ function M.run()
     turn_once(has_ready() and 0 or -1)
     check_stall()
   end
+end
+
+--- Calls fn(i) for i = 1..n in tasks, at most `limit` at once, and waits
+-- for all. Returns the first value of each call and what each call that
+-- raised raised, by index; on_done(i), when given, after each call.
+function M.bounded(n, limit, fn, on_done)
+  local values, errs = {}, {}
+  local next_i = 0
+  local function worker()
+    while next_i < n do
+      next_i = next_i + 1
+      local i = next_i
+      local ok, v = pcall(fn, i)
+      if ok then values[i] = v else errs[i] = v end
+      if on_done then on_done(i) end
+    end
+  end
+  local workers = {}
+  for w = 1, math.min(limit, n) do workers[w] = M.spawn(worker) end
+  for w = 1, #workers do workers[w]:wait() end
+  return values, errs
 end
 
 --- Sleeps (yields in a task; blocks otherwise).
