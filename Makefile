@@ -13,7 +13,7 @@ LIBS := $(shell pkg-config --libs libuv libcurl jansson libwebsockets libprotobu
 # exist, whatever installed them.
 DEB_PACKAGES := build-essential pkg-config lua5.4 liblua5.4-dev luarocks lua-busted lua-cjson \
 	lua-cqueues libuv1-dev libcurl4-openssl-dev libwebsockets-dev libwebsockets-evlib-uv \
-	libjansson-dev libprotobuf-c-dev protobuf-c-compiler bubblewrap procps curl util-linux openssl
+	libjansson-dev libprotobuf-c-dev protobuf-c-compiler bubblewrap procps curl util-linux openssl lua-luv
 
 CORE_SRC := $(sort $(wildcard src/core/*.c src/core/providers/*.c))
 LUA_SRC := $(sort $(wildcard src/lua/*.c))

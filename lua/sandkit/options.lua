@@ -118,6 +118,9 @@ local function check_value(desc, key, spec, v)
     for i = 1, n do
       local item = v[i]
       local item_type = spec.items or "string"
+      local ms_msg = spec.items == "ms" and M.ms_problem(item)
+      if ms_msg then fail(desc, key, ("[%d] %s"):format(i, ms_msg)) end
+      if spec.items == "ms" then item_type = "number" end
       if type(item) ~= item_type then
         fail(desc, key, ("[%d] must be a %s, got %s"):format(i, item_type, type(item)))
       end

@@ -316,6 +316,16 @@ function Operation:cancel()
   return true
 end
 
+-- The cqueues pollable protocol, so a cqueues coroutine can sleep on an
+-- operation: `while not op.done do cqueues.poll(op); sandkit.step(0) end`.
+-- It wakes when sandkit's loop has work (then step), at once when done.
+function Operation:pollfd() return core.pollfd() end
+function Operation:events() return "r" end
+function Operation:timeout()
+  if self.done then return 0 end
+  return scheduler.timeout()
+end
+
 function Operation:__tostring()
   return ("sandkit.Operation (%s)"):format(self.done and "done" or "running")
 end

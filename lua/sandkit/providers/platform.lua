@@ -12,13 +12,6 @@ local function http_url(v)
   if not (v:match("^https?://")) then return "must start with http:// or https://" end
 end
 
-local function non_negative_delays(v)
-  for i, d in ipairs(v) do
-    local msg = options.ms_problem(d)
-    if msg then return ("[%d] %s"):format(i, msg) end
-  end
-end
-
 return {
   id = "platform",
   name = "PlatformSandbox",
@@ -49,7 +42,7 @@ return {
       description = "Tests only: PEM bundle to verify the proxy's and the exec endpoint's certificates against." },
     insecure_skip_verify = { type = "boolean", default = false,
       description = "Tests only: accept any TLS certificate." },
-    retry_delays_ms = { type = "array", items = "number", check = non_negative_delays,
+    retry_delays_ms = { type = "array", items = "ms",
       description = "Delays before each retry of a create answered with a 5xx (default { 2000, 4000 }: 3 attempts)." },
     request_timeout_ms = { type = "integer", ms = true, min = 1, default = 60000,
       description = "Timeout of each control-plane request (upstream: 60000)." },
