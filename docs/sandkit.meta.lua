@@ -6,7 +6,9 @@
 ---@class sandkit.Error
 ---@field kind string   "ConfigError", "SandboxNotReadyError", "PlatformApiError", ...
 ---@field message string
--- plus the fields of its kind (status, code, grpc_status, argv, ...)
+---@field where? string  misuse only: "file:line" of the caller
+-- plus the fields of its kind (status, code, grpc_status, argv, ...;
+-- fleet:map errors: clone, sandbox_id, cause)
 
 ---@class sandkit.Result
 ---@field exit_code integer
@@ -20,11 +22,13 @@
 ---@field command string
 
 ---@class sandkit.CommandOptions
----@field timeout? number   milliseconds
+---@field timeout? integer  whole milliseconds; 0: no timeout
 ---@field cwd? string
 ---@field env? table<string, string>
 ---@field on_stdout? fun(chunk: string)
 ---@field on_stderr? fun(chunk: string)
+---@field on_stdout_line? fun(line: string) whole lines, without the newline
+---@field on_stderr_line? fun(line: string)
 ---@field stdin? string     exec only: written, then stdin is closed
 ---@field capture? boolean  default true
 
@@ -37,6 +41,13 @@ local Operation = {}
 function Operation:wait() end
 ---@return boolean cancelled false when it had already finished
 function Operation:cancel() end
+-- the cqueues pollable protocol: cqueues.poll(op), then sandkit.step(0)
+---@return integer
+function Operation:pollfd() end
+---@return "r"
+function Operation:events() end
+---@return number|nil seconds; 0 once done
+function Operation:timeout() end
 
 ---@class sandkit.Process
 ---@field pid string
@@ -58,10 +69,11 @@ function Process:close_stdin() end
 
 ---@class sandkit.ProcessManager
 local ProcessManager = {}
----@param command string a shell command
+---@param command string a shell string, used as it is
+---@param args? string[] each quoted to arrive as one argument (spawn(command, opts) works too)
 ---@param opts? sandkit.CommandOptions
 ---@return sandkit.Process|nil, sandkit.Error|nil
-function ProcessManager:spawn(command, opts) end
+function ProcessManager:spawn(command, args, opts) end
 ---@return { pid: string, command: string, running: boolean, exit_code: integer|nil }[]
 function ProcessManager:list() end
 ---@param pid string
@@ -118,15 +130,22 @@ local Task = {}
 ---@return any ...
 function Task:wait() end
 
----@class sandkit.Fleet
+---@class sandkit.FleetExecOptions: sandkit.CommandOptions
+---@field on_progress? fun(done: integer, total: integer)
+
+---@class sandkit.Fleet: { [integer]: sandkit.Sandbox }
 ---@field sandboxes sandkit.Sandbox[]
 local Fleet = {}
----@return (sandkit.Result|sandkit.Error)[]
+---@param command string
+---@param args? string[]
+---@param opts? sandkit.FleetExecOptions
+---@return table<integer, sandkit.Result> results, table<integer, sandkit.Error> errors
 function Fleet:exec(command, args, opts) end
 ---@param fn fun(sb: sandkit.Sandbox, i: integer): any
----@param opts? { concurrency?: integer }
----@return any[]
+---@param opts? { concurrency?: integer, on_progress?: fun(done: integer, total: integer) }
+---@return table<integer, any> values, table<integer, sandkit.Error> errors errors name the clone
 function Fleet:map(fn, opts) end
+---@return true
 function Fleet:destroy() end
 
 ---@class sandkit
@@ -161,12 +180,13 @@ function sandkit.spawn(fn, ...) end
 function sandkit.run() end
 ---@param seconds number
 function sandkit.sleep(seconds) end
----@param ops (sandkit.Operation|sandkit.Task)[]
----@return table results, table errors
-function sandkit.all(ops) end
+---@param items (sandkit.Operation|sandkit.Task|fun(): any, any)[]
+---@param opts? { concurrency?: integer, on_progress?: fun(done: integer, total: integer) }
+---@return table results, table errors errors[i]: what item i failed with or raised
+function sandkit.all(items, opts) end
 ---@param template sandkit.Sandbox
 ---@param n integer
----@param opts? { concurrency?: integer, overrides?: fun(i: integer): table }
+---@param opts? { concurrency?: integer, overrides?: fun(i: integer): table, on_progress?: fun(done: integer, total: integer) }
 ---@return sandkit.Fleet|nil, sandkit.Error|nil
 function sandkit.fleet(template, n, opts) end
 ---@param timeout? number seconds
