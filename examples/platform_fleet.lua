@@ -72,8 +72,10 @@ for i, t in ipairs(tasks) do sums[i] = t:wait() end
 print(("%d jobs in %.0f ms; first checksums: %s %s %s"):format(JOBS, sandkit.now() - t0, sums[1], sums[2], sums[3]))
 
 -- The same command on every member at once, streaming its output.
-local results = fleet:exec("sh", { "-c", "for i in 1 2 3; do echo tick $i; sleep 0.1; done" },
+local results, errs = fleet:exec("sh", { "-c", "for i in 1 2 3; do echo tick $i; sleep 0.1; done" },
   { on_stdout = function(chunk) io.write("  | ", chunk) end })
+local _, first_err = next(errs)
+assert(first_err == nil, tostring(first_err))
 for i, r in ipairs(results) do
   assert(r.exit_code == 0, tostring(r))
   assert(select(2, r.stdout:gsub("tick", "")) == 3, "sandbox " .. i)
