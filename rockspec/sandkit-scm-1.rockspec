@@ -49,6 +49,7 @@ build = {
     ["sandkit.core"] = {
       sources = {
         "src/core/buf.c",
+        "src/core/compat.c",
         "src/core/error.c",
         "src/core/grpc.c",
         "src/core/grpc_frame.c",
@@ -96,6 +97,7 @@ build = {
     ["sandkit.options"] = "lua/sandkit/options.lua",
     ["sandkit.sandbox"] = "lua/sandkit/sandbox.lua",
     ["sandkit.scheduler"] = "lua/sandkit/scheduler.lua",
+    ["sandkit.version"] = "lua/sandkit/version.lua",
     ["sandkit.providers.apple_container"] = "lua/sandkit/providers/apple_container.lua",
     ["sandkit.providers.local"] = "lua/sandkit/providers/local.lua",
     ["sandkit.providers.modal"] = "lua/sandkit/providers/modal.lua",
