@@ -208,6 +208,8 @@ int sk_spawnp_in(pid_t *pid, const char *file, posix_spawn_file_actions_t *fa,
 #else
     if (!cwd)
         return posix_spawnp(pid, file, fa, attr, argv, envp);
+    if (strlen(cwd) >= PATH_MAX)
+        return ENAMETOOLONG; /* as chdir would say (not E2BIG for the argv) */
     /* sh -c '<cd to $1>; shift; exec "$@"' sh <cwd> <file> argv[1..]; cd
      * would export OLDPWD, so the child's own value (or its absence) is kept */
     size_t n = 0;
