@@ -11,6 +11,9 @@
 
 dist_saved_goal := $(.DEFAULT_GOAL)
 
+# git archive; luarocks pack zips, spec/rock_spec.lua lists the .src.rock
+DEB_PACKAGES += git zip unzip
+
 VERSION := $(shell sed -n 's/^return "\(.*\)"$$/\1/p' lua/sandkit/version.lua)
 DIST_DIR ?= build/dist
 DIST_REF ?= HEAD
