@@ -29,7 +29,7 @@ describe("the rock", function()
   setup(function()
     tmp = mktemp()
     tree = tmp .. "/tree"
-    assert(os.execute("mkdir -p " .. q(tmp .. "/src") .. " && cp -R src lua bin rockspec " .. q(tmp .. "/src")))
+    assert(os.execute("mkdir -p " .. q(tmp .. "/src") .. " && cp -R src lua bin rockspec docs " .. q(tmp .. "/src")))
     build_code, build_out = run("cd " .. q(tmp .. "/src") .. " && " .. TIMEOUT ..
       "luarocks --lua-version=5.4 --tree=" .. q(tree) ..
       " make --deps-mode=none rockspec/sandkit-scm-1.rockspec CFLAGS='-O2 -fPIC -std=c11'")
