@@ -82,7 +82,7 @@ describe("LocalSandbox inherit_env", function()
     assert.are.equal("unset\n", out)
   end)
 
-  it("reads the host value at each command, and clones keep the list", function()
+  it("is kept by clones; PATH listed is passed once, as always", function()
     local sb = sandkit.LocalSandbox { working_directory = tmp.dir(), inherit_env = { "PATH", "HOME" } }
     local c = sb:clone()
     local home = os.getenv("HOME")
