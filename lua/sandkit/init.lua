@@ -7,7 +7,7 @@ local scheduler = require "sandkit.scheduler"
 
 local M = {
   _NAME = "sandkit",
-  _VERSION = core._VERSION,
+  _VERSION = require "sandkit.version",
   errors = errors,
 }
 

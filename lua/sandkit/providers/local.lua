@@ -1,6 +1,16 @@
 --- Descriptor of the local provider (LocalSandbox).
 local options = require "sandkit.options"
 
+-- inherit_env entries: variable names as env accepts them.
+local function env_names(v)
+  for i, name in ipairs(v) do
+    if name == "" then return ("[%d] is an empty variable name"):format(i) end
+    if name:find("=", 1, true) then
+      return ("[%d] variable name '%s' contains '='"):format(i, options.shown(name))
+    end
+  end
+end
+
 return {
   id = "local",
   name = "LocalSandbox",
@@ -15,5 +25,7 @@ return {
     allow_network = { type = "boolean", default = false, description = "bwrap: keep the host network (default: none)." },
     read_only_paths = { type = "array", description = "bwrap: extra host paths visible read-only." },
     read_write_paths = { type = "array", description = "bwrap: extra host paths visible read-write." },
+    inherit_env = { type = "array", check = env_names,
+      description = "Names of host environment variables passed through to commands (e.g. { \"HOME\", \"LANG\" }); the sandbox env and a command's env override them." },
   },
 }
