@@ -177,3 +177,88 @@ describe("waiting does not spin", function()
     assert.is_true(idle < 0.5, out)
   end)
 end)
+
+-- A host loop that only steps and polls sandkit's descriptor (README,
+-- "Embedding in a host loop") runs work to the end: step(0) stays true
+-- while anything is in flight — a sandbox being started for exec_async, a
+-- command, a sleeping task — and turns false only once nothing is left.
+describe("a host loop of step(0) and poll", function()
+  -- Defines host_loop(): the README's loop inside a cqueues controller;
+  -- returns its turns and the CPU seconds it used. `report(label, value)`
+  -- prints what the test checks, with step(0) and timeout() afterwards.
+  local PRELUDE = [[
+    local cqueues = require "cqueues"
+    local dir = os.tmpname(); os.remove(dir)
+    local function host_loop()
+      local turns, c0 = 0, os.clock()
+      local cq = cqueues.new()
+      cq:wrap(function()
+        while sandkit.step(0) do
+          turns = turns + 1
+          cqueues.poll(sandkit)
+        end
+      end)
+      assert(cq:loop())
+      return turns, os.clock() - c0
+    end
+    local function report(label, value, turns, cpu)
+      io.write(label, "=", tostring(value), " turns=", turns, (" loop_cpu=%.3f"):format(cpu),
+        " after=", tostring(sandkit.step(0)), " timeout=", tostring(sandkit.timeout()), "\n")
+    end
+  ]]
+
+  local function check(out, label, expected)
+    local turns = tonumber(out:match(label .. "=[^\n]- turns=(%d+)"))
+    local cpu = tonumber(out:match(label .. "=[^\n]- loop_cpu=([%d.]+)"))
+    assert.is_truthy(turns and cpu, out)
+    assert.is_truthy(out:find(label .. "=" .. expected .. " turns=", 1, true), out)
+    assert.is_true(turns >= 1, "the loop ended at once: " .. out)
+    -- Polling sleeps until the loop has work; a spinning loop turns thousands of times.
+    assert.is_true(turns < 100, "turned " .. turns .. " times: " .. out)
+    assert.is_true(cpu < 1, "spun: " .. out)
+    -- Finished means finished: nothing more to step, nothing to wait for.
+    assert.is_truthy(out:find(label .. "=[^\n]- after=false timeout=nil\n"), out)
+  end
+
+  it("exec_async on a sandbox not started yet: starts it and runs the command", function()
+    local out = run_script(PRELUDE .. [[
+      local sb = sandkit.LocalSandbox { working_directory = dir }
+      local op = sb:exec_async("sleep 0.2; echo done")
+      local turns, cpu = host_loop()
+      report("unstarted", op.result and op.result.stdout:gsub("\n", "|"), turns, cpu)
+      sb:destroy()
+      -- The bug report's loop, stepping only: it spins, but until the end.
+      local sb2 = sandkit.LocalSandbox { working_directory = dir .. "-2" }
+      local op2 = sb2:exec_async("sleep 0.2; echo spun")
+      local n = 0
+      while sandkit.step(0) do n = n + 1 end
+      io.write("spin=", tostring(op2.result and op2.result.stdout:gsub("\n", "|")), " n=", n, "\n")
+      sb2:destroy()
+      os.execute("rm -rf " .. dir .. " " .. dir .. "-2")
+    ]])
+    check(out, "unstarted", "done|")
+    assert.is_truthy(out:find("spin=spun| n=[1-9]"), out)
+  end)
+
+  it("a task that sleeps: the loop runs until it has returned", function()
+    local out = run_script(PRELUDE .. [[
+      local t = sandkit.spawn(function() sandkit.sleep(0.2); return "woke" end)
+      local turns, cpu = host_loop()
+      report("task", tostring(t) .. ":" .. t:wait(), turns, cpu)
+    ]])
+    check(out, "task", "sandkit.Task (done):woke")
+  end)
+
+  it("an operation on a started sandbox: the loop runs until the command exits", function()
+    local out = run_script(PRELUDE .. [[
+      local sb = sandkit.LocalSandbox { working_directory = dir }
+      assert(sb:start())
+      local op = sb:exec_async("sleep 0.2; echo started")
+      local turns, cpu = host_loop()
+      report("started", op.result and op.result.stdout:gsub("\n", "|"), turns, cpu)
+      sb:destroy()
+      os.execute("rm -rf " .. dir)
+    ]])
+    check(out, "started", "started|")
+  end)
+end)

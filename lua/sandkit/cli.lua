@@ -104,6 +104,18 @@ local function parse_positive_int(flag, v, max)
   return n
 end
 
+-- --timeout: whole milliseconds, named as the option errors name them.
+local function parse_timeout(v)
+  local n = v:match("^%d+$") and math.tointeger(tonumber(v))
+  if not n or n < 1 or n >= 2^53 then
+    usage_error(("--timeout expects a whole number of milliseconds >= 1 (got '%s')"):format(v))
+  end
+  return n
+end
+
+-- What a flag's missing value should have been, for its error.
+local VALUE_KINDS = { timeout = "a whole number of milliseconds" }
+
 -- `--env` entries: NAME=VALUE, or NAME (value from our environment). The
 -- value never appears in a message; a bad entry is named by its position.
 local function parse_env(o, v, position, getenv)
@@ -181,7 +193,9 @@ function M.parse(argv, getenv)
       else
         i = i + 1
         v = argv[i]
-        if v == nil then usage_error(("--%s expects a value"):format(name)) end
+        if v == nil then
+          usage_error(("--%s expects %s"):format(name, VALUE_KINDS[name] or "a value"))
+        end
       end
       if kind == "env" then
         parse_env(o, v, i, getenv)
@@ -202,7 +216,7 @@ function M.parse(argv, getenv)
   if o.cmd:find("\0", 1, true) then usage_error("the command contains a NUL byte") end
   for j = i + 1, #argv do o.args[#o.args + 1] = argv[j] end
 
-  if o.timeout then o.timeout = parse_positive_int("--timeout", o.timeout) end
+  if o.timeout then o.timeout = parse_timeout(o.timeout) end
   if o.concurrency then o.concurrency = parse_positive_int("--concurrency", o.concurrency) end
   if o.isolation and o.isolation ~= "none" and o.isolation ~= "bwrap" then
     usage_error(("--isolation expects none or bwrap (got '%s')"):format(o.isolation))

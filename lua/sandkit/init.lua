@@ -64,7 +64,8 @@ M.run = scheduler.run
 M.sleep = scheduler.sleep
 
 --- One turn of the loop for a host: waits at most timeout seconds
--- (default 0). Returns true while sandkit has work in flight.
+-- (default 0). Returns true while anything is in flight (tasks, starts,
+-- commands, timers, connections); false once nothing is left.
 function M.step(timeout)
   local ms = 0
   if timeout ~= nil then

@@ -254,12 +254,21 @@ local function check_stall()
   end
 end
 
+--- Whether anything is still in flight: tasks (ready or waiting), queued
+-- events, or loop handles (commands, timers, connections).
+local function busy()
+  return live_tasks > 0 or has_ready() or core.alive()
+end
+
 --- One turn; returns whether anything is still pending. Raises when the
 -- remaining tasks can never finish.
 function M.turn(timeout_ms)
-  local alive = turn_once(timeout_ms)
+  turn_once(timeout_ms)
   check_stall()
-  return alive or has_ready() or live_tasks > 0
+  -- Asked now, not from the loop's turn: tasks resumed after it may have
+  -- started commands (exec_async on an unstarted sandbox starts it in a
+  -- task, and the command only once the start completed).
+  return busy()
 end
 
 --- Runs until every task has finished.
@@ -313,7 +322,5 @@ function M.timeout()
   if ms < 0 then return nil end
   return ms / 1000
 end
-
-function M.pending_work() return live_tasks > 0 or has_ready() end
 
 return M
