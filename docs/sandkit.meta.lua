@@ -3,10 +3,93 @@
 -- workspace's `Lua.workspace.library` at this folder. The reference is
 -- README.md; this mirrors it.
 
+-- Constructor options: one class per provider (spec/meta_spec.lua checks
+-- that they list every option sandkit.providers() describes, with its type).
+
+---@class sandkit.SandboxOptions  options every provider accepts
+---@field env? table<string, string|number|boolean> Environment variables for every command (names to string values).
+---@field id? string Sandbox id; a fresh one is generated when absent.
+---@field max_output_bytes? integer Default for exec's max_output_bytes: bytes of stdout and of stderr kept in a result (64 MiB when absent); past it the output is drained, truncated = true.
+---@field instructions? string|fun(ctx: { default_instructions: string, request_context: any, sandbox: sandkit.Sandbox }): string Text describing the sandbox to an agent, or function({ default_instructions, request_context, sandbox }) returning it.
+---@field on_destroy? fun(ctx: { sandbox: sandkit.Sandbox }) Hook called with { sandbox } before destroy.
+---@field on_start? fun(ctx: { sandbox: sandkit.Sandbox }) Hook called with { sandbox } after each start; an error fails the start.
+---@field on_stop? fun(ctx: { sandbox: sandkit.Sandbox }) Hook called with { sandbox } before stop.
+
+---@class sandkit.LocalSandboxOptions: sandkit.SandboxOptions  Runs commands as local processes in a working directory, optionally isolated with bubblewrap.
+---@field allow_network? boolean bwrap: keep the host network (default: none). Default: false.
+---@field inherit_env? string[] Names of host environment variables passed through to commands (e.g. { "HOME", "LANG" }); the sandbox env and a command's env override them.
+---@field isolation? "none"|"bwrap" none: plain processes; bwrap: bubblewrap with a read-only system, writable working directory and private /tmp. Default: none.
+---@field read_only_paths? string[] bwrap: extra host paths visible read-only.
+---@field read_write_paths? string[] bwrap: extra host paths visible read-write.
+---@field timeout? number Default per-command timeout in milliseconds (none when absent).
+---@field working_directory? string Directory commands run in; created on start (~ expanded, relative to the current directory). Default: ./.sandbox.
+
+---@class sandkit.PlatformSandboxOptions: sandkit.SandboxOptions  Runs commands in a Mastra Platform sandbox through the workspace proxy (REST + one WebSocket per command); stop is an alias of destroy.
+---@field access_token? string Platform access token (else MASTRA_PLATFORM_ACCESS_TOKEN). Never shown in errors, info or logs.
+---@field acting_user_id? string Sent as x-acting-user-id (trimmed) on every request: user attribution, not authorization.
+---@field base_url? string Workspace proxy base URL (tests, private deployments); beats MASTRA_WORKSPACE_PROXY_URL.
+---@field ca_file? string Tests only: PEM bundle to verify the proxy's and the exec endpoint's certificates against.
+---@field environment_id? string Environment new sandboxes are provisioned in (else MASTRA_ENVIRONMENT_ID); required unless sandbox_id is given.
+---@field handshake_timeout_ms? integer Exec socket handshake deadline for commands without a timeout (upstream: 30000). Default: 30000.
+---@field idle_timeout_minutes? number Idle window before the platform may destroy the sandbox (sent at create).
+---@field insecure_skip_verify? boolean Tests only: accept any TLS certificate. Default: false.
+---@field network_isolation? "ISOLATED"|"PRIVATE" ISOLATED (platform default): outbound internet only; PRIVATE: joins the environment's private network.
+---@field project_id? string Project id (else MASTRA_PROJECT_ID).
+---@field request_timeout_ms? integer Timeout of each control-plane request (upstream: 60000). Default: 60000.
+---@field retry_delays_ms? number[] Delays before each retry of a create answered with a 5xx (default { 2000, 4000 }: 3 attempts).
+---@field sandbox_id? string Platform sandbox id to reattach to (info().metadata.sandbox_id); a dead one is replaced by a fresh sandbox. Not inherited by clone().
+---@field stdin_frames? boolean Background processes keep stdin open and send_stdin sends binary [0x00]+bytes frames (an extension served by the reference server; the spec defines none). false: stdin is closed at once and send_stdin fails. Default: true.
+---@field timeout? number Default per-command timeout in milliseconds, enforced by the client (none when absent or 0).
+---@field working_directory? string Default cwd of commands inside the sandbox, passed as is (not created).
+
+---@class sandkit.ModalSandboxOptions: sandkit.SandboxOptions  Runs commands in a Modal sandbox (gRPC over HTTP/2); stop snapshots the filesystem, start reconnects by name.
+---@field app_name? string Modal App the sandbox belongs to (created if missing). Default: mastra.
+---@field base_image? string Registry image the sandbox is created from when there is no snapshot. Default: ubuntu:22.04.
+---@field rpc_timeout_ms? integer Deadline of each control-plane call attempt, in ms (default none, as the SDK); long polls get it on top of their poll time.
+---@field server_url? string Control-plane URL (else MODAL_SERVER_URL, else the profile, else https://api.modal.com:443).
+---@field timeout_ms? integer Sandbox lifetime in milliseconds (Modal's timeout; a multiple of 1000). Default: 300000.
+---@field token_id? string Modal token id (else MODAL_TOKEN_ID, else ~/.modal.toml).
+---@field token_secret? string Modal token secret (else MODAL_TOKEN_SECRET, else ~/.modal.toml). Never shown in errors.
+---@field workdir? string Working directory of the sandbox (absolute); commands start there unless given cwd.
+
+---@class sandkit.AppleContainerSandboxOptions: sandkit.SandboxOptions  Local OCI Linux container sandbox powered by Apple container
+---@field arch? string Image architecture for multi-arch images
+---@field cap_add? string[] Linux capabilities to add
+---@field cap_drop? string[] Linux capabilities to drop
+---@field command? string[] Container init command. Must keep the container alive for exec-based command execution.
+---@field container_binary? string Path or name for the Apple container CLI. Default: container.
+---@field cpus? number|string Number of CPUs to allocate
+---@field delete_on_destroy? boolean Delete the Apple container on destroy. Default: true.
+---@field dns? string[] DNS nameserver IPs
+---@field dns_search? string[] DNS search domains
+---@field image? string OCI image to use. Default: node:22-slim.
+---@field init? boolean Enable Apple's init process in the container. Default: true.
+---@field labels? table<string, string> Container labels (the mastra.sandbox labels are always added)
+---@field memory? string Memory allocation, for example 1G
+---@field mounts? string[] Raw Apple container --mount specs
+---@field name? string Apple container name. Defaults to the sandbox ID.
+---@field network? string Apple container network attachment spec
+---@field no_dns? boolean Do not configure DNS in the container. Default: false.
+---@field os? string Operating system for multi-platform images
+---@field platform? string OCI platform, for example linux/arm64
+---@field published_ports? string[] Port publish specs
+---@field published_sockets? string[] Socket publish specs
+---@field readonly_rootfs? boolean Mount the container root filesystem as read-only. Default: false.
+---@field rosetta? boolean Enable Rosetta in the container. Default: false.
+---@field ssh? boolean Forward the host SSH agent socket. Default: false.
+---@field timeout? number Default command timeout in milliseconds (0: none); also bounds each lifecycle CLI call. Default: 300000.
+---@field tmpfs? string[] tmpfs destination paths (container paths only, for example /tmp)
+---@field virtualization? boolean Expose virtualization capabilities to the container. Default: false.
+---@field volumes? table<string, string> Host-to-container bind mounts (host path -> container path)
+---@field working_dir? string Working directory inside the container (deprecated alias of working_directory) Default: /workspace.
+---@field working_directory? string Working directory inside the container (wins over working_dir) Default: /workspace.
+
 ---@class sandkit.Error
 ---@field kind string   "ConfigError", "SandboxNotReadyError", "PlatformApiError", ...
 ---@field message string
--- plus the fields of its kind (status, code, grpc_status, argv, ...)
+---@field where? string  misuse only: "file:line" of the caller
+-- plus the fields of its kind (status, code, grpc_status, argv, ...;
+-- fleet:map errors: clone, sandbox_id, cause)
 
 ---@class sandkit.Result
 ---@field exit_code integer
@@ -21,11 +104,13 @@
 ---@field command string
 
 ---@class sandkit.CommandOptions
----@field timeout? number   milliseconds
+---@field timeout? integer  whole milliseconds; 0: no timeout
 ---@field cwd? string
 ---@field env? table<string, string>
 ---@field on_stdout? fun(chunk: string)
 ---@field on_stderr? fun(chunk: string)
+---@field on_stdout_line? fun(line: string) whole lines, without the newline
+---@field on_stderr_line? fun(line: string)
 ---@field stdin? string     exec only: written, then stdin is closed
 ---@field capture? boolean  default true
 ---@field max_output_bytes? integer bytes kept per stream (default: the sandbox's, 64 MiB); the rest is drained
@@ -39,6 +124,13 @@ local Operation = {}
 function Operation:wait() end
 ---@return boolean cancelled false when it had already finished
 function Operation:cancel() end
+-- the cqueues pollable protocol: cqueues.poll(op), then sandkit.step(0)
+---@return integer
+function Operation:pollfd() end
+---@return "r"
+function Operation:events() end
+---@return number|nil seconds; 0 once done
+function Operation:timeout() end
 
 ---@class sandkit.Process
 ---@field pid string
@@ -60,10 +152,11 @@ function Process:close_stdin() end
 
 ---@class sandkit.ProcessManager
 local ProcessManager = {}
----@param command string a shell command
+---@param command string a shell string, used as it is
+---@param args? string[] each quoted to arrive as one argument (spawn(command, opts) works too)
 ---@param opts? sandkit.CommandOptions
 ---@return sandkit.Process|nil, sandkit.Error|nil
-function ProcessManager:spawn(command, opts) end
+function ProcessManager:spawn(command, args, opts) end
 ---@return { pid: string, command: string, running: boolean, exit_code: integer|nil }[]
 function ProcessManager:list() end
 ---@param pid string
@@ -106,7 +199,7 @@ function Sandbox:exec(command, args, opts) end
 ---@param opts? sandkit.CommandOptions
 ---@return sandkit.Operation
 function Sandbox:exec_async(command, args, opts) end
----@param overrides? table
+---@param overrides? sandkit.LocalSandboxOptions|sandkit.PlatformSandboxOptions|sandkit.ModalSandboxOptions|sandkit.AppleContainerSandboxOptions
 ---@return sandkit.Sandbox
 function Sandbox:clone(overrides) end
 ---@return sandkit.Info
@@ -120,18 +213,27 @@ local Task = {}
 ---@return any ...
 function Task:wait() end
 
----@class sandkit.Fleet
+---@class sandkit.FleetExecOptions: sandkit.CommandOptions
+---@field on_progress? fun(done: integer, total: integer)
+
+---@class sandkit.Fleet: { [integer]: sandkit.Sandbox }
 ---@field sandboxes sandkit.Sandbox[]
 local Fleet = {}
----@return (sandkit.Result|sandkit.Error)[]
+---@param command string
+---@param args? string[]
+---@param opts? sandkit.FleetExecOptions
+---@return table<integer, sandkit.Result> results, table<integer, sandkit.Error> errors
 function Fleet:exec(command, args, opts) end
 ---@param fn fun(sb: sandkit.Sandbox, i: integer): any
----@param opts? { concurrency?: integer }
----@return any[]
+---@param opts? { concurrency?: integer, on_progress?: fun(done: integer, total: integer) }
+---@return table<integer, any> values, table<integer, sandkit.Error> errors errors name the clone
 function Fleet:map(fn, opts) end
+---@return true
 function Fleet:destroy() end
 
 ---@class sandkit
+---@field _NAME "sandkit"
+---@field _VERSION string the release, e.g. "1.2.3" (lua/sandkit/version.lua)
 local sandkit = {}
 sandkit.errors = {}
 ---@param err any
@@ -139,20 +241,20 @@ sandkit.errors = {}
 ---@return boolean
 function sandkit.errors.is(err, kind) end
 
----@param opts? table
+---@param opts? sandkit.LocalSandboxOptions
 ---@return sandkit.Sandbox
 function sandkit.LocalSandbox(opts) end
----@param opts? table
+---@param opts? sandkit.PlatformSandboxOptions
 ---@return sandkit.Sandbox
 function sandkit.PlatformSandbox(opts) end
----@param opts? table
+---@param opts? sandkit.ModalSandboxOptions
 ---@return sandkit.Sandbox
 function sandkit.ModalSandbox(opts) end
----@param opts? table
+---@param opts? sandkit.AppleContainerSandboxOptions
 ---@return sandkit.Sandbox
 function sandkit.AppleContainerSandbox(opts) end
----@param id string "local" | "platform" | "modal" | "apple-container"
----@param opts? table
+---@param id "local"|"platform"|"modal"|"apple-container"
+---@param opts? sandkit.LocalSandboxOptions|sandkit.PlatformSandboxOptions|sandkit.ModalSandboxOptions|sandkit.AppleContainerSandboxOptions
 ---@return sandkit.Sandbox
 function sandkit.new(id, opts) end
 ---@return { id: string, name: string, description: string, options: table }[]
@@ -163,12 +265,13 @@ function sandkit.spawn(fn, ...) end
 function sandkit.run() end
 ---@param seconds number
 function sandkit.sleep(seconds) end
----@param ops (sandkit.Operation|sandkit.Task)[]
----@return table results, table errors
-function sandkit.all(ops) end
+---@param items (sandkit.Operation|sandkit.Task|fun(): any, any)[]
+---@param opts? { concurrency?: integer, on_progress?: fun(done: integer, total: integer) }
+---@return table results, table errors errors[i]: what item i failed with or raised
+function sandkit.all(items, opts) end
 ---@param template sandkit.Sandbox
 ---@param n integer
----@param opts? { concurrency?: integer, overrides?: fun(i: integer): table }
+---@param opts? { concurrency?: integer, overrides?: fun(i: integer): table, on_progress?: fun(done: integer, total: integer) }
 ---@return sandkit.Fleet|nil, sandkit.Error|nil
 function sandkit.fleet(template, n, opts) end
 ---@param timeout? number seconds

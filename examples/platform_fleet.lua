@@ -3,8 +3,9 @@
 -- With MASTRA_PLATFORM_ACCESS_TOKEN, MASTRA_PROJECT_ID and
 -- MASTRA_ENVIRONMENT_ID set it talks to the real workspace proxy (or to
 -- MASTRA_WORKSPACE_PROXY_URL). Without credentials it starts the reference
--- server (spec/servers/platform, `make npm-deps` installs its one package)
--- on 127.0.0.1 and uses that; the server stops when this script ends.
+-- server (spec/servers/platform; its one npm package is installed with
+-- `npm ci` first if missing) on 127.0.0.1 and uses that; the server stops
+-- when this script ends.
 --
 -- Run from the project root, after `make`:
 --   LUA_CPATH='build/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;' lua5.4 examples/platform_fleet.lua
@@ -18,6 +19,14 @@ local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" e
 -- first stdout line (LISTENING <port>) is read from a FIFO, and we hold its
 -- stdin, so it exits when we close it or when this process dies.
 local function start_reference_server()
+  local modules = io.open("spec/servers/platform/node_modules/ws/package.json")
+  if modules then
+    modules:close()
+  else
+    print("installing the reference server's npm dependencies (npm ci)")
+    assert(os.execute("cd spec/servers/platform && npm ci --no-audit --no-fund --loglevel=error"),
+      "npm ci failed in spec/servers/platform (is npm installed?)")
+  end
   local p = assert(io.popen('mktemp -d "${TMPDIR:-/tmp}/sandkit-platform.XXXXXX"'))
   local dir = p:read("l")
   p:close()
@@ -72,8 +81,10 @@ for i, t in ipairs(tasks) do sums[i] = t:wait() end
 print(("%d jobs in %.0f ms; first checksums: %s %s %s"):format(JOBS, sandkit.now() - t0, sums[1], sums[2], sums[3]))
 
 -- The same command on every member at once, streaming its output.
-local results = fleet:exec("sh", { "-c", "for i in 1 2 3; do echo tick $i; sleep 0.1; done" },
+local results, errs = fleet:exec("sh", { "-c", "for i in 1 2 3; do echo tick $i; sleep 0.1; done" },
   { on_stdout = function(chunk) io.write("  | ", chunk) end })
+local _, first_err = next(errs)
+assert(first_err == nil, tostring(first_err))
 for i, r in ipairs(results) do
   assert(r.exit_code == 0, tostring(r))
   assert(select(2, r.stdout:gsub("tick", "")) == 3, "sandbox " .. i)

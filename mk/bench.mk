@@ -23,10 +23,12 @@ build/bench/benchclock.so: bench/benchclock.c
 bench-build: $(BENCH_BINS)
 
 # BENCH_ARGS passes options through, e.g. make bench BENCH_ARGS='--only exec'.
-bench: all bench-build
+# npm-deps: the platform and modal rows start the reference servers (and
+# the official modal SDK as a baseline).
+bench: all bench-build npm-deps
 	@$(BENCH_ENV) $(LUA) bench/run.lua $(BENCH_ARGS)
 
-bench-quick: all bench-build
+bench-quick: all bench-build npm-deps
 	@$(BENCH_ENV) $(LUA) bench/run.lua --quick $(BENCH_ARGS)
 
 TEST_PREP += bench-build

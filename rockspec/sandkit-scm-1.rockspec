@@ -25,14 +25,34 @@ dependencies = {
   "lua >= 5.4, < 5.5",
 }
 
--- Only the libraries are checked: Debian keeps curl's headers under the
--- multiarch include directory, which the compiler searches by itself.
+-- Linux: only the libraries are checked (Debian keeps curl's headers under
+-- the multiarch include directory, which the compiler searches by itself).
+-- macOS: the Homebrew packages libuv jansson libwebsockets protobuf-c
+-- openssl@3 (libwebsockets' headers include OpenSSL's); curl is the
+-- system's. Homebrew's prefix (/opt/homebrew on Apple silicon, /usr/local
+-- on Intel) is given as e.g. LIBUV_DIR=$(brew --prefix libuv); see README.
 external_dependencies = {
   LIBUV = { library = "uv" },
   LIBCURL = { library = "curl" },
   JANSSON = { library = "jansson" },
   LIBWEBSOCKETS = { library = "websockets" },
   PROTOBUF_C = { library = "protobuf-c" },
+  platforms = {
+    linux = {
+      LIBUV = { header = "uv.h", library = "uv" },
+      JANSSON = { header = "jansson.h", library = "jansson" },
+      LIBWEBSOCKETS = { header = "libwebsockets.h", library = "websockets" },
+      PROTOBUF_C = { header = "protobuf-c/protobuf-c.h", library = "protobuf-c" },
+    },
+    macosx = {
+      LIBUV = { header = "uv.h", library = "uv" },
+      LIBCURL = { header = "curl/curl.h", library = "curl" },
+      JANSSON = { header = "jansson.h", library = "jansson" },
+      LIBWEBSOCKETS = { header = "libwebsockets.h", library = "websockets" },
+      PROTOBUF_C = { header = "protobuf-c/protobuf-c.h", library = "protobuf-c" },
+      OPENSSL = { header = "openssl/ssl.h" },
+    },
+  },
 }
 
 -- Compiler flags: the builtin back-end takes them from the luarocks
@@ -50,6 +70,7 @@ build = {
       sources = {
         "src/core/buf.c",
         "src/core/cgroup.c",
+        "src/core/compat.c",
         "src/core/error.c",
         "src/core/grpc.c",
         "src/core/grpc_frame.c",
@@ -97,6 +118,7 @@ build = {
     ["sandkit.options"] = "lua/sandkit/options.lua",
     ["sandkit.sandbox"] = "lua/sandkit/sandbox.lua",
     ["sandkit.scheduler"] = "lua/sandkit/scheduler.lua",
+    ["sandkit.version"] = "lua/sandkit/version.lua",
     ["sandkit.providers.apple_container"] = "lua/sandkit/providers/apple_container.lua",
     ["sandkit.providers.local"] = "lua/sandkit/providers/local.lua",
     ["sandkit.providers.modal"] = "lua/sandkit/providers/modal.lua",
@@ -104,5 +126,20 @@ build = {
   },
   install = {
     bin = { sandkit = "bin/sandkit" },
+  },
+  copy_directories = { "docs" },
+  platforms = {
+    -- the same list plus OpenSSL's headers (Homebrew keeps them apart)
+    macosx = {
+      modules = {
+        ["sandkit.core"] = {
+          incdirs = {
+            "src/core", "src/lua",
+            "$(LIBUV_INCDIR)", "$(LIBCURL_INCDIR)", "$(JANSSON_INCDIR)",
+            "$(LIBWEBSOCKETS_INCDIR)", "$(PROTOBUF_C_INCDIR)", "$(OPENSSL_INCDIR)",
+          },
+        },
+      },
+    },
   },
 }

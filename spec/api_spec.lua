@@ -31,7 +31,7 @@ describe("options", function()
   it("refuses a wrong type naming the key", function()
     local err = raises_kind("ConfigError", function() sandkit.LocalSandbox { timeout = "soon" } end)
     assert.equal("timeout", err.key)
-    assert.truthy(tostring(err):find("^ConfigError: LocalSandbox option 'timeout' must be a number"))
+    assert.truthy(tostring(err):find("^ConfigError: LocalSandbox option 'timeout' must be a whole number of milliseconds"))
   end)
 
   it("refuses values outside an enum", function()

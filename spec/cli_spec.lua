@@ -197,6 +197,25 @@ describe("sandkit CLI", function()
       end
     end)
 
+    it("--timeout errors name the unit, milliseconds, like the timeout option's", function()
+      for _, argv in ipairs {
+        { "exec", "--timeout", "abc", "--", "true" },
+        { "exec", "--timeout", "-5", "--", "true" },
+        { "exec", "--timeout", "0", "--", "true" },
+        { "exec", "--timeout", "1.5", "--", "true" },
+        { "exec", "--timeout=", "--", "true" },
+        { "exec", "--timeout", "99999999999999999999", "--", "true" },
+        { "exec", "--timeout" },
+        { "fleet", "2", "--timeout", "2s", "--", "true" },
+      } do
+        local code, out, err = sandkit(argv)
+        local what = table.concat(argv, " ")
+        assert.are.equal(2, code, what)
+        assert.are.equal("", out, what)
+        assert.is_truthy(err:find("--timeout expects a whole number of milliseconds", 1, true), what .. " -> " .. err)
+      end
+    end)
+
     it("runs under bubblewrap with --isolation bwrap", function()
       if not os.execute("bwrap --ro-bind / / true >/dev/null 2>&1") then
         pending("bubblewrap cannot run here")

@@ -29,7 +29,7 @@ describe("the rock", function()
   setup(function()
     tmp = mktemp()
     tree = tmp .. "/tree"
-    assert(os.execute("mkdir -p " .. q(tmp .. "/src") .. " && cp -R src lua bin rockspec " .. q(tmp .. "/src")))
+    assert(os.execute("mkdir -p " .. q(tmp .. "/src") .. " && cp -R src lua bin rockspec docs " .. q(tmp .. "/src")))
     build_code, build_out = run("cd " .. q(tmp .. "/src") .. " && " .. TIMEOUT ..
       "luarocks --lua-version=5.4 --tree=" .. q(tree) ..
       " make --deps-mode=none rockspec/sandkit-scm-1.rockspec CFLAGS='-O2 -fPIC -std=c11'")
@@ -81,5 +81,78 @@ describe("the rock", function()
     code, out = installed(q(tree .. "/bin/sandkit") .. " fleet 3 -- true")
     assert.are.equal(0, code, out)
     assert.is_truthy(out:find("3 sandboxes: 3 ok, 0 failed", 1, true), out)
+  end)
+end)
+
+-- The release: `make dist` (tarball, rockspec, .src.rock), then
+-- `luarocks install ./sandkit-<v>-1.src.rock` from an empty directory into
+-- a fresh tree, with the tarball gone (the rock carries its sources).
+local in_git = os.execute("git rev-parse --is-inside-work-tree >/dev/null 2>&1")
+if not in_git then
+  pending("the release rock: make dist needs a git checkout (git archive)")
+  return
+end
+
+describe("the release rock", function()
+  local VERSION = require "sandkit.version"
+  local tmp, tree, dist_code, dist_out, install_code, install_out
+  local rock
+
+  setup(function()
+    tmp = mktemp()
+    tree = tmp .. "/tree"
+    local dist = tmp .. "/dist"
+    rock = dist .. "/sandkit-" .. VERSION .. "-1.src.rock"
+    -- uncommitted changes to tracked files are part of what is tested
+    dist_code, dist_out = run("ref=$(git stash create 2>/dev/null); " .. TIMEOUT ..
+      "make --no-print-directory dist DIST_DIR=" .. q(dist) .. " DIST_REF=${ref:-HEAD}")
+    os.remove(dist .. "/sandkit-" .. VERSION .. ".tar.gz")
+    assert(os.execute("mkdir -p " .. q(tmp .. "/empty")))
+    install_code, install_out = run("cd " .. q(tmp .. "/empty") .. " && " .. TIMEOUT ..
+      "luarocks --lua-version=5.4 --tree=" .. q(tree) .. " install --deps-mode=none " .. q(rock))
+  end)
+
+  teardown(function()
+    if tmp then os.execute("rm -rf " .. q(tmp)) end
+  end)
+
+  local function installed(cmd)
+    return run("cd " .. q(tmp .. "/empty") .. " && env LUA_PATH=" ..
+      q(tree .. "/share/lua/5.4/?.lua;" .. tree .. "/share/lua/5.4/?/init.lua;;") ..
+      " LUA_CPATH=" .. q(tree .. "/lib/lua/5.4/?.so;;") .. " " .. TIMEOUT .. cmd)
+  end
+
+  it("make dist writes the tarball, the rockspec and the .src.rock", function()
+    assert.are.equal(0, dist_code, dist_out)
+    assert.is_truthy(io.open(rock)):close()
+    local code, listing = run("unzip -l " .. q(rock))
+    assert.are.equal(0, code, listing)
+    assert.is_truthy(listing:find("sandkit-" .. VERSION .. "-1.rockspec", 1, true), listing)
+    assert.is_truthy(listing:find("sandkit-" .. VERSION .. ".tar.gz", 1, true), listing)
+  end)
+
+  it("installs offline from the .src.rock alone, without -Werror", function()
+    assert.are.equal(0, install_code, install_out)
+    assert.is_truthy(install_out:find("sandkit " .. VERSION .. "-1 is now installed", 1, true), install_out)
+    assert.is_falsy(install_out:find("-Werror", 1, true), "a user's build must not use -Werror")
+    assert.is_truthy(io.open(tree .. "/lib/lua/5.4/sandkit/core.so")):close()
+    assert.is_truthy(io.open(tree .. "/lib/luarocks/rocks-5.4/sandkit/" .. VERSION ..
+      "-1/docs/sandkit.meta.lua")):close()
+  end)
+
+  it("runs the installed module and command at the release version", function()
+    assert.are.equal(0, install_code, install_out)
+    local code, out = installed("lua5.4 -e " .. q([[
+      local sandkit = require "sandkit"
+      local sb = sandkit.LocalSandbox { working_directory = "ws" }
+      io.write(sandkit._VERSION, " ", sb:exec("echo ok").stdout)
+      sb:destroy()
+    ]]))
+    assert.are.equal(0, code, out)
+    assert.are.equal(VERSION .. " ok\n", out)
+    code, out = run("cd " .. q(tmp .. "/empty") .. " && env -u LUA_PATH -u LUA_CPATH " .. TIMEOUT ..
+      q(tree .. "/bin/sandkit") .. " --version")
+    assert.are.equal(0, code, out)
+    assert.are.equal("sandkit " .. VERSION .. "\n", out)
   end)
 end)

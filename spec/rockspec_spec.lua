@@ -1,11 +1,15 @@
--- The rockspec lists its sources one by one (a rockspec cannot glob): these
--- checks fail when a C file under src/ or a Lua module under lua/ is added
--- without its rockspec line, or when a listed file no longer exists.
-local ROCKSPEC = "rockspec/sandkit-scm-1.rockspec"
+-- The rockspecs list their sources one by one (a rockspec cannot glob):
+-- these checks fail when a C file under src/ or a Lua module under lua/ is
+-- added without its rockspec line, or when a listed file no longer exists.
+-- Both the development rockspec (scm) and the release one are checked, and
+-- the release one must build exactly what the development one builds.
+local VERSION = require "sandkit.version"
+local SCM = "rockspec/sandkit-scm-1.rockspec"
+local RELEASE = "rockspec/sandkit-" .. VERSION .. "-1.rockspec"
 
-local function load_rockspec()
+local function load_rockspec(path)
   local env = {}
-  local chunk = assert(loadfile(ROCKSPEC, "t", env))
+  local chunk = assert(loadfile(path, "t", env))
   chunk()
   return env
 end
@@ -31,61 +35,116 @@ local function exists(path)
   return f ~= nil
 end
 
-describe("rockspec", function()
-  local spec = load_rockspec()
-  local modules = spec.build.modules
-  local core = modules["sandkit.core"]
+for _, ROCKSPEC in ipairs({ SCM, RELEASE }) do
+  describe(ROCKSPEC, function()
+    local spec = load_rockspec(ROCKSPEC)
+    local modules = spec.build.modules
+    local core = modules["sandkit.core"]
 
-  it("is a builtin build of sandkit.core with the libraries and _GNU_SOURCE", function()
-    assert.are.equal("sandkit", spec.package)
-    assert.are.equal("builtin", spec.build.type)
-    assert.is_table(core)
-    assert.are.same({ "uv", "curl", "jansson", "websockets", "protobuf-c", "m" }, core.libraries)
-    assert.is_truthy(set_of(core.defines)["_GNU_SOURCE"])
-    assert.is_truthy(set_of(core.incdirs)["src/core"])
-    assert.are.equal("bin/sandkit", spec.build.install.bin.sandkit)
+    it("is a builtin build of sandkit.core with the libraries and _GNU_SOURCE", function()
+      assert.are.equal("sandkit", spec.package)
+      assert.are.equal("builtin", spec.build.type)
+      assert.is_table(core)
+      assert.are.same({ "uv", "curl", "jansson", "websockets", "protobuf-c", "m" }, core.libraries)
+      assert.is_truthy(set_of(core.defines)["_GNU_SOURCE"])
+      assert.is_truthy(set_of(core.incdirs)["src/core"])
+      assert.are.equal("bin/sandkit", spec.build.install.bin.sandkit)
+    end)
+
+    it("lists every .c file under src/", function()
+      local listed = set_of(core.sources)
+      local missing = {}
+      for _, f in ipairs(lines_of("find src -name '*.c' -type f")) do
+        if not listed[f] then missing[#missing + 1] = f end
+      end
+      assert.are.same({}, missing, "add these to " .. ROCKSPEC .. ": " .. table.concat(missing, ", "))
+    end)
+
+    it("lists only C files that exist, once each", function()
+      local seen, gone, twice = {}, {}, {}
+      for _, f in ipairs(core.sources) do
+        if seen[f] then twice[#twice + 1] = f end
+        seen[f] = true
+        if not exists(f) then gone[#gone + 1] = f end
+      end
+      assert.are.same({}, gone)
+      assert.are.same({}, twice)
+    end)
+
+    it("installs every Lua module under lua/ under its module name", function()
+      local missing = {}
+      for _, f in ipairs(lines_of("find lua -name '*.lua' -type f")) do
+        local name = f:gsub("^lua/", ""):gsub("%.lua$", ""):gsub("/init$", ""):gsub("/", ".")
+        if modules[name] ~= f then missing[#missing + 1] = ('["%s"] = "%s"'):format(name, f) end
+      end
+      assert.are.same({}, missing, "add these to " .. ROCKSPEC .. ": " .. table.concat(missing, ", "))
+    end)
+
+    it("lists only Lua modules that exist", function()
+      local gone = {}
+      for name, f in pairs(modules) do
+        if type(f) == "string" and not exists(f) then gone[#gone + 1] = name .. " = " .. f end
+      end
+      assert.are.same({}, gone)
+      assert.is_true(exists(spec.build.install.bin.sandkit))
+    end)
+
+    it("passes luarocks lint", function()
+      local ok = os.execute("luarocks --lua-version=5.4 lint " .. ROCKSPEC .. " >/dev/null 2>&1")
+      assert.is_true(ok == true, "luarocks lint " .. ROCKSPEC .. " failed")
+    end)
+  end)
+end
+
+describe("the release rockspec", function()
+  local scm, rel = load_rockspec(SCM), load_rockspec(RELEASE)
+  local LIBS = { "LIBUV", "LIBCURL", "JANSSON", "LIBWEBSOCKETS", "PROTOBUF_C" }
+
+  it("builds the same modules as the development rockspec", function()
+    assert.are.same(scm.build, rel.build)
+    assert.are.same(scm.dependencies, rel.dependencies)
+    assert.are.same(scm.external_dependencies, rel.external_dependencies)
   end)
 
-  it("lists every .c file under src/", function()
-    local listed = set_of(core.sources)
-    local missing = {}
-    for _, f in ipairs(lines_of("find src -name '*.c' -type f")) do
-      if not listed[f] then missing[#missing + 1] = f end
+  it("builds from the make dist tarball, not from a git URL", function()
+    assert.are.equal("sandkit-" .. VERSION .. ".tar.gz", rel.source.url)
+    assert.are.equal("sandkit-" .. VERSION, rel.source.dir)
+  end)
+
+  it("declares each C library for linux and macosx", function()
+    local ext = rel.external_dependencies
+    for _, platform in ipairs({ "linux", "macosx" }) do
+      local p = ext.platforms and ext.platforms[platform]
+      assert.is_table(p, "no external_dependencies.platforms." .. platform)
+      for _, name in ipairs(LIBS) do
+        local dep = p[name] or ext[name]
+        assert.is_table(dep, platform .. ": " .. name)
+        assert.is_string(dep.library, platform .. ": " .. name)
+      end
     end
-    assert.are.same({}, missing, "add these to " .. ROCKSPEC .. ": " .. table.concat(missing, ", "))
-  end)
-
-  it("lists only C files that exist, once each", function()
-    local seen, gone, twice = {}, {}, {}
-    for _, f in ipairs(core.sources) do
-      if seen[f] then twice[#twice + 1] = f end
-      seen[f] = true
-      if not exists(f) then gone[#gone + 1] = f end
+    for _, name in ipairs(LIBS) do
+      assert.is_string(ext.platforms.macosx[name].header, "macosx: " .. name .. " has no header to find")
     end
-    assert.are.same({}, gone)
-    assert.are.same({}, twice)
-  end)
-
-  it("installs every Lua module under lua/ under its module name", function()
-    local missing = {}
-    for _, f in ipairs(lines_of("find lua -name '*.lua' -type f")) do
-      local name = f:gsub("^lua/", ""):gsub("%.lua$", ""):gsub("/init$", ""):gsub("/", ".")
-      if modules[name] ~= f then missing[#missing + 1] = ('["%s"] = "%s"'):format(name, f) end
+    -- every $(X_INCDIR) the macOS build uses is declared for it
+    local incdirs = rel.build.platforms.macosx.modules["sandkit.core"].incdirs
+    for _, d in ipairs(incdirs) do
+      local var = d:match("^%$%(([%w_]+)_INCDIR%)$")
+      if var then assert.is_table(ext.platforms.macosx[var] or ext[var], var) end
     end
-    assert.are.same({}, missing, "add these to " .. ROCKSPEC .. ": " .. table.concat(missing, ", "))
+    -- the macOS list extends the common one (luarocks merges by index)
+    for i, d in ipairs(rel.build.modules["sandkit.core"].incdirs) do assert.are.equal(d, incdirs[i]) end
   end)
 
-  it("lists only Lua modules that exist", function()
-    local gone = {}
-    for name, f in pairs(modules) do
-      if type(f) == "string" and not exists(f) then gone[#gone + 1] = name .. " = " .. f end
+  it("lists busted as a test dependency", function()
+    assert.are.same({ "busted" }, rel.test_dependencies)
+  end)
+
+  it("never asks for -Werror (a user's compiler may warn)", function()
+    for _, path in ipairs({ SCM, RELEASE }) do
+      local f = assert(io.open(path))
+      local text = f:read("a"):gsub("%-%-[^\n]*", "") -- comments may mention it
+      f:close()
+      assert.is_falsy(text:find("Werror", 1, true), path)
     end
-    assert.are.same({}, gone)
-    assert.is_true(exists(spec.build.install.bin.sandkit))
-  end)
-
-  it("passes luarocks lint", function()
-    local ok = os.execute("luarocks --lua-version=5.4 lint " .. ROCKSPEC .. " >/dev/null 2>&1")
-    assert.is_true(ok == true, "luarocks lint " .. ROCKSPEC .. " failed")
   end)
 end)

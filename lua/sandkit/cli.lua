@@ -104,6 +104,18 @@ local function parse_positive_int(flag, v, max)
   return n
 end
 
+-- --timeout: whole milliseconds, named as the option errors name them.
+local function parse_timeout(v)
+  local n = v:match("^%d+$") and math.tointeger(tonumber(v))
+  if not n or n < 1 or n >= 2^53 then
+    usage_error(("--timeout expects a whole number of milliseconds >= 1 (got '%s')"):format(v))
+  end
+  return n
+end
+
+-- What a flag's missing value should have been, for its error.
+local VALUE_KINDS = { timeout = "a whole number of milliseconds" }
+
 -- `--env` entries: NAME=VALUE, or NAME (value from our environment). The
 -- value never appears in a message; a bad entry is named by its position.
 local function parse_env(o, v, position, getenv)
@@ -181,7 +193,9 @@ function M.parse(argv, getenv)
       else
         i = i + 1
         v = argv[i]
-        if v == nil then usage_error(("--%s expects a value"):format(name)) end
+        if v == nil then
+          usage_error(("--%s expects %s"):format(name, VALUE_KINDS[name] or "a value"))
+        end
       end
       if kind == "env" then
         parse_env(o, v, i, getenv)
@@ -202,7 +216,7 @@ function M.parse(argv, getenv)
   if o.cmd:find("\0", 1, true) then usage_error("the command contains a NUL byte") end
   for j = i + 1, #argv do o.args[#o.args + 1] = argv[j] end
 
-  if o.timeout then o.timeout = parse_positive_int("--timeout", o.timeout) end
+  if o.timeout then o.timeout = parse_timeout(o.timeout) end
   if o.concurrency then o.concurrency = parse_positive_int("--concurrency", o.concurrency) end
   if o.isolation and o.isolation ~= "none" and o.isolation ~= "bwrap" then
     usage_error(("--isolation expects none or bwrap (got '%s')"):format(o.isolation))
@@ -399,7 +413,7 @@ local function run_fleet(o, env)
 
   local rows = {}
   local ops = {}            -- index -> running operation (for an interrupt)
-  local next_i, running, done, failed = 0, 0, 0, 0
+  local running, done, failed = 0, 0, 0
   local stopping = false
   local started = core.now()
   local tty = env.isatty()
@@ -435,22 +449,30 @@ local function run_fleet(o, env)
     sb:destroy()
   end
 
-  local function worker()
-    while not stopping and next_i < n do
-      next_i = next_i + 1
-      local i = next_i
+  local interrupted -- the interrupt, when it landed inside a job
+
+  -- One job per sandbox for sandkit.all, which runs `limit` at once.
+  local jobs = {}
+  for i = 1, n do
+    jobs[i] = function()
+      if stopping then return nil end
       running = running + 1
       local ok, err = pcall(run_one, i)
+      running = running - 1
       if not ok then
-        if is_interrupt(err) then error(err, 0) end
+        if is_interrupt(err) then
+          -- stop handing out work and kill what runs; all() then returns
+          interrupted, stopping = err, true
+          for _, op in pairs(ops) do pcall(op.cancel, op) end
+          return nil
+        end
         local row = rows[i] or { index = i }
         rows[i] = row
         row.error, row.failed = true, true
         row.output = truncate(describe_error(err, mask):gsub("[%c]", "?"), 48)
       end
-      running = running - 1
-      done = done + 1
       if rows[i].failed then failed = failed + 1 end
+      return true
     end
   end
 
@@ -462,7 +484,14 @@ local function run_fleet(o, env)
     return errors.is(err, "ConfigError") and M.EXIT_USAGE or M.EXIT_FAILURE
   end
 
-  for _ = 1, limit do sandkit.spawn(worker) end
+  -- The progress line follows all()'s on_progress; the ticker below only
+  -- keeps its clock moving while nothing finishes.
+  sandkit.spawn(function()
+    sandkit.all(jobs, { concurrency = limit, on_progress = function(d)
+      done = d
+      if tty and not stopping then progress() end
+    end })
+  end)
   if tty then
     sandkit.spawn(function()
       while done < n and not stopping do
@@ -472,6 +501,7 @@ local function run_fleet(o, env)
     end)
   end
   local run_ok, run_err = pcall(sandkit.run)
+  if run_ok and interrupted then run_ok, run_err = false, interrupted end
   local wall = core.now() - started
   if not run_ok then
     -- Interrupted (or a bug): stop handing out work, kill what runs, let

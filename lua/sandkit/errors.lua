@@ -22,9 +22,47 @@ function M.is(err, kind)
   return getmetatable(err) == Error and (kind == nil or err.kind == kind)
 end
 
+-- Frames from sandkit's own Lua files are skipped when misuse is reported:
+-- the error names the caller's line, not sandkit's.
+local own_dir = debug.getinfo(1, "S").source:match("^(@.*[/\\])errors%.lua$")
+
+local function is_own(info)
+  return info.what == "C" or (own_dir ~= nil and info.source:sub(1, #own_dir) == own_dir)
+end
+
+--- The error() level, counted from the function calling caller_level(), of
+-- the first caller outside sandkit (C frames such as pcall are skipped too).
+function M.caller_level()
+  local level = 2
+  while true do
+    local info = debug.getinfo(level + 1, "S")
+    if not info then return 0 end -- nothing outside: no position
+    if not is_own(info) then return level end
+    level = level + 1
+  end
+end
+
+--- "file:line" of the first caller outside sandkit, or nil.
+function M.caller_where()
+  local level = M.caller_level()
+  if level == 0 then return nil end
+  local info = debug.getinfo(level, "Sl")
+  return ("%s:%d"):format(info.short_src, info.currentline)
+end
+
+--- Raises a misuse error: a string message reported at the caller's line,
+-- or an error object given `where` ("file:line" of the caller).
+function M.misuse(err)
+  if type(err) == "table" then
+    err.where = err.where or M.caller_where()
+    error(err)
+  end
+  error(err, M.caller_level())
+end
+
 --- Raises a ConfigError naming the provider and the key.
 function M.config(provider, key, message)
-  error(M.new("ConfigError", message, { provider = provider, key = key }), 3)
+  M.misuse(M.new("ConfigError", message, { provider = provider, key = key }))
 end
 
 M.Error = Error

@@ -12,30 +12,36 @@ end
 Fleet.__len = function(f) return #f.sandboxes end
 
 local function argerror(n, fname, msg)
-  error(("bad argument #%d to '%s' (%s)"):format(n, fname, msg), 3)
+  errors.misuse(("bad argument #%d to '%s' (%s)"):format(n, fname, msg))
 end
 
--- Runs fn(i) for i = 1..n with at most `limit` at once; waits for all.
--- Returns the first value of each call and the errors raised, by index.
-local function run_bounded(n, limit, fn)
-  local values, errs = {}, {}
-  local next_i = 0
-  local function worker()
-    while next_i < n do
-      next_i = next_i + 1
-      local i = next_i
-      local ok, v = pcall(fn, i)
-      if ok then values[i] = v else errs[i] = v end
-    end
+local function check_progress(fname, argn, f)
+  if f ~= nil and type(f) ~= "function" then
+    argerror(argn, fname, "on_progress must be a function(done, total), got " .. type(f))
   end
-  local workers = {}
-  for w = 1, math.min(limit, n) do workers[w] = scheduler.spawn(worker) end
-  for w = 1, #workers do workers[w]:wait() end
-  return values, errs
+  return f
+end
+
+-- fn(i) for every clone, at most `limit` at once, reporting progress.
+local function each(n, limit, fn, on_progress)
+  local done = 0
+  return scheduler.bounded(n, limit, fn, on_progress and function()
+    done = done + 1
+    on_progress(done, n)
+  end)
+end
+
+-- What clone i raised or failed with, as an error that names the clone.
+local function clone_error(f, i, err)
+  local sb = f.sandboxes[i]
+  return errors.new(errors.is(err) and err.kind or "SandboxError",
+    ("fleet clone %d (%s): %s"):format(i, sb.id, errors.is(err) and err.message or tostring(err)),
+    { clone = i, sandbox_id = sb.id, cause = err })
 end
 
 --- n clones of template, all started; or nil, err (the ones that started
--- are destroyed again). opts: concurrency (starts at once), overrides(i).
+-- are destroyed again). opts: concurrency (starts at once), overrides(i),
+-- on_progress(done, total) after each start.
 function M.new(template, n, opts)
   if type(template) ~= "userdata" or not template.clone then
     argerror(1, "fleet", "sandkit.Sandbox expected, got " .. type(template))
@@ -50,52 +56,65 @@ function M.new(template, n, opts)
   if opts.overrides ~= nil and type(opts.overrides) ~= "function" then
     argerror(3, "fleet", "overrides must be a function(i) returning clone overrides")
   end
+  local on_progress = check_progress("fleet", 3, opts.on_progress)
   local f = setmetatable({ sandboxes = {} }, Fleet)
   -- overrides(i): per-clone options, e.g. a working directory each
   for i = 1, n do f.sandboxes[i] = template:clone(opts.overrides and opts.overrides(i)) end
-  local _, errs = run_bounded(n, concurrency, function(i)
+  local _, errs = each(n, concurrency, function(i)
     local ok, err = f.sandboxes[i]:start()
     if not ok then error(err, 0) end
-  end)
+  end, on_progress)
   local first = next(errs)
   if first then
+    local err = clone_error(f, first, errs[first])
     f:destroy()
-    local err = errs[first]
-    return nil, errors.is(err) and err or errors.new("SandboxError", tostring(err))
+    return nil, err
   end
   return f
 end
 
---- Runs the same command on every sandbox at once; returns the results
--- (a result table, or the error object where one failed).
+--- Runs the same command on every sandbox at once; returns results,
+-- errors as sandkit.all does (results[i] or errors[i] for clone i). opts
+-- as for exec, plus on_progress(done, total).
 function Fleet:exec(command, args, opts)
-  local ops = {}
-  for i, sb in ipairs(self.sandboxes) do ops[i] = sb:exec_async(command, args, opts) end
-  local out = {}
-  for i, op in ipairs(ops) do
-    local r, err = op:wait()
-    out[i] = r or err
+  if getmetatable(self) ~= Fleet then argerror(1, "exec", "sandkit.Fleet expected, got " .. type(self)) end
+  local exec_opts, on_progress = opts, nil
+  if type(opts) == "table" and opts.on_progress ~= nil then
+    on_progress = check_progress("exec", 3, opts.on_progress)
+    exec_opts = {}
+    for k, v in pairs(opts) do if k ~= "on_progress" then exec_opts[k] = v end end
   end
-  return out
+  local ops = {}
+  for i, sb in ipairs(self.sandboxes) do ops[i] = sb:exec_async(command, args, exec_opts) end
+  local all = require("sandkit").all
+  return all(ops, { on_progress = on_progress })
 end
 
 --- Calls fn(sandbox, i) for each sandbox, at most `concurrency` at once, in
--- tasks; returns the first value of each call (errors are raised after all
--- have finished).
+-- tasks; returns values, errors: the first value of each call, and for a
+-- call that raised an error naming the clone (clone, sandbox_id, cause).
+-- opts: concurrency, on_progress(done, total).
 function Fleet:map(fn, opts)
+  if getmetatable(self) ~= Fleet then argerror(1, "map", "sandkit.Fleet expected, got " .. type(self)) end
   if type(fn) ~= "function" then argerror(1, "map", "function expected, got " .. type(fn)) end
-  local limit = opts and opts.concurrency or #self.sandboxes
+  if opts ~= nil and type(opts) ~= "table" then argerror(2, "map", "options table expected, got " .. type(opts)) end
+  opts = opts or {}
+  local limit = opts.concurrency or #self.sandboxes
   if math.type(limit) ~= "integer" or limit < 1 then argerror(2, "map", "concurrency must be a positive integer") end
-  local values, errs = run_bounded(#self.sandboxes, limit, function(i) return fn(self.sandboxes[i], i) end)
-  local first = next(errs)
-  if first then error(errs[first], 0) end
-  return values
+  local on_progress = check_progress("map", 2, opts.on_progress)
+  local values, raised = each(#self.sandboxes, limit, function(i) return fn(self.sandboxes[i], i) end, on_progress)
+  local errs = {}
+  for i, err in pairs(raised) do errs[i] = clone_error(self, i, err) end
+  return values, errs
 end
 
 function Fleet:destroy()
-  run_bounded(#self.sandboxes, #self.sandboxes, function(i) self.sandboxes[i]:destroy() end)
+  each(#self.sandboxes, #self.sandboxes, function(i) self.sandboxes[i]:destroy() end)
   return true
 end
+
+--- `local f <close> = sandkit.fleet(...)` destroys every clone at scope exit.
+Fleet.__close = function(f) f:destroy() end
 
 function Fleet:__tostring() return ("sandkit.Fleet (%d sandboxes)"):format(#self.sandboxes) end
 

@@ -41,8 +41,8 @@ local function type_name(t)
 end
 
 local function fail(desc, key, message)
-  error(errors.new("ConfigError", ("%s option '%s' %s"):format(desc.name, key, message),
-    { provider = desc.id, key = key }), 4)
+  errors.misuse(errors.new("ConfigError", ("%s option '%s' %s"):format(desc.name, key, message),
+    { provider = desc.id, key = key }))
 end
 
 --- Checks an env table; `what` names it in messages ("env", "exec option 'env'").
@@ -71,7 +71,27 @@ function M.normalize_env(env)
   return out
 end
 
+--- Checks a milliseconds value (timeouts, delays): a whole, finite number
+-- >= min (default 0). Returns a message naming the unit, or nil. `zero`
+-- says what 0 means, when it is allowed.
+function M.ms_problem(v, min, zero)
+  min = min or 0
+  if type(v) ~= "number" then return ("must be a whole number of milliseconds, got %s"):format(type(v)) end
+  if v ~= v or v % 1 ~= 0 or v < min or v >= 2^53 then
+    return ("must be a whole number of milliseconds >= %d%s, got %s"):format(min,
+      (min == 0 and zero) and (" (0: " .. zero .. ")") or "", M.shown(v))
+  end
+end
+
 local function check_value(desc, key, spec, v)
+  if spec.ms then
+    local msg = M.ms_problem(v, spec.min, spec.zero)
+    if msg then fail(desc, key, msg) end
+    v = math.tointeger(v)
+    msg = spec.check and spec.check(v)
+    if msg then fail(desc, key, msg) end
+    return v
+  end
   local t = spec.type
   local types = type(t) == "table" and t or { t }
   local matched
@@ -110,6 +130,9 @@ local function check_value(desc, key, spec, v)
     for i = 1, n do
       local item = v[i]
       local item_type = spec.items or "string"
+      local ms_msg = spec.items == "ms" and M.ms_problem(item)
+      if ms_msg then fail(desc, key, ("[%d] %s"):format(i, ms_msg)) end
+      if spec.items == "ms" then item_type = "number" end
       if type(item) ~= item_type then
         fail(desc, key, ("[%d] must be a %s, got %s"):format(i, item_type, type(item)))
       end
@@ -139,18 +162,18 @@ end
 function M.validate(desc, opts)
   if opts == nil then opts = {} end
   if type(opts) ~= "table" then
-    error(("bad argument #1 to '%s' (table expected, got %s)"):format(desc.name, type(opts)), 3)
+    errors.misuse(("bad argument #1 to '%s' (table expected, got %s)"):format(desc.name, type(opts)))
   end
   local out = {}
   for k, v in pairs(opts) do
     if type(k) ~= "string" then
-      error(errors.new("ConfigError", ("%s options must have string keys (got %s)"):format(desc.name, type(k)),
-        { provider = desc.id }), 3)
+      errors.misuse(errors.new("ConfigError", ("%s options must have string keys (got %s)"):format(desc.name, type(k)),
+        { provider = desc.id }))
     end
     local spec = desc.options[k]
     if not spec then
-      error(errors.new("ConfigError", ("Unknown option '%s' for %s"):format(M.shown(k), desc.name),
-        { provider = desc.id, key = k }), 3)
+      errors.misuse(errors.new("ConfigError", ("Unknown option '%s' for %s"):format(M.shown(k), desc.name),
+        { provider = desc.id, key = k }))
     end
     out[k] = check_value(desc, k, spec, v)
   end

@@ -9,14 +9,17 @@ local M = {}
 local S = core.sandbox_methods
 local P = core.process_methods
 
+-- Misuse is reported at the caller's line (errors.misuse skips sandkit's
+-- own frames), whichever public method the check runs under.
 local function argerror(n, fname, msg)
-  error(("bad argument #%d to '%s' (%s)"):format(n, fname, msg), 3)
+  errors.misuse(("bad argument #%d to '%s' (%s)"):format(n, fname, msg))
 end
 
 -- Options of exec / exec_async / processes:spawn, with their types.
 local COMMAND_OPTS = {
   timeout = "number", cwd = "string", env = "table", on_stdout = "function",
-  on_stderr = "function", stdin = "string", capture = "boolean", max_output_bytes = "number",
+  on_stderr = "function", on_stdout_line = "function", on_stderr_line = "function",
+  stdin = "string", capture = "boolean", max_output_bytes = "number",
 }
 
 local function check_command_opts(fname, opts, argn)
@@ -25,12 +28,20 @@ local function check_command_opts(fname, opts, argn)
   local o = {}
   for k, v in pairs(opts) do
     local want = COMMAND_OPTS[k]
+    if not want and type(k) ~= "string" then
+      argerror(argn, fname, ("unknown option '%s' (arguments go in their own table, before the options)"):format(options.shown(k)))
+    end
     if not want then argerror(argn, fname, ("unknown option '%s'"):format(options.shown(k))) end
+    if k == "timeout" then
+      local msg = options.ms_problem(v, 0, "no timeout")
+      if msg then
+        errors.misuse(errors.new("ConfigError", ("bad argument #%d to '%s' (option 'timeout' %s)"):format(argn, fname, msg),
+          { key = "timeout" }))
+      end
+      v = math.tointeger(v)
+    end
     if type(v) ~= want then argerror(argn, fname, ("option '%s' must be a %s, got %s"):format(options.shown(k), want, type(v))) end
     o[k] = v
-  end
-  if o.timeout and (o.timeout ~= o.timeout or o.timeout < 0 or o.timeout == math.huge) then
-    argerror(argn, fname, "option 'timeout' must be a finite number of milliseconds >= 0")
   end
   if o.cwd and o.cwd:find("\0", 1, true) then argerror(argn, fname, "option 'cwd' contains a NUL byte") end
   if o.max_output_bytes then
@@ -50,8 +61,8 @@ local function state(sb) return sb:_state() end
 -- "sandkit.Sandbox expected, got nil".
 local function check(self, class, fname)
   if getmetatable(self) ~= class then
-    error(("bad argument #1 to '%s' (%s expected, got %s)"):format(fname, class.__name,
-      type(self) == "userdata" and (getmetatable(self) or {}).__name or type(self)), 3)
+    argerror(1, fname, ("%s expected, got %s"):format(class.__name,
+      type(self) == "userdata" and (getmetatable(self) or {}).__name or type(self)))
   end
 end
 
@@ -80,7 +91,7 @@ end
 local function shared(sb, slot, body)
   local st = state(sb)
   if st[slot] then return scheduler.await(st[slot]) end
-  local rec = scheduler.record()
+  local rec = scheduler.owned_record()
   st[slot] = rec
   local ok, err = pcall(body)
   st[slot] = nil
@@ -161,17 +172,58 @@ local function finish(rec, result, err)
   scheduler.complete(rec, result, err)
 end
 
+-- A line longer than this reaches on_*_line in pieces of this size, so a
+-- command that never prints a newline cannot make the buffer grow forever.
+local MAX_LINE = 1024 * 1024
+
+-- Whole lines of `data` (after what is left of the stream's last chunk) to
+-- cb, without "\n"; keeps the unfinished rest for the next chunk.
+local function feed_lines(rec, slot, data, cb)
+  local rest = rec[slot]
+  if rest then data = rest .. data end
+  local pos = 1
+  while true do
+    local nl = data:find("\n", pos, true)
+    if not nl then break end
+    local line = data:sub(pos, nl - 1)
+    pos = nl + 1
+    cb(line)
+  end
+  while #data - pos + 1 >= MAX_LINE do
+    local piece = data:sub(pos, pos + MAX_LINE - 1)
+    pos = pos + MAX_LINE
+    cb(piece)
+  end
+  rec[slot] = pos <= #data and data:sub(pos) or nil
+end
+
+local function callback_failed(rec, err, cancel)
+  if rec.callback_error == nil then
+    rec.callback_error = err
+    if cancel then rec.proc:_cancel() end
+  end
+end
+
 local function on_process_event(rec, kind, stream, data)
+  local o = rec.o
   if kind == "output" then
-    local cb = stream == 1 and rec.o.on_stdout or rec.o.on_stderr
-    if cb then
-      local ok, err = pcall(cb, data)
-      if not ok and not rec.callback_error then
-        rec.callback_error = err
-        rec.proc:_cancel()
+    if rec.callback_error ~= nil then return end
+    local cb = stream == 1 and o.on_stdout or o.on_stderr
+    local line_cb = stream == 1 and o.on_stdout_line or o.on_stderr_line
+    local ok, err = true, nil
+    if cb then ok, err = pcall(cb, data) end
+    if ok and line_cb then ok, err = pcall(feed_lines, rec, stream == 1 and "out_rest" or "err_rest", data, line_cb) end
+    if not ok then callback_failed(rec, err, true) end
+  elseif kind == "exit" then
+    -- the last line, when the output did not end with a newline
+    for _, s in ipairs({ { "out_rest", o.on_stdout_line }, { "err_rest", o.on_stderr_line } }) do
+      local rest = rec[s[1]]
+      rec[s[1]] = nil
+      if rest and s[2] and rec.callback_error == nil then
+        local ok, err = pcall(s[2], rest)
+        if not ok then callback_failed(rec, err, false) end
       end
     end
-  elseif kind == "exit" then
     local result, err = rec.proc:_result()
     finish(rec, result, err)
   end
@@ -183,7 +235,7 @@ local function spawn_opts(sb, o, keep_stdin_open)
     cwd = o.cwd, env = o.env, timeout = timeout, stdin = o.stdin,
     keep_stdin_open = keep_stdin_open, capture = o.capture,
     max_output_bytes = o.max_output_bytes or state(sb).options.max_output_bytes,
-    stream = (o.on_stdout or o.on_stderr) and true or false,
+    stream = (o.on_stdout or o.on_stderr or o.on_stdout_line or o.on_stderr_line) and true or false,
   }
 end
 
@@ -199,20 +251,32 @@ local function cancelled_result(line)
     timed_out = false, killed = true, cancelled = true, truncated = false, command = line }
 end
 
---- Starts a command and returns an operation (op:wait(), op:cancel()).
-function S:exec_async(command, args, opts)
-  check(self, core.Sandbox, "exec_async")
-  if type(command) ~= "string" then argerror(1, "exec", "string expected, got " .. type(command)) end
+-- The shell line for command and args (each arg quoted as one word).
+local function command_line(fname, command, args)
+  if type(command) ~= "string" then argerror(1, fname, "string expected, got " .. type(command)) end
   if args ~= nil then
-    if type(args) ~= "table" then argerror(2, "exec", "table of arguments expected, got " .. type(args)) end
+    if type(args) ~= "table" then argerror(2, fname, "table of arguments expected, got " .. type(args)) end
     local n = #args
     for k in pairs(args) do
       if math.type(k) ~= "integer" or k < 1 or k > n then
-        argerror(2, "exec", ("array of argument strings expected (key %s); options go in argument #3"):format(options.shown(k)))
+        argerror(2, fname, ("array of argument strings expected (key %s); options go in argument #3"):format(options.shown(k)))
       end
     end
   end
-  local line = core.command(command, args)
+  local ok, line = pcall(core.command, command, args)
+  if not ok then
+    -- the binding's message, re-raised at the caller's line with our name
+    local msg = tostring(line):gsub("^[^\n]-:%d+: ", ""):gsub("^bad argument #(%d+) to '[^']*'", "bad argument #%1")
+    msg = msg:gsub("^bad argument #(%d+)", "bad argument #%1 to '" .. fname .. "'")
+    errors.misuse(msg)
+  end
+  return line
+end
+
+--- Starts a command and returns an operation (op:wait(), op:cancel()).
+function S:exec_async(command, args, opts)
+  check(self, core.Sandbox, "exec_async")
+  local line = command_line("exec", command, args)
   local o = check_command_opts("exec", opts, 3)
   local op = setmetatable({ done = false, sandbox = self }, Operation)
   local rec = scheduler.record(on_process_event)
@@ -239,6 +303,7 @@ end
 
 --- Waits for the operation: the result table, or nil, err.
 function Operation:wait()
+  check(self, Operation, "wait")
   local result, err = scheduler.await(self._rec)
   local cb_err = self._rec.callback_error
   if cb_err ~= nil then error(cb_err, 0) end
@@ -248,11 +313,22 @@ end
 --- Cancels: the command is killed and wait() returns its partial result
 -- with `cancelled = true`. False when it had already finished.
 function Operation:cancel()
+  check(self, Operation, "cancel")
   if self.done then return false end
   self.cancelled = true
   local proc = self._rec.proc
   if proc then proc:_cancel() end
   return true
+end
+
+-- The cqueues pollable protocol, so a cqueues coroutine can sleep on an
+-- operation: `while not op.done do cqueues.poll(op); sandkit.step(0) end`.
+-- It wakes when sandkit's loop has work (then step), at once when done.
+function Operation:pollfd() return core.pollfd() end
+function Operation:events() return "r" end
+function Operation:timeout()
+  if self.done then return 0 end
+  return scheduler.timeout()
 end
 
 function Operation:__tostring()
@@ -266,18 +342,30 @@ M.Operation = Operation
 local Manager = { __name = "sandkit.ProcessManager" }
 Manager.__index = Manager
 
---- Spawns a background process (one shell command string); returns its
--- handle, or nil, err.
-function Manager:spawn(command, opts)
-  if type(command) ~= "string" then argerror(1, "spawn", "string expected, got " .. type(command)) end
-  if command:find("\0", 1, true) then argerror(1, "spawn", "command contains a NUL byte") end
-  local o = check_command_opts("spawn", opts, 2)
+-- A table with a key that is not an array index: spawn(command, opts).
+local function is_options(t)
+  if type(t) ~= "table" then return false end
+  for k in pairs(t) do
+    if math.type(k) ~= "integer" then return true end
+  end
+  return false
+end
+
+--- Spawns a background process: command and args as for exec; returns
+-- its handle, or nil, err. spawn(command, opts) is accepted too (a table
+-- with string keys is options).
+function Manager:spawn(command, args, opts)
+  check(self, Manager, "spawn")
+  local opts_argn = 3
+  if opts == nil and is_options(args) then args, opts, opts_argn = nil, args, 2 end
+  local line = command_line("spawn", command, args)
+  local o = check_command_opts("spawn", opts, opts_argn)
   local sb = self.sandbox
   local ok, err = sb:ensure_running()
   if not ok then return nil, err end
   local rec = scheduler.record(on_process_event)
   rec.o = o
-  local proc, serr = sb:_spawn(command, spawn_opts(sb, o, true), true, rec.token)
+  local proc, serr = sb:_spawn(line, spawn_opts(sb, o, true), true, rec.token)
   if not proc then
     scheduler.complete(rec, nil, serr)
     return nil, serr
@@ -401,10 +489,14 @@ function M.set_registry(r) registry = r end
 function M.new(id, opts)
   local desc = registry[id]
   if not desc then
-    error(errors.new("ConfigError", ("Unknown sandbox provider '%s'"):format(options.shown(id)), { provider = tostring(id) }), 3)
+    errors.misuse(errors.new("ConfigError", ("Unknown sandbox provider '%s'"):format(options.shown(id)), { provider = tostring(id) }))
   end
   local o = options.validate(desc, opts)
-  local sb = core.new_sandbox(id, o)
+  local ok, sb = pcall(core.new_sandbox, id, o)
+  if not ok then
+    -- the core's ConfigError / IsolationUnavailableError, at the caller's line
+    errors.misuse(type(sb) == "string" and sb:gsub("^[^\n]-:%d+: ", "") or sb)
+  end
   local st = sb:_state()
   st.options = o
   st.clone_drops = desc.clone_drops

@@ -14,7 +14,12 @@ local ready = {}            -- FIFO of task coroutines to resume
 local ready_first, ready_last = 1, 0
 local tasks = {}            -- coroutine -> task record
 local live_tasks = 0
+local task_count = 0        -- numbers tasks in deadlock messages
 local failures = {}         -- uncaught task errors, raised from turn()
+-- Who is waiting, for deadlock detection: the task being resumed (the
+-- innermost one), else the program outside any task.
+local MAIN = { name = "the main program" }
+local current
 
 local function pack(...) return { n = select("#", ...), ... } end
 
@@ -24,6 +29,14 @@ function M.record(handler)
   next_token = next_token + 1
   local rec = { token = next_token, handler = handler, done = false }
   if handler then records[next_token] = rec end
+  return rec
+end
+
+--- A record that the running task (or the main program) will complete
+-- itself: waits on it take part in deadlock detection.
+function M.owned_record()
+  local rec = M.record()
+  rec.owner = current or MAIN
   return rec
 end
 
@@ -55,13 +68,21 @@ local WAIT = {}
 
 local function resume(co)
   local task = tasks[co]
+  local outer = current
+  current = task
   local ok, res = coroutine.resume(co)
+  current = outer
   if coroutine.status(co) == "dead" then
     tasks[co] = nil
     live_tasks = live_tasks - 1
     if not ok then
-      failures[#failures + 1] = debug.traceback(co, tostring(res))
-      M.complete(task.rec, false, res)
+      -- Someone waiting gets the error from wait(); only an error nobody
+      -- waits for is raised from the loop (run, step, a blocking wait).
+      local rec = task.rec
+      if not rec.waiters and (rec.blocked or 0) == 0 and not task.claimed then
+        failures[#failures + 1] = debug.traceback(co, tostring(res))
+      end
+      M.complete(rec, false, res)
     else
       M.complete(task.rec, true, table.unpack(task.results or {}, 1, task.results and task.results.n or 0))
     end
@@ -103,31 +124,83 @@ local function turn_once(timeout_ms, rec)
   return alive, n
 end
 
---- One turn; returns whether anything is still pending.
-function M.turn(timeout_ms)
-  local alive = turn_once(timeout_ms)
-  return alive or has_ready() or live_tasks > 0
+-- A waiter about to wait for `rec`: raises when the chain of owners
+-- (rec's owner waits for a record whose owner waits ...) comes back to it,
+-- since nothing else could ever complete that record.
+local function check_cycle(me, rec)
+  local chain = { me.name }
+  local r, steps = rec, 0
+  while r and not r.done and r.owner and steps <= live_tasks + 1 do
+    local owner = r.owner
+    if owner == me then
+      local msg
+      if #chain == 1 then
+        msg = me.name .. " waits for itself"
+      else
+        msg = chain[1] .. " waits for " .. table.concat(chain, ", which waits for ", 2) ..
+          ", which waits for " .. me.name
+      end
+      errors.misuse("sandkit: deadlock: " .. msg)
+    end
+    chain[#chain + 1] = owner.name
+    r = owner.waiting
+    steps = steps + 1
+  end
 end
 
 --- Waits for `rec`; returns its values. Yields inside a task, else runs
--- the loop until the record is done.
+-- the loop until the record is done. Deadlock errors name the caller's
+-- line outside sandkit.
 function M.await(rec)
   if not rec.done then
     local co = coroutine.running()
-    if tasks[co] then
+    local task = tasks[co]
+    local me = task or current or MAIN
+    check_cycle(me, rec)
+    local outer_wait = me.waiting
+    me.waiting = rec
+    if task then
       rec.waiters = rec.waiters or {}
       rec.waiters[#rec.waiters + 1] = co
       repeat coroutine.yield(WAIT) until rec.done
     else
+      rec.blocked = (rec.blocked or 0) + 1
       while not rec.done do
-        local alive, n = turn_once(-1, rec)
-        if not rec.done and not alive and n == 0 and not has_ready() then
-          error("sandkit: deadlock: waiting for an operation that nothing can complete", 2)
+        local ok, alive, n = pcall(turn_once, -1, rec)
+        if not ok then me.waiting = outer_wait; rec.blocked = rec.blocked - 1; error(alive, 0) end
+        if not rec.done and not alive and n == 0 and not has_ready() and not core.alive() then
+          me.waiting = outer_wait
+          rec.blocked = rec.blocked - 1
+          errors.misuse("sandkit: deadlock: " .. me.name ..
+            " waits for an operation that nothing can complete" .. M.stuck_tasks())
         end
       end
+      rec.blocked = rec.blocked - 1
     end
+    me.waiting = outer_wait
   end
   return table.unpack(rec.values, 1, rec.values.n)
+end
+
+--- "; task 1 (f.lua:3) waits for ..." for every task that waits, for
+-- deadlock messages.
+function M.stuck_tasks()
+  local parts = {}
+  for _, t in pairs(tasks) do
+    local r = t.waiting
+    if r and not r.done then
+      parts[#parts + 1] = t.name .. " waits for " .. (r.owner and r.owner.name or r.what or "an operation")
+    end
+  end
+  if #parts == 0 then return "" end
+  table.sort(parts)
+  return " (" .. table.concat(parts, "; ") .. ")"
+end
+
+--- Marks `t`, when it is a task, as waited for: its error goes to the
+-- waiter (sandkit.all) instead of being raised from the loop.
+function M.claim(t)
+  if getmetatable(t) == M.Task then t.claimed = true end
 end
 
 --- True when the running coroutine is a sandkit task.
@@ -137,6 +210,7 @@ end
 
 local Task = { __name = "sandkit.Task" }
 Task.__index = Task
+M.Task = Task
 
 --- Waits for the task; returns its function's values, or raises its error.
 function Task:wait()
@@ -152,10 +226,13 @@ end
 --- Starts fn(...) as a task; it runs on the next turn.
 function M.spawn(fn, ...)
   if type(fn) ~= "function" then
-    error(("bad argument #1 to 'spawn' (function expected, got %s)"):format(type(fn)), 2)
+    errors.misuse(("bad argument #1 to 'spawn' (function expected, got %s)"):format(type(fn)))
   end
   local args = pack(...)
-  local task = setmetatable({ rec = M.record() }, Task)
+  task_count = task_count + 1
+  local task = setmetatable({ rec = M.record(),
+    name = ("task %d (spawned at %s)"):format(task_count, errors.caller_where() or "?") }, Task)
+  task.rec.owner = task
   local co = coroutine.create(function()
     task.results = pack(fn(table.unpack(args, 1, args.n)))
   end)
@@ -166,20 +243,71 @@ function M.spawn(fn, ...)
   return task
 end
 
+-- After a turn: tasks live but none ready, no event queued and nothing
+-- left in the loop that could produce one means they wait forever.
+local function check_stall()
+  -- core.alive() now, not the turn's own answer: a task resumed after the
+  -- loop ran may just have started a command.
+  if live_tasks > 0 and not has_ready() and not core.alive() then
+    errors.misuse(("sandkit: deadlock: %d %s for operations that nothing can complete%s"):format(
+      live_tasks, live_tasks == 1 and "task waits" or "tasks wait", M.stuck_tasks()))
+  end
+end
+
+--- Whether anything is still in flight: tasks (ready or waiting), queued
+-- events, or loop handles (commands, timers, connections).
+local function busy()
+  return live_tasks > 0 or has_ready() or core.alive()
+end
+
+--- One turn; returns whether anything is still pending. Raises when the
+-- remaining tasks can never finish.
+function M.turn(timeout_ms)
+  turn_once(timeout_ms)
+  check_stall()
+  -- Asked now, not from the loop's turn: tasks resumed after it may have
+  -- started commands (exec_async on an unstarted sandbox starts it in a
+  -- task, and the command only once the start completed).
+  return busy()
+end
+
 --- Runs until every task has finished.
 function M.run()
+  if current then
+    errors.misuse("sandkit: deadlock: sandkit.run() called inside " .. current.name ..
+      ": run() waits for every task, that one included; use task:wait() or sandkit.all()")
+  end
   while live_tasks > 0 or has_ready() do
-    local alive = M.turn(has_ready() and 0 or -1)
-    if not alive and live_tasks > 0 and not has_ready() and not core.pending() then
-      error("sandkit: deadlock: tasks wait for operations that nothing can complete", 2)
+    turn_once(has_ready() and 0 or -1)
+    check_stall()
+  end
+end
+
+--- Calls fn(i) for i = 1..n in tasks, at most `limit` at once, and waits
+-- for all. Returns the first value of each call and what each call that
+-- raised raised, by index; on_done(i), when given, after each call.
+function M.bounded(n, limit, fn, on_done)
+  local values, errs = {}, {}
+  local next_i = 0
+  local function worker()
+    while next_i < n do
+      next_i = next_i + 1
+      local i = next_i
+      local ok, v = pcall(fn, i)
+      if ok then values[i] = v else errs[i] = v end
+      if on_done then on_done(i) end
     end
   end
+  local workers = {}
+  for w = 1, math.min(limit, n) do workers[w] = M.spawn(worker) end
+  for w = 1, #workers do workers[w]:wait() end
+  return values, errs
 end
 
 --- Sleeps (yields in a task; blocks otherwise).
 function M.sleep(seconds)
   if type(seconds) ~= "number" or seconds ~= seconds or seconds < 0 or seconds == math.huge then
-    error(("bad argument #1 to 'sleep' (non-negative number expected, got %s)"):format(tostring(seconds)), 2)
+    errors.misuse(("bad argument #1 to 'sleep' (non-negative number expected, got %s)"):format(tostring(seconds)))
   end
   local rec = M.record(function(r) M.complete(r) end)
   local timer = core.timer(seconds * 1000, rec.token)
@@ -194,7 +322,5 @@ function M.timeout()
   if ms < 0 then return nil end
   return ms / 1000
 end
-
-function M.pending_work() return live_tasks > 0 or has_ready() end
 
 return M

@@ -13,6 +13,7 @@
  * included). v1 has no such file: freeze the subtree so nothing can fork,
  * SIGKILL every pid listed, thaw so the signals are taken. */
 #include "cgroup.h"
+#include "compat.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -23,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -324,7 +324,7 @@ static char *cgroup_make_base(int version)
     /* a random part: a directory left by a killed process that had our
      * pid, or one of another PID namespace, is never ours to reuse */
     unsigned char rnd[4] = { 0 };
-    if (getrandom(rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd)
+    if (sk_random_bytes(rnd, sizeof rnd) != 0)
         memcpy(rnd, &(unsigned){ (unsigned)cgroup_now_ms() }, sizeof rnd);
     char *base = NULL;
     if (asprintf(&base, "%s%s%ssandkit-%ld-%02x%02x%02x%02x", mnt, rel,
@@ -362,7 +362,7 @@ static void cgroup_probe(void)
     }
     cgroup_owner = getpid();
     const char *want = getenv("SANDKIT_CGROUP");
-    if (want && strcmp(want, "off") == 0)
+    if (!SK_HAVE_CGROUP || (want && strcmp(want, "off") == 0))
         return;
     bool v2 = !want || strcmp(want, "v1") != 0;
     bool v1 = !want || strcmp(want, "v2") != 0;

@@ -61,6 +61,8 @@ int sk_loop_timeout(sk_loop *loop)
     return uv_backend_timeout(&loop->uv);
 }
 
+bool sk_loop_alive(sk_loop *loop) { return uv_loop_alive(&loop->uv) != 0; }
+
 int sk_loop_turn(sk_loop *loop, int timeout_ms)
 {
     if (timeout_ms != 0) {

@@ -4,6 +4,7 @@
 #ifndef SK_LOOP_H
 #define SK_LOOP_H
 
+#include <stdbool.h>
 #include <uv.h>
 
 typedef struct sk_loop sk_loop;
@@ -37,6 +38,9 @@ void sk_loop_set_service(sk_loop *loop, int slot, void *service);
  * the descriptor is readable). */
 int sk_loop_fd(sk_loop *loop);
 int sk_loop_timeout(sk_loop *loop);
+/* Whether anything on the loop (a handle, request or close) can still
+ * produce an event. */
+bool sk_loop_alive(sk_loop *loop);
 
 /* One turn: wait at most timeout_ms (0 = do not wait, -1 = until something
  * happens) for the backend fd, then run ready callbacks once.

@@ -11,6 +11,7 @@
  * freeing a running child never races libuv: sk_proc_free only detaches the
  * callbacks and kills the group; the child is still reaped. */
 #include "proc.h"
+#include "compat.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +20,6 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -331,10 +331,9 @@ static int proc_posix_spawn(const sk_proc_opts *o, int in_fd, int out_fd, int er
     if (!rc)
         rc = posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
     /* Nothing of ours but stdio reaches the child, CLOEXEC or not. */
+    short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
     if (!rc)
-        rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-    if (!rc && o->cwd)
-        rc = posix_spawn_file_actions_addchdir_np(&fa, o->cwd);
+        rc = sk_spawn_close_inherited(&fa, &flags);
 
     /* We ignore SIGPIPE (and a host may have changed others): the child
      * starts with default dispositions and nothing blocked. */
@@ -345,18 +344,16 @@ static int proc_posix_spawn(const sk_proc_opts *o, int in_fd, int out_fd, int er
                                  SIGUSR2, SIGALRM, SIGTSTP, SIGTTIN, SIGTTOU, SIGXFSZ };
     for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++)
         sigaddset(&defaults, reset[i]);
-    short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
-    if (o->new_group)
-        flags |= POSIX_SPAWN_SETSID;
+    if (!rc && o->new_group)
+        rc = sk_spawn_new_group(&attr, &flags);
     if (!rc)
         rc = posix_spawnattr_setflags(&attr, flags);
     if (!rc)
         rc = posix_spawnattr_setsigdefault(&attr, &defaults);
     if (!rc)
         rc = posix_spawnattr_setsigmask(&attr, &empty);
-    extern char **environ;
     if (!rc)
-        rc = posix_spawnp(pid, o->file, &fa, &attr, o->argv, o->envp ? o->envp : environ);
+        rc = sk_spawnp_in(pid, o->file, &fa, &attr, o->argv, o->envp ? o->envp : sk_environ(), o->cwd);
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&fa);
     return rc;
@@ -373,13 +370,13 @@ sk_proc *sk_proc_spawn(sk_loop *loop, const sk_proc_opts *o, const sk_proc_callb
         return NULL;
     }
     p->pidfd = -1;
-    if ((o->stdin_pipe && pipe2(in, O_CLOEXEC) != 0) || pipe2(out, O_CLOEXEC) != 0 ||
-        pipe2(err, O_CLOEXEC) != 0) {
+    if ((o->stdin_pipe && sk_pipe_cloexec(in) != 0) || sk_pipe_cloexec(out) != 0 ||
+        sk_pipe_cloexec(err) != 0) {
         *uv_err = uv_translate_sys_error(errno);
         goto fail;
     }
-    (void)fcntl(out[0], F_SETPIPE_SZ, PROC_PIPE_SIZE);
-    (void)fcntl(err[0], F_SETPIPE_SZ, PROC_PIPE_SIZE);
+    sk_pipe_grow(out[0], PROC_PIPE_SIZE);
+    sk_pipe_grow(err[0], PROC_PIPE_SIZE);
     pid_t pid;
     int rc = proc_posix_spawn(o, in[0], out[1], err[1], &pid);
     if (rc != 0) {
@@ -411,7 +408,7 @@ sk_proc *sk_proc_spawn(sk_loop *loop, const sk_proc_opts *o, const sk_proc_callb
         uv_pipe_open(&p->in, in[1]);
         p->open_handles++;
     }
-    p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    p->pidfd = sk_pidfd_open(pid);
     p->use_pidfd = p->pidfd >= 0;
     if (p->use_pidfd) {
         uv_poll_init(uv, &p->exit_watch.poll, p->pidfd);

@@ -2,12 +2,12 @@
  * through waiter lists: whoever arrives while an operation runs waits for
  * its outcome instead of starting another. */
 #include "sandbox.h"
+#include "compat.h"
 
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/time.h>
 
 /* The registry: one line per provider. Weak references let a provider's
@@ -114,7 +114,7 @@ char *sk_sandbox_default_id(const char *prefix)
         ms /= 36;
     } while (ms);
     unsigned char bytes[6];
-    if (getrandom(bytes, sizeof bytes, 0) != (ssize_t)sizeof bytes) {
+    if (sk_random_bytes(bytes, sizeof bytes) != 0) {
         /* no entropy yet (early boot): unique enough with the time */
         for (size_t i = 0; i < sizeof bytes; i++)
             bytes[i] = (unsigned char)((unsigned long)tv.tv_usec >> (3 * i));

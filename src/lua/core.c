@@ -296,6 +296,15 @@ static int core_timeout(lua_State *L)
     return 1;
 }
 
+/* Whether the loop or the event queue can still deliver anything: false
+ * means tasks still waiting wait forever (the scheduler's deadlock check). */
+static int core_alive(lua_State *L)
+{
+    skl_state *st = skl_state_get(L);
+    lua_pushboolean(L, st->head != NULL || sk_loop_alive(st->loop));
+    return 1;
+}
+
 static int core_pending(lua_State *L)
 {
     lua_pushboolean(L, skl_state_get(L)->head != NULL);
@@ -463,6 +472,7 @@ int luaopen_sandkit_core(lua_State *L)
         { "pollfd", core_pollfd },
         { "timeout", core_timeout },
         { "pending", core_pending },
+        { "alive", core_alive },
         { "set_dispatch", core_set_dispatch },
         { "timer", core_timer_new },
         { "command", core_command },
@@ -506,7 +516,5 @@ int luaopen_sandkit_core(lua_State *L)
     luaL_setfuncs(L, funcs, 1);
     lua_pushvalue(L, state_idx);
     skl_open_sandbox(L); /* adds Sandbox/Process metatables; pops the state */
-    lua_pushliteral(L, "0.1.0");
-    lua_setfield(L, -2, "_VERSION");
     return 1;
 }

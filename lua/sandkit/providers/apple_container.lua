@@ -44,7 +44,7 @@ local specific = {
     description = "Working directory inside the container (wins over working_dir)" },
   working_dir = { type = "string", default = "/workspace",
     description = "Working directory inside the container (deprecated alias of working_directory)" },
-  timeout = { type = "number", min = 0, default = DEFAULT_TIMEOUT,
+  timeout = { type = "integer", ms = true, zero = "no timeout", default = DEFAULT_TIMEOUT,
     description = "Default command timeout in milliseconds (0: none); also bounds each lifecycle CLI call" },
   delete_on_destroy = { type = "boolean", default = true, description = "Delete the Apple container on destroy" },
   container_binary = { type = "string", default = "container", non_empty = true,
@@ -93,7 +93,7 @@ for _, k in ipairs(EDITOR_KEYS) do
   elseif t == "map" or t == "env" then
     schema.type, schema.additional_properties = "object", { type = "string" }
   else
-    schema.type = t
+    schema.type = spec.ms and "number" or t -- upstream's schema: a number of ms
   end
   properties[k] = schema
 end

@@ -1,6 +1,16 @@
 --- Descriptor of the local provider (LocalSandbox).
 local options = require "sandkit.options"
 
+-- inherit_env entries: variable names as env accepts them.
+local function env_names(v)
+  for i, name in ipairs(v) do
+    if name == "" then return ("[%d] is an empty variable name"):format(i) end
+    if name:find("=", 1, true) then
+      return ("[%d] variable name '%s' contains '='"):format(i, options.shown(name))
+    end
+  end
+end
+
 return {
   id = "local",
   name = "LocalSandbox",
@@ -8,12 +18,14 @@ return {
   options = options.with_common {
     working_directory = { type = "string", default = "./.sandbox", non_empty = true,
       description = "Directory commands run in; created on start (~ expanded, relative to the current directory)." },
-    timeout = { type = "number", min = 0,
-      description = "Default per-command timeout in milliseconds (none when absent)." },
+    timeout = { type = "integer", ms = true, zero = "no timeout",
+      description = "Default per-command timeout in milliseconds (none when absent or 0)." },
     isolation = { type = "string", enum = { "none", "bwrap" }, default = "none",
       description = "none: plain processes; bwrap: bubblewrap with a read-only system, writable working directory and private /tmp." },
     allow_network = { type = "boolean", default = false, description = "bwrap: keep the host network (default: none)." },
     read_only_paths = { type = "array", description = "bwrap: extra host paths visible read-only." },
     read_write_paths = { type = "array", description = "bwrap: extra host paths visible read-write." },
+    inherit_env = { type = "array", check = env_names,
+      description = "Names of host environment variables passed through to commands (e.g. { \"HOME\", \"LANG\" }); the sandbox env and a command's env override them." },
   },
 }

@@ -19,7 +19,7 @@ return {
       description = "Modal App the sandbox belongs to (created if missing)." },
     base_image = { type = "string", default = "ubuntu:22.04", non_empty = true,
       description = "Registry image the sandbox is created from when there is no snapshot." },
-    timeout_ms = { type = "integer", default = 300000, check = positive_seconds,
+    timeout_ms = { type = "integer", ms = true, min = 1000, default = 300000, check = positive_seconds,
       description = "Sandbox lifetime in milliseconds (Modal's timeout; a multiple of 1000)." },
     workdir = { type = "string", non_empty = true,
       check = function(v) if v:sub(1, 1) ~= "/" then return "must be an absolute path" end end,
@@ -30,7 +30,7 @@ return {
       description = "Modal token secret (else MODAL_TOKEN_SECRET, else ~/.modal.toml). Never shown in errors." },
     server_url = { type = "string", non_empty = true,
       description = "Control-plane URL (else MODAL_SERVER_URL, else the profile, else https://api.modal.com:443)." },
-    rpc_timeout_ms = { type = "integer", min = 1,
-      description = "Deadline of each control-plane call attempt, in ms (default none, as the SDK); long polls get it on top of their poll time." },
+    rpc_timeout_ms = { type = "integer", ms = true, zero = "no deadline",
+      description = "Deadline of each control-plane call attempt, in ms (default none, as the SDK; 0: none); long polls get it on top of their poll time." },
   },
 }

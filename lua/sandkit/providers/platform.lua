@@ -12,12 +12,6 @@ local function http_url(v)
   if not (v:match("^https?://")) then return "must start with http:// or https://" end
 end
 
-local function non_negative_delays(v)
-  for i, d in ipairs(v) do
-    if d ~= d or d < 0 or d == math.huge then return ("[%d] must be a finite number >= 0"):format(i) end
-  end
-end
-
 return {
   id = "platform",
   name = "PlatformSandbox",
@@ -36,7 +30,7 @@ return {
       description = "Idle window before the platform may destroy the sandbox (sent at create)." },
     network_isolation = { type = "string", enum = { "ISOLATED", "PRIVATE" },
       description = "ISOLATED (platform default): outbound internet only; PRIVATE: joins the environment's private network." },
-    timeout = { type = "number", min = 0,
+    timeout = { type = "integer", ms = true, zero = "no timeout",
       description = "Default per-command timeout in milliseconds, enforced by the client (none when absent or 0)." },
     working_directory = { type = "string",
       description = "Default cwd of commands inside the sandbox, passed as is (not created)." },
@@ -48,11 +42,11 @@ return {
       description = "Tests only: PEM bundle to verify the proxy's and the exec endpoint's certificates against." },
     insecure_skip_verify = { type = "boolean", default = false,
       description = "Tests only: accept any TLS certificate." },
-    retry_delays_ms = { type = "array", items = "number", check = non_negative_delays,
+    retry_delays_ms = { type = "array", items = "ms",
       description = "Delays before each retry of a create answered with a 5xx (default { 2000, 4000 }: 3 attempts)." },
-    request_timeout_ms = { type = "integer", min = 1, default = 60000,
+    request_timeout_ms = { type = "integer", ms = true, min = 1, default = 60000,
       description = "Timeout of each control-plane request (upstream: 60000)." },
-    handshake_timeout_ms = { type = "integer", min = 1, default = 30000,
+    handshake_timeout_ms = { type = "integer", ms = true, min = 1, default = 30000,
       description = "Exec socket handshake deadline for commands without a timeout (upstream: 30000)." },
     stdin_frames = { type = "boolean", default = true,
       description = "Background processes keep stdin open and send_stdin sends binary [0x00]+bytes frames (an extension served by the reference server; the spec defines none). false: stdin is closed at once and send_stdin fails." },

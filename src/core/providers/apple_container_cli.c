@@ -14,11 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "../buf.h"
+#include "../compat.h"
 #include "../proc.h"
 
 enum {
@@ -185,16 +185,8 @@ static void cli_on_gone(uv_poll_t *h, int status, int events)
     (void)status;
     (void)events;
     ac_cli *c = h->data;
-#ifdef P_PIDFD
     /* Best effort: the status, if proc.c has not reaped the CLI yet. */
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    if (waitid(P_PIDFD, (id_t)c->pidfd->fd, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid != 0) {
-        c->gone_known = true;
-        c->gone_code = si.si_code == CLD_EXITED ? si.si_status : 0;
-        c->gone_signal = si.si_code == CLD_EXITED ? 0 : si.si_status;
-    }
-#endif
+    c->gone_known = sk_pidfd_peek_status(c->pidfd->fd, &c->gone_code, &c->gone_signal);
     c->gone = true;
     cli_pidfd_close(c);
     if (c->killed)
@@ -230,15 +222,15 @@ static void cli_free_envp(char **envp)
 /* Our environment with env's entries set (values only ever live here). */
 static char **cli_envp(const json_t *env)
 {
-    extern char **environ;
+    char **host_env = sk_environ();
     size_t n = 0;
-    for (char **e = environ; *e; e++)
+    for (char **e = host_env; *e; e++)
         n++;
     char **envp = calloc(n + json_object_size(env) + 1, sizeof *envp);
     if (!envp)
         return NULL;
     size_t i = 0;
-    for (char **e = environ; *e; e++) {
+    for (char **e = host_env; *e; e++) {
         const char *eq = strchr(*e, '=');
         size_t klen = eq ? (size_t)(eq - *e) : strlen(*e);
         char key[256];
@@ -337,7 +329,7 @@ ac_cli *ac_cli_run(sk_loop *loop, const ac_cli_opts *o, const ac_cli_callbacks *
     envp = NULL;
     /* The child cannot be reaped before the loop runs again, so this pidfd
      * names the CLI and not a recycled pid. */
-    int fd = (int)syscall(SYS_pidfd_open, c->pid, 0);
+    int fd = sk_pidfd_open(c->pid);
     if (fd >= 0) {
         c->pidfd = malloc(sizeof *c->pidfd);
         if (c->pidfd) {

@@ -25,6 +25,7 @@ typedef struct local_sandbox {
     bool bwrap;
     bool allow_network;
     char **ro_paths, **rw_paths; /* NULL-terminated, absolute */
+    char **inherit;              /* host variable names passed through */
     sk_cgroup *cgroup;        /* every command's cgroup lives below; NULL: none */
 } local_sandbox;
 
@@ -147,6 +148,22 @@ static char **local_path_list(const json_t *arr)
     return list;
 }
 
+static char **local_string_list(const json_t *arr)
+{
+    size_t n = json_is_array(arr) ? json_array_size(arr) : 0;
+    char **list = calloc(n + 1, sizeof *list);
+    if (!list)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const char *s = json_string_value(json_array_get(arr, i));
+        if (!(list[i] = strdup(s ? s : ""))) {
+            local_free_list(list);
+            return NULL;
+        }
+    }
+    return list;
+}
+
 static void local_rm_tmpdir(local_sandbox *ls);
 
 static void local_free(sk_sandbox *sb)
@@ -159,6 +176,7 @@ static void local_free(sk_sandbox *sb)
     free(ls->workdir);
     local_free_list(ls->ro_paths);
     local_free_list(ls->rw_paths);
+    local_free_list(ls->inherit);
     free(ls);
     sb->impl = NULL;
 }
@@ -188,7 +206,8 @@ static int local_init(sk_sandbox *sb, const json_t *o, sk_error **err)
     ls->allow_network = json_is_true(json_object_get(o, "allow_network"));
     ls->ro_paths = local_path_list(json_object_get(o, "read_only_paths"));
     ls->rw_paths = local_path_list(json_object_get(o, "read_write_paths"));
-    if (!ls->ro_paths || !ls->rw_paths)
+    ls->inherit = local_string_list(json_object_get(o, "inherit_env"));
+    if (!ls->ro_paths || !ls->rw_paths || !ls->inherit)
         goto oom;
     if (ls->bwrap && !local_find_in_path("bwrap")) {
         *err = sk_error_new("IsolationUnavailableError", json_pack("{s:s}", "backend", "bwrap"),
@@ -288,16 +307,36 @@ static const sk_proc_callbacks local_proc_callbacks = {
     .buffer = local_capture_slot,
 };
 
+/* PATH (the host's unless set), the inherit_env variables the host has,
+ * then the sandbox env merged with the command's, which win over both. */
 static char **local_envp(sk_sandbox *sb, const json_t *per_command)
 {
+    local_sandbox *ls = sb->impl;
     json_t *env = sk_sandbox_merged_env(sb, per_command);
     if (!env)
         return NULL;
-    size_t n = json_object_size(env);
-    char **envp = calloc(n + 2, sizeof *envp);
+    size_t n = json_object_size(env), n_inherit = 0;
+    while (ls->inherit[n_inherit])
+        n_inherit++;
+    char **envp = calloc(n + n_inherit + 2, sizeof *envp);
     size_t i = 0;
     if (!envp)
         goto done;
+    for (char **name = ls->inherit; *name; name++) {
+        const char *value = getenv(*name);
+        if (!value || json_object_get(env, *name) || strcmp(*name, "PATH") == 0)
+            continue;
+        bool seen = false; /* a name listed twice is passed once */
+        for (char **prev = ls->inherit; prev < name && !seen; prev++)
+            seen = strcmp(*prev, *name) == 0;
+        if (seen)
+            continue;
+        if (asprintf(&envp[i], "%s=%s", *name, value) < 0) {
+            envp[i] = NULL;
+            goto fail;
+        }
+        i++;
+    }
     const char *path = getenv("PATH");
     if (!json_object_get(env, "PATH") &&
         asprintf(&envp[i++], "PATH=%s", path ? path : "/usr/local/bin:/usr/bin:/bin") < 0) {

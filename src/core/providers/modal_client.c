@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <time.h>
 
+#include "../compat.h"
 #include "../grpc.h"
 #include "../grpc_frame.h"
 #include "../log.h"
@@ -110,16 +110,9 @@ bool mc_retryable(int code)
 void mc_uuid4(char out[37])
 {
     uint8_t b[16];
-    size_t got = 0;
-    while (got < sizeof b) {
-        ssize_t n = getrandom(b + got, sizeof b - got, 0);
-        if (n <= 0) {
-            for (; got < sizeof b; got++)
-                b[got] = (uint8_t)rand();
-            break;
-        }
-        got += (size_t)n;
-    }
+    if (sk_random_bytes(b, sizeof b) != 0)
+        for (size_t i = 0; i < sizeof b; i++)
+            b[i] = (uint8_t)rand();
     b[6] = (uint8_t)((b[6] & 0x0f) | 0x40);
     b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);
     static const char hex[] = "0123456789abcdef";

@@ -1,0 +1,150 @@
+-- sandkit 0.1.0: the release rockspec. It builds from the source tarball
+-- that `make dist` writes beside it (git archive of the tree):
+--   make dist      -> build/dist/sandkit-0.1.0.tar.gz, this rockspec and
+--                     sandkit-0.1.0-1.src.rock (luarocks pack)
+--   luarocks --lua-version=5.4 install build/dist/sandkit-0.1.0-1.src.rock
+-- Publishing: make dist DIST_URL=<the address the tarball is uploaded to>.
+-- The build table is the development rockspec's (rockspec/sandkit-scm-1.rockspec);
+-- spec/rockspec_spec.lua fails when the two differ or a source is missing.
+rockspec_format = "3.0"
+package = "sandkit"
+version = "0.1.0-1"
+
+-- `make dist` sets url (DIST_URL; default the tarball's file:// address).
+source = {
+  url = "sandkit-0.1.0.tar.gz",
+  dir = "sandkit-0.1.0",
+}
+
+description = {
+  summary = "Run commands in sandboxes (local, bubblewrap, containers, cloud) from Lua",
+  detailed = [[
+sandkit is a Lua 5.4 module with a C core (libuv, libcurl, libwebsockets,
+jansson, protobuf-c) that runs commands in sandboxes, one at a time or as a
+fleet, from plain scripts, coroutine tasks or a host program's event loop.
+It installs the `sandkit` command-line tool as well.]],
+  license = "MIT",
+  labels = { "sandbox", "process", "libuv" },
+}
+
+dependencies = {
+  "lua >= 5.4, < 5.5",
+}
+
+test_dependencies = {
+  "busted",
+}
+
+-- Linux: only the libraries are checked (Debian keeps curl's headers under
+-- the multiarch include directory, which the compiler searches by itself).
+-- macOS: the Homebrew packages libuv jansson libwebsockets protobuf-c
+-- openssl@3 (libwebsockets' headers include OpenSSL's); curl is the
+-- system's. Homebrew's prefix (/opt/homebrew on Apple silicon, /usr/local
+-- on Intel) is given as e.g. LIBUV_DIR=$(brew --prefix libuv); see README.
+external_dependencies = {
+  LIBUV = { library = "uv" },
+  LIBCURL = { library = "curl" },
+  JANSSON = { library = "jansson" },
+  LIBWEBSOCKETS = { library = "websockets" },
+  PROTOBUF_C = { library = "protobuf-c" },
+  platforms = {
+    linux = {
+      LIBUV = { header = "uv.h", library = "uv" },
+      JANSSON = { header = "jansson.h", library = "jansson" },
+      LIBWEBSOCKETS = { header = "libwebsockets.h", library = "websockets" },
+      PROTOBUF_C = { header = "protobuf-c/protobuf-c.h", library = "protobuf-c" },
+    },
+    macosx = {
+      LIBUV = { header = "uv.h", library = "uv" },
+      LIBCURL = { header = "curl/curl.h", library = "curl" },
+      JANSSON = { header = "jansson.h", library = "jansson" },
+      LIBWEBSOCKETS = { header = "libwebsockets.h", library = "websockets" },
+      PROTOBUF_C = { header = "protobuf-c/protobuf-c.h", library = "protobuf-c" },
+      OPENSSL = { header = "openssl/ssl.h" },
+    },
+  },
+}
+
+-- Compiler flags are luarocks' (default "-O2 -fPIC"; never -Werror, which
+-- only `make test` uses); CFLAGS="-O2 -fPIC -std=c11" on the command line
+-- gives strict C11. `defines` adds -D_GNU_SOURCE either way.
+
+build = {
+  type = "builtin",
+  modules = {
+    ["sandkit.core"] = {
+      sources = {
+        "src/core/buf.c",
+        "src/core/compat.c",
+        "src/core/error.c",
+        "src/core/grpc.c",
+        "src/core/grpc_frame.c",
+        "src/core/http.c",
+        "src/core/log.c",
+        "src/core/loop.c",
+        "src/core/modal_config.c",
+        "src/core/modal_msg.c",
+        "src/core/pb.c",
+        "src/core/proc.c",
+        "src/core/sandbox.c",
+        "src/core/shell.c",
+        "src/core/toml.c",
+        "src/core/ws.c",
+        "src/core/providers/apple_container.c",
+        "src/core/providers/apple_container_cli.c",
+        "src/core/providers/apple_container_config.c",
+        "src/core/providers/apple_container_sha256.c",
+        "src/core/providers/apple_container_shell.c",
+        "src/core/providers/local.c",
+        "src/core/providers/modal.c",
+        "src/core/providers/modal_client.c",
+        "src/core/providers/platform.c",
+        "src/core/providers/platform_api.c",
+        "src/core/providers/platform_exec.c",
+        "src/lua/core.c",
+        "src/lua/sandbox_ud.c",
+      },
+      defines = { "_GNU_SOURCE" },
+      incdirs = {
+        "src/core", "src/lua",
+        "$(LIBUV_INCDIR)", "$(LIBCURL_INCDIR)", "$(JANSSON_INCDIR)",
+        "$(LIBWEBSOCKETS_INCDIR)", "$(PROTOBUF_C_INCDIR)",
+      },
+      libdirs = {
+        "$(LIBUV_LIBDIR)", "$(LIBCURL_LIBDIR)", "$(JANSSON_LIBDIR)",
+        "$(LIBWEBSOCKETS_LIBDIR)", "$(PROTOBUF_C_LIBDIR)",
+      },
+      libraries = { "uv", "curl", "jansson", "websockets", "protobuf-c", "m" },
+    },
+    ["sandkit.cli"] = "lua/sandkit/cli.lua",
+    ["sandkit.errors"] = "lua/sandkit/errors.lua",
+    ["sandkit.fleet"] = "lua/sandkit/fleet.lua",
+    ["sandkit"] = "lua/sandkit/init.lua",
+    ["sandkit.options"] = "lua/sandkit/options.lua",
+    ["sandkit.sandbox"] = "lua/sandkit/sandbox.lua",
+    ["sandkit.scheduler"] = "lua/sandkit/scheduler.lua",
+    ["sandkit.version"] = "lua/sandkit/version.lua",
+    ["sandkit.providers.apple_container"] = "lua/sandkit/providers/apple_container.lua",
+    ["sandkit.providers.local"] = "lua/sandkit/providers/local.lua",
+    ["sandkit.providers.modal"] = "lua/sandkit/providers/modal.lua",
+    ["sandkit.providers.platform"] = "lua/sandkit/providers/platform.lua",
+  },
+  install = {
+    bin = { sandkit = "bin/sandkit" },
+  },
+  copy_directories = { "docs" },
+  platforms = {
+    -- the same list plus OpenSSL's headers (Homebrew keeps them apart)
+    macosx = {
+      modules = {
+        ["sandkit.core"] = {
+          incdirs = {
+            "src/core", "src/lua",
+            "$(LIBUV_INCDIR)", "$(LIBCURL_INCDIR)", "$(JANSSON_INCDIR)",
+            "$(LIBWEBSOCKETS_INCDIR)", "$(PROTOBUF_C_INCDIR)", "$(OPENSSL_INCDIR)",
+          },
+        },
+      },
+    },
+  },
+}

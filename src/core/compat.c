@@ -1,0 +1,234 @@
+/* Portability wrappers; see compat.h for what each SK_HAVE_* selects. */
+#include "compat.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#if SK_HAVE_GETRANDOM
+#include <sys/random.h>
+#endif
+#if SK_HAVE_PIDFD
+#include <sys/syscall.h>
+#endif
+#if defined(__APPLE__)
+#include <crt_externs.h>
+#endif
+
+char **sk_environ(void)
+{
+#if defined(__APPLE__)
+    return *_NSGetEnviron();
+#else
+    extern char **environ;
+    return environ;
+#endif
+}
+
+int sk_random_bytes(void *buf, size_t n)
+{
+    unsigned char *b = buf;
+#if SK_HAVE_GETRANDOM
+    while (n > 0) {
+        ssize_t got = getrandom(b, n, 0);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return -1;
+        b += got;
+        n -= (size_t)got;
+    }
+    return 0;
+#elif SK_HAVE_ARC4RANDOM
+    arc4random_buf(b, n);
+    return 0;
+#else
+    int fd;
+    do
+        fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return -1;
+    while (n > 0) {
+        ssize_t got = read(fd, b, n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            close(fd);
+            return -1;
+        }
+        b += got;
+        n -= (size_t)got;
+    }
+    close(fd);
+    return 0;
+#endif
+}
+
+int sk_pipe_cloexec(int fds[2])
+{
+#if SK_HAVE_PIPE2
+    return pipe2(fds, O_CLOEXEC);
+#else
+    /* Another thread's fork could inherit the ends in between: spawns here
+     * close every inherited descriptor anyway (sk_spawn_close_inherited). */
+    if (pipe(fds) != 0)
+        return -1;
+    if (fcntl(fds[0], F_SETFD, FD_CLOEXEC) != 0 || fcntl(fds[1], F_SETFD, FD_CLOEXEC) != 0) {
+        int e = errno;
+        close(fds[0]);
+        close(fds[1]);
+        fds[0] = fds[1] = -1;
+        errno = e;
+        return -1;
+    }
+    return 0;
+#endif
+}
+
+void sk_pipe_grow(int fd, int bytes)
+{
+#if SK_HAVE_SETPIPE_SZ
+    (void)fcntl(fd, F_SETPIPE_SZ, bytes); /* capped by /proc/sys/fs/pipe-max-size */
+#else
+    (void)fd;
+    (void)bytes;
+#endif
+}
+
+int sk_pidfd_open(pid_t pid)
+{
+#if SK_HAVE_PIDFD
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    (void)pid;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+bool sk_pidfd_peek_status(int pidfd, int *code, int *signal)
+{
+#if SK_HAVE_PIDFD && defined(P_PIDFD)
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0)
+        return false;
+    *code = si.si_code == CLD_EXITED ? si.si_status : 0;
+    *signal = si.si_code == CLD_EXITED ? 0 : si.si_status;
+    return true;
+#else
+    (void)pidfd;
+    (void)code;
+    (void)signal;
+    return false;
+#endif
+}
+
+#if !SK_HAVE_SPAWN_CLOSEFROM && !SK_HAVE_SPAWN_CLOEXEC_DEFAULT
+/* Adds a close action for every open descriptor from 3 up that is not
+ * close-on-exec (ours all are; a host's may not be). poll() reports the
+ * closed ones as POLLNVAL, 256 descriptors per call. */
+static int spawn_close_scan(posix_spawn_file_actions_t *fa)
+{
+    long max = sysconf(_SC_OPEN_MAX);
+    if (max < 0 || max > (1L << 20))
+        max = 1L << 20;
+    struct pollfd set[256];
+    for (long base = 3; base < max; base += 256) {
+        int n = 0;
+        for (long fd = base; fd < max && n < 256; fd++, n++)
+            set[n] = (struct pollfd){ .fd = (int)fd, .events = 0 };
+        int rc;
+        do
+            rc = poll(set, (nfds_t)n, 0);
+        while (rc < 0 && errno == EINTR);
+        if (rc < 0)
+            return errno;
+        for (int i = 0; i < n; i++) {
+            if (set[i].revents & POLLNVAL)
+                continue;
+            int fl = fcntl(set[i].fd, F_GETFD);
+            if (fl < 0 || (fl & FD_CLOEXEC))
+                continue;
+            int e = posix_spawn_file_actions_addclose(fa, set[i].fd);
+            if (e)
+                return e;
+        }
+    }
+    return 0;
+}
+#endif
+
+int sk_spawn_close_inherited(posix_spawn_file_actions_t *fa, short *flags)
+{
+#if SK_HAVE_SPAWN_CLOSEFROM
+    (void)flags;
+    return posix_spawn_file_actions_addclosefrom_np(fa, 3);
+#elif SK_HAVE_SPAWN_CLOEXEC_DEFAULT
+    /* every descriptor not named by a file action is closed */
+    (void)fa;
+    *flags |= POSIX_SPAWN_CLOEXEC_DEFAULT;
+    return 0;
+#else
+    (void)flags;
+    return spawn_close_scan(fa);
+#endif
+}
+
+int sk_spawn_new_group(posix_spawnattr_t *attr, short *flags)
+{
+#if SK_HAVE_SPAWN_SETSID
+    (void)attr;
+    *flags |= POSIX_SPAWN_SETSID;
+    return 0;
+#else
+    /* a process group of its own (no new session): enough to signal the
+     * whole tree with kill(-pid) */
+    *flags |= POSIX_SPAWN_SETPGROUP;
+    return posix_spawnattr_setpgroup(attr, 0);
+#endif
+}
+
+int sk_spawnp_in(pid_t *pid, const char *file, posix_spawn_file_actions_t *fa,
+                 const posix_spawnattr_t *attr, char *const argv[], char *const envp[], const char *cwd)
+{
+#if SK_HAVE_SPAWN_CHDIR
+    if (cwd) {
+        int rc = posix_spawn_file_actions_addchdir_np(fa, cwd);
+        if (rc)
+            return rc;
+    }
+    return posix_spawnp(pid, file, fa, attr, argv, envp);
+#else
+    if (!cwd)
+        return posix_spawnp(pid, file, fa, attr, argv, envp);
+    if (strlen(cwd) >= PATH_MAX)
+        return ENAMETOOLONG; /* as chdir would say (not E2BIG for the argv) */
+    /* sh -c '<cd to $1>; shift; exec "$@"' sh <cwd> <file> argv[1..]; cd
+     * would export OLDPWD, so the child's own value (or its absence) is kept */
+    size_t n = 0;
+    while (argv[n])
+        n++;
+    char **tv = calloc(n + 6, sizeof *tv);
+    if (!tv)
+        return ENOMEM;
+    tv[0] = "/bin/sh";
+    tv[1] = "-c";
+    tv[2] = "if [ -n \"${OLDPWD+x}\" ]; then o=$OLDPWD; cd -- \"$1\" || exit 127; OLDPWD=$o; "
+            "else cd -- \"$1\" || exit 127; unset OLDPWD; fi; shift; exec \"$@\"";
+    tv[3] = "sh";
+    tv[4] = (char *)cwd;
+    tv[5] = (char *)file;
+    for (size_t i = 1; i < n; i++)
+        tv[5 + i] = argv[i];
+    int rc = posix_spawn(pid, "/bin/sh", fa, attr, tv, envp);
+    free(tv);
+    return rc;
+#endif
+}
