@@ -75,6 +75,7 @@ build = {
     ["sandkit.core"] = {
       sources = {
         "src/core/buf.c",
+        "src/core/cgroup.c",
         "src/core/compat.c",
         "src/core/error.c",
         "src/core/grpc.c",
