@@ -203,6 +203,22 @@ describe("row 5: a timeout bounds exec", function()
       assert.is_false(is_dir(path), path .. " was left behind")
     end)
 
+    maybe("a collected sandbox takes its escapees and its cgroup along", function()
+      local m = marker()
+      local path
+      do
+        local sb = new()
+        assert(sb:exec("(setsid sh -c 'exec " .. m .. "' >/dev/null 2>&1 &)"))
+        path = sb:info().metadata.cgroup.path
+      end
+      assert.equal(1, #procs.pids_matching(m))
+      for _ = 1, 3 do collectgarbage() end
+      local dead = gone(m)
+      kill_leftovers(m)
+      assert.is_true(dead, "the escapee survived collection")
+      assert.is_false(is_dir(path), path .. " was left behind")
+    end)
+
     maybe("stop() kills a finished command's escapee too", function()
       local sb = new()
       local m = marker()
