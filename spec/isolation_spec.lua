@@ -47,6 +47,13 @@ local function kill_leftovers(needle)
   for _, pid in ipairs(procs.pids_matching(needle)) do os.execute("kill -9 " .. pid .. " 2>/dev/null") end
 end
 
+-- Run by root, commands run as nobody (65534): a directory the spec makes
+-- for the sandbox to write is handed to that user, as a user would.
+local IS_ROOT = io.popen("id -u"):read("l") == "0"
+local function give(path)
+  if IS_ROOT then assert(os.execute("chown -R 65534:65534 " .. sh_quote(path))) end
+end
+
 local function it_bwrap(name, fn)
   if HAVE_BWRAP then it(name, fn) else pending(name .. " (bubblewrap cannot run here)") end
 end
@@ -126,6 +133,7 @@ describe("bwrap: read_write_paths and read_only_paths", function()
   it_bwrap("a read_write_path is writable; its sibling is not", function()
     local base = tmp.dir()
     os.execute("mkdir -p " .. sh_quote(base .. "/rw") .. " " .. sh_quote(base .. "/sibling"))
+    give(base .. "/rw")
     local sb = bwrap_sandbox { read_write_paths = { base .. "/rw" } }
     assert(sb:exec(("echo in > %s/rw/ok; echo out > %s/sibling/no; echo out > %s/no; true"):format(
       sh_quote(base), sh_quote(base), sh_quote(base))))
@@ -139,6 +147,7 @@ describe("bwrap: read_write_paths and read_only_paths", function()
     local ws = tmp.dir() .. "/ws"
     os.execute("mkdir -p " .. sh_quote(ws .. "/conf"))
     write_file(ws .. "/conf/settings", "original")
+    give(ws)
     local sb = bwrap_sandbox { working_directory = ws, read_only_paths = { ws .. "/conf" } }
     local r = assert(sb:exec("cat conf/settings; echo changed > conf/settings; echo new > conf/new; rm -f conf/settings; echo rest > other"))
     sb:destroy()
@@ -156,6 +165,7 @@ describe("bwrap: read_write_paths and read_only_paths", function()
   it_bwrap("a nested read_write_path swapped for a symlink does not mount the host's /opt", function()
     local ws = tmp.dir() .. "/ws"
     os.execute("mkdir -p " .. sh_quote(ws .. "/a/data"))
+    give(ws)
     local sb = bwrap_sandbox { working_directory = ws, read_write_paths = { ws .. "/a/data" } }
     local name = unique("sandkit-swap")
     -- exactly as many ../ as a/ is deep: the destination must resolve too
@@ -175,6 +185,7 @@ describe("bwrap: read_write_paths and read_only_paths", function()
     local secret = unique("host-only-content")
     write_file(secret_dir .. "/secret", secret)
     os.execute("mkdir -p " .. sh_quote(ws .. "/b/conf"))
+    give(ws)
     local sb = bwrap_sandbox { working_directory = ws, read_only_paths = { ws .. "/b/conf" } }
     -- the symlink resolves to the host's /tmp as the source, and to the
     -- sandbox's /tmp (which exists) as the destination

@@ -19,6 +19,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/keyctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -246,9 +247,11 @@ static void proc_close_fds(int *fds, int n)
             close(fds[i]);
 }
 
-/* posix_spawn with our stdio, session and signal setup. Returns 0 or an
+/* posix_spawn with our stdio, session and signal setup; keep[i] (see
+ * sk_proc_opts.keep_fds) becomes the child's fd 3 + i. Returns 0 or an
  * errno value. */
-static int proc_posix_spawn(const sk_proc_opts *o, int in_fd, int out_fd, int err_fd, pid_t *pid)
+static int proc_posix_spawn(const sk_proc_opts *o, int in_fd, int out_fd, int err_fd,
+                            const int *keep, pid_t *pid)
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
@@ -268,9 +271,12 @@ static int proc_posix_spawn(const sk_proc_opts *o, int in_fd, int out_fd, int er
         rc = posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
     if (!rc)
         rc = posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
-    /* Nothing of ours but stdio reaches the child, CLOEXEC or not. */
+    int n_keep = o->n_keep_fds > 0 ? o->n_keep_fds : 0;
+    for (int i = 0; !rc && i < n_keep; i++)
+        rc = posix_spawn_file_actions_adddup2(&fa, keep[i], 3 + i);
+    /* Nothing of ours but stdio (and keep_fds) reaches the child, CLOEXEC or not. */
     if (!rc)
-        rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+        rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3 + n_keep);
     if (!rc && o->cwd)
         rc = posix_spawn_file_actions_addchdir_np(&fa, o->cwd);
 
@@ -300,15 +306,68 @@ static int proc_posix_spawn(const sk_proc_opts *o, int in_fd, int out_fd, int er
     return rc;
 }
 
+/* ---- a fresh session keyring ----------------------------------------------
+ * The session keyring belongs to a thread's credentials (Linux >= 3.8) and a
+ * child inherits the spawning thread's. So the spawn runs on a short-lived
+ * thread that first joins a new anonymous session keyring: the child gets
+ * that one, and no other thread of ours changes. */
+typedef struct proc_spawn_job {
+    const sk_proc_opts *o;
+    int in_fd, out_fd, err_fd;
+    const int *keep;
+    pid_t pid;
+    int rc;
+} proc_spawn_job;
+
+static void *proc_spawn_thread(void *arg)
+{
+    proc_spawn_job *j = arg;
+    /* no keyrings in this kernel: none to leak either */
+    if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS) {
+        j->rc = errno;
+        return NULL;
+    }
+    j->rc = proc_posix_spawn(j->o, j->in_fd, j->out_fd, j->err_fd, j->keep, &j->pid);
+    return NULL;
+}
+
+static int proc_spawn_fresh_keyring(proc_spawn_job *j)
+{
+    /* the thread runs with every signal blocked: handlers stay on ours */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    int rc = pthread_create(&t, NULL, proc_spawn_thread, j);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        return rc;
+    pthread_join(t, NULL);
+    return j->rc;
+}
+
 sk_proc *sk_proc_spawn(sk_loop *loop, const sk_proc_opts *o, const sk_proc_callbacks *cb,
                        void *ud, int *uv_err)
 {
     uv_loop_t *uv = sk_loop_uv(loop);
     int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 };
+    int n_keep = o->n_keep_fds > 0 ? o->n_keep_fds : 0;
+    int *keep = NULL;
     sk_proc *p = calloc(1, sizeof *p);
-    if (!p) {
+    if (!p || (n_keep && !(keep = malloc((size_t)n_keep * sizeof *keep)))) {
+        free(p);
         *uv_err = UV_ENOMEM;
         return NULL;
+    }
+    /* Copies numbered above every target (3 .. 2 + n), so no dup2 in the
+     * child overwrites a source it has yet to copy. */
+    for (int i = 0; i < n_keep; i++)
+        keep[i] = -1;
+    for (int i = 0; i < n_keep; i++) {
+        if ((keep[i] = fcntl(o->keep_fds[i], F_DUPFD_CLOEXEC, 3 + n_keep)) < 0) {
+            *uv_err = uv_translate_sys_error(errno);
+            goto fail;
+        }
     }
     p->pidfd = -1;
     if ((o->stdin_pipe && pipe2(in, O_CLOEXEC) != 0) || pipe2(out, O_CLOEXEC) != 0 ||
@@ -318,8 +377,18 @@ sk_proc *sk_proc_spawn(sk_loop *loop, const sk_proc_opts *o, const sk_proc_callb
     }
     (void)fcntl(out[0], F_SETPIPE_SZ, PROC_PIPE_SIZE);
     (void)fcntl(err[0], F_SETPIPE_SZ, PROC_PIPE_SIZE);
-    pid_t pid;
-    int rc = proc_posix_spawn(o, in[0], out[1], err[1], &pid);
+    pid_t pid = 0;
+    int rc;
+    if (o->fresh_session_keyring) {
+        proc_spawn_job job = { o, in[0], out[1], err[1], keep, 0, 0 };
+        rc = proc_spawn_fresh_keyring(&job);
+        pid = job.pid;
+    } else {
+        rc = proc_posix_spawn(o, in[0], out[1], err[1], keep, &pid);
+    }
+    proc_close_fds(keep, n_keep);
+    free(keep);
+    keep = NULL;
     if (rc != 0) {
         *uv_err = uv_translate_sys_error(rc);
         goto fail;
@@ -364,6 +433,9 @@ sk_proc *sk_proc_spawn(sk_loop *loop, const sk_proc_opts *o, const sk_proc_callb
     uv_read_start((uv_stream_t *)&p->err, proc_alloc, proc_on_read);
     return p;
 fail:
+    if (keep)
+        proc_close_fds(keep, n_keep);
+    free(keep);
     proc_close_fds(in, 2);
     proc_close_fds(out, 2);
     proc_close_fds(err, 2);

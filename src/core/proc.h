@@ -19,6 +19,14 @@ typedef struct sk_proc_opts {
     const char *cwd;          /* NULL: ours */
     bool new_group;           /* setsid(): signals go to the whole group */
     bool stdin_pipe;          /* else stdin is /dev/null */
+    /* Descriptors the child keeps: keep_fds[i] becomes the child's fd 3 + i
+     * (everything else above stderr is closed). */
+    const int *keep_fds;
+    int n_keep_fds;
+    /* The child starts in a new, empty session keyring instead of ours,
+     * which it could otherwise read (keys are shared by possession, not
+     * by uid). */
+    bool fresh_session_keyring;
 } sk_proc_opts;
 
 typedef struct sk_proc_callbacks {

@@ -15,5 +15,7 @@ return {
     allow_network = { type = "boolean", default = false, description = "bwrap: keep the host network (default: none)." },
     read_only_paths = { type = "array", description = "bwrap: extra host paths visible read-only." },
     read_write_paths = { type = "array", description = "bwrap: extra host paths visible read-write." },
+    user = { type = { "integer", "string" }, default = 65534,
+      description = "bwrap run by root: the unprivileged user (uid or name, never root) commands run as; default nobody (65534). Non-root callers' commands run as the caller." },
   },
 }
