@@ -308,42 +308,93 @@ static int proc_posix_spawn(const sk_proc_opts *o, int in_fd, int out_fd, int er
 
 /* ---- a fresh session keyring ----------------------------------------------
  * The session keyring belongs to a thread's credentials (Linux >= 3.8) and a
- * child inherits the spawning thread's. So the spawn runs on a short-lived
- * thread that first joins a new anonymous session keyring: the child gets
- * that one, and no other thread of ours changes. */
+ * child inherits the spawning thread's. Such spawns are made by one spawner
+ * thread that joins a new anonymous session keyring before each: every
+ * child gets its own, and no other thread of ours changes. The thread lives
+ * as long as the process (or the module): a child's parent-death signal
+ * (bwrap --die-with-parent) fires when the thread that spawned it exits. */
 typedef struct proc_spawn_job {
     const sk_proc_opts *o;
     int in_fd, out_fd, err_fd;
     const int *keep;
     pid_t pid;
     int rc;
+    bool done;
 } proc_spawn_job;
 
-static void *proc_spawn_thread(void *arg)
+static pthread_mutex_t spawner_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t spawner_cond = PTHREAD_COND_INITIALIZER;
+static proc_spawn_job *spawner_job;
+static pthread_t spawner_thread;
+static pid_t spawner_owner; /* a fork has no spawner thread */
+static bool spawner_stop;
+
+static void proc_spawn_job_run(proc_spawn_job *j)
 {
-    proc_spawn_job *j = arg;
     /* no keyrings in this kernel: none to leak either */
-    if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS) {
+    if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS)
         j->rc = errno;
-        return NULL;
+    else
+        j->rc = proc_posix_spawn(j->o, j->in_fd, j->out_fd, j->err_fd, j->keep, &j->pid);
+}
+
+static void *proc_spawner_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&spawner_lock);
+    for (;;) {
+        while (!spawner_job && !spawner_stop)
+            pthread_cond_wait(&spawner_cond, &spawner_lock);
+        if (!spawner_job)
+            break;
+        proc_spawn_job_run(spawner_job);
+        spawner_job->done = true;
+        spawner_job = NULL;
+        pthread_cond_broadcast(&spawner_cond);
     }
-    j->rc = proc_posix_spawn(j->o, j->in_fd, j->out_fd, j->err_fd, j->keep, &j->pid);
+    pthread_mutex_unlock(&spawner_lock);
     return NULL;
 }
 
 static int proc_spawn_fresh_keyring(proc_spawn_job *j)
 {
-    /* the thread runs with every signal blocked: handlers stay on ours */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_t t;
-    int rc = pthread_create(&t, NULL, proc_spawn_thread, j);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0)
-        return rc;
-    pthread_join(t, NULL);
+    pthread_mutex_lock(&spawner_lock);
+    if (spawner_owner != getpid()) {
+        /* the thread runs with every signal blocked: handlers stay on ours */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        spawner_stop = false;
+        spawner_job = NULL;
+        int rc = pthread_create(&spawner_thread, NULL, proc_spawner_main, NULL);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc != 0) {
+            pthread_mutex_unlock(&spawner_lock);
+            return rc;
+        }
+        spawner_owner = getpid();
+    }
+    while (spawner_job) /* another thread's spawn is in progress */
+        pthread_cond_wait(&spawner_cond, &spawner_lock);
+    spawner_job = j;
+    pthread_cond_broadcast(&spawner_cond);
+    while (!j->done)
+        pthread_cond_wait(&spawner_cond, &spawner_lock);
+    pthread_mutex_unlock(&spawner_lock);
     return j->rc;
+}
+
+/* At exit or when the module is unloaded: its code must not outlive it. */
+__attribute__((destructor)) static void proc_spawner_end(void)
+{
+    pthread_mutex_lock(&spawner_lock);
+    bool ours = spawner_owner == getpid();
+    spawner_stop = true;
+    pthread_cond_broadcast(&spawner_cond);
+    pthread_mutex_unlock(&spawner_lock);
+    if (ours)
+        pthread_join(spawner_thread, NULL);
+    spawner_owner = 0;
 }
 
 sk_proc *sk_proc_spawn(sk_loop *loop, const sk_proc_opts *o, const sk_proc_callbacks *cb,
@@ -380,7 +431,7 @@ sk_proc *sk_proc_spawn(sk_loop *loop, const sk_proc_opts *o, const sk_proc_callb
     pid_t pid = 0;
     int rc;
     if (o->fresh_session_keyring) {
-        proc_spawn_job job = { o, in[0], out[1], err[1], keep, 0, 0 };
+        proc_spawn_job job = { o, in[0], out[1], err[1], keep, 0, 0, false };
         rc = proc_spawn_fresh_keyring(&job);
         pid = job.pid;
     } else {
