@@ -52,6 +52,11 @@ typedef struct local_sandbox {
     /* bwrap: descriptors pinned at the first start, bound by bwrap */
     int wd_fd, tmp_fd;
     int *ro_fds, *rw_fds;
+    /* directories between a writable bind and a read-only path nested in
+     * it, each bound onto itself so no command can rename or replace it */
+    char **chain_paths;
+    int *chain_fds;
+    size_t n_chain;
     bool pinned;
     /* processes of killed commands, awaited before /tmp goes */
     local_pidfds dying;
@@ -183,6 +188,25 @@ static size_t local_list_len(char **list)
     return n;
 }
 
+/* path strictly inside dir (both absolute and folded). */
+static bool local_path_inside(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    if (n == 1 && dir[0] == '/')
+        return path[1] != '\0';
+    return strncmp(path, dir, n) == 0 && path[n] == '/';
+}
+
+static bool local_in_writable(const local_sandbox *ls, const char *path)
+{
+    if (local_path_inside(path, ls->workdir))
+        return true;
+    for (char **w = ls->rw_paths; *w; w++)
+        if (local_path_inside(path, *w))
+            return true;
+    return false;
+}
+
 /* ---- pinned paths ----------------------------------------------------------
  * Opened once, at the first start, before any command of this sandbox ran;
  * bwrap binds these descriptors, so renaming a path or putting a symlink in
@@ -205,6 +229,15 @@ static void local_unpin(local_sandbox *ls)
     free(ls->ro_fds);
     free(ls->rw_fds);
     ls->ro_fds = ls->rw_fds = NULL;
+    for (size_t i = 0; i < ls->n_chain; i++) {
+        close(ls->chain_fds[i]);
+        free(ls->chain_paths[i]);
+    }
+    free(ls->chain_fds);
+    free(ls->chain_paths);
+    ls->chain_fds = NULL;
+    ls->chain_paths = NULL;
+    ls->n_chain = 0;
     ls->pinned = false;
 }
 
@@ -289,6 +322,123 @@ static sk_error *local_pin_list(local_sandbox *ls, char **paths, int **fds, cons
     return NULL;
 }
 
+/* The bound writable directory (working directory or read_write_paths
+ * entry) that path lies inside, and its pinned descriptor; NULL if none. */
+static const char *local_writable_root(const local_sandbox *ls, const char *path, int *fd)
+{
+    if (!local_in_writable(ls, ls->workdir) && local_path_inside(path, ls->workdir)) {
+        *fd = ls->wd_fd;
+        return ls->workdir;
+    }
+    for (size_t i = 0; ls->rw_paths[i]; i++) {
+        if (!local_in_writable(ls, ls->rw_paths[i]) && local_path_inside(path, ls->rw_paths[i])) {
+            *fd = ls->rw_fds[i];
+            return ls->rw_paths[i];
+        }
+    }
+    return NULL;
+}
+
+static bool local_is_ro_path(const local_sandbox *ls, const char *path)
+{
+    for (char **r = ls->ro_paths; *r; r++)
+        if (strcmp(*r, path) == 0)
+            return true;
+    return false;
+}
+
+static sk_error *local_chain_add(local_sandbox *ls, const char *path, size_t len, int fd)
+{
+    char *copy = strndup(path, len);
+    char **paths = copy ? realloc(ls->chain_paths, (ls->n_chain + 1) * sizeof *paths) : NULL;
+    if (paths)
+        ls->chain_paths = paths;
+    int *fds = paths ? realloc(ls->chain_fds, (ls->n_chain + 1) * sizeof *fds) : NULL;
+    if (!fds) {
+        free(copy);
+        close(fd);
+        return sk_error_new("Error", NULL, "out of memory");
+    }
+    ls->chain_fds = fds;
+    ls->chain_paths[ls->n_chain] = copy;
+    ls->chain_fds[ls->n_chain++] = fd;
+    return NULL;
+}
+
+/* A read-only path inside a writable bind: its real place is walked from
+ * the writable directory's descriptor without following a symlink, the
+ * path itself is pinned from that walk, and each directory on the way is
+ * pinned to be bound onto itself. A mount point cannot be renamed or
+ * removed, so no command can move the read-only path (which would leave
+ * its content reachable, writable, under another name) or put a symlink
+ * on its way (which bwrap would follow for the destination). */
+static sk_error *local_pin_nested(local_sandbox *ls, size_t i)
+{
+    const char *path = ls->ro_paths[i];
+    int fd;
+    const char *root = local_writable_root(ls, path, &fd);
+    if (!root)
+        return NULL;
+    size_t off = strlen(root);
+    if (off == 1)
+        off = 0; /* "/" */
+    int cur = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (cur < 0)
+        return local_path_error("read_only_paths", path, errno);
+    while (path[off] == '/') {
+        const char *name = path + off + 1;
+        const char *end = strchr(name, '/');
+        size_t len = end ? (size_t)(end - name) : strlen(name);
+        char comp[NAME_MAX + 1];
+        if (len > NAME_MAX) {
+            close(cur);
+            return local_path_error("read_only_paths", path, ENAMETOOLONG);
+        }
+        memcpy(comp, name, len);
+        comp[len] = '\0';
+        int next = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        close(cur);
+        struct stat st;
+        if (next < 0 || fstat(next, &st) != 0) {
+            sk_error *e = local_path_error("read_only_paths", path, errno);
+            if (next >= 0)
+                close(next);
+            return e;
+        }
+        off += 1 + len;
+        if (S_ISLNK(st.st_mode) || (path[off] && !S_ISDIR(st.st_mode))) {
+            close(next);
+            return sk_error_new("SandboxError", json_pack("{s:s,s:s}", "key", "read_only_paths", "path", path),
+                                "LocalSandbox read_only_paths entry %s, inside the writable directory %s, "
+                                "leads through a symlink or a non-directory (%.*s); name its real path",
+                                path, root, (int)off, path);
+        }
+        if (!path[off]) { /* the read-only path itself */
+            close(ls->ro_fds[i]);
+            ls->ro_fds[i] = next;
+            return NULL;
+        }
+        /* a read-only path on the way is a mount point already */
+        char *prefix = strndup(path, off);
+        bool known = !prefix || local_is_ro_path(ls, prefix);
+        for (size_t c = 0; !known && c < ls->n_chain; c++)
+            known = strcmp(ls->chain_paths[c], prefix) == 0;
+        free(prefix);
+        if (!known) {
+            int keep = fcntl(next, F_DUPFD_CLOEXEC, 0);
+            sk_error *e = keep < 0 ? local_path_error("read_only_paths", path, errno)
+                                   : local_chain_add(ls, path, off, keep);
+            if (e) {
+                close(next);
+                return e;
+            }
+        }
+        cur = next;
+    }
+    close(cur);
+    return NULL;
+}
+
 /* created: sandkit made the working directory just now. A root caller's
  * working directory goes to the sandbox user when sandkit created it or it
  * is an empty directory of root's (made for the sandbox); any other must
@@ -319,6 +469,9 @@ static sk_error *local_pin(local_sandbox *ls, bool created)
     if ((err = local_pin_list(ls, ls->rw_paths, &ls->rw_fds, "read_write_paths", true)) ||
         (err = local_pin_list(ls, ls->ro_paths, &ls->ro_fds, "read_only_paths", false)))
         goto fail;
+    for (size_t i = 0; ls->ro_paths[i]; i++)
+        if ((err = local_pin_nested(ls, i)))
+            goto fail;
     ls->pinned = true;
     return NULL;
 fail:
@@ -834,25 +987,6 @@ static int local_bind_cmp(const void *a, const void *b)
     return x->order < y->order ? -1 : (x->order > y->order);
 }
 
-/* path strictly inside dir (both absolute and folded). */
-static bool local_path_inside(const char *path, const char *dir)
-{
-    size_t n = strlen(dir);
-    if (n == 1 && dir[0] == '/')
-        return path[1] != '\0';
-    return strncmp(path, dir, n) == 0 && path[n] == '/';
-}
-
-static bool local_in_writable(const local_sandbox *ls, const char *path)
-{
-    if (local_path_inside(path, ls->workdir))
-        return true;
-    for (char **w = ls->rw_paths; *w; w++)
-        if (local_path_inside(path, *w))
-            return true;
-    return false;
-}
-
 /* Descriptors the bwrap child keeps: keep[i] is its fd 3 + i. */
 typedef struct local_keep {
     int *fds;
@@ -880,8 +1014,8 @@ static void local_bwrap_argv(argv_builder *a, local_keep *k, local_sandbox *ls, 
         "/etc/nsswitch.conf", "/etc/ld.so.cache", "/etc/localtime", NULL,
     };
     size_t n_ro = local_list_len(ls->ro_paths), n_rw = local_list_len(ls->rw_paths), n = 0;
-    local_bind *binds = malloc((1 + n_ro + n_rw) * sizeof *binds);
-    k->fds = malloc((2 + n_ro + n_rw) * sizeof *k->fds);
+    local_bind *binds = malloc((1 + n_ro + n_rw + ls->n_chain) * sizeof *binds);
+    k->fds = malloc((2 + n_ro + n_rw + ls->n_chain) * sizeof *k->fds);
     k->n = 0;
     if (!binds || !k->fds) {
         free(binds);
@@ -923,6 +1057,8 @@ static void local_bwrap_argv(argv_builder *a, local_keep *k, local_sandbox *ls, 
             binds[n] = (local_bind){ ls->rw_paths[i], ls->rw_fds[i], false, n };
             n++;
         }
+    for (size_t i = 0; i < ls->n_chain; i++, n++)
+        binds[n] = (local_bind){ ls->chain_paths[i], ls->chain_fds[i], false, n };
     for (size_t i = 0; i < n_ro; i++, n++)
         binds[n] = (local_bind){ ls->ro_paths[i], ls->ro_fds[i], true, n };
     qsort(binds, n, sizeof *binds, local_bind_cmp);
