@@ -612,7 +612,7 @@ static int local_resolve_user(local_sandbox *ls, const json_t *user, sk_error **
     struct passwd pwd, *pw = NULL;
     if (user && json_is_number(user)) {
         double v = json_number_value(user);
-        if (v != (double)(long long)v || v < 1 || v > 4294967294.0) {
+        if (v != (double)(long long)v || v < 0 || v > 4294967294.0) {
             *err = local_config_error("user", "must be a uid from 1 to 4294967294 or a user name");
             return -1;
         }

@@ -74,10 +74,13 @@ static int rm_entry(int dfd, const char *name)
 {
     if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
         return 0;
-    if (errno != EISDIR && errno != EPERM)
-        return errno;
+    int unlink_err = errno;
+    if (unlink_err != EISDIR && unlink_err != EPERM)
+        return unlink_err;
     if (unlinkat(dfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
         return 0;
+    if (errno == ENOTDIR) /* a file that may not be removed (EPERM) */
+        return unlink_err;
     if (errno == ENOTEMPTY || errno == EEXIST)
         return RM_DESCEND;
     if (errno == EACCES && fchmodat(dfd, name, 0700, AT_SYMLINK_NOFOLLOW) == 0)
