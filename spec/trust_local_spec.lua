@@ -290,6 +290,21 @@ describe("row 1: bwrap never hands out host root", function()
     assert.equal("0 0\n", capture("stat -c '%u %g' " .. sh_quote(ws)), "ownership changed")
   end)
 
+  it_root_bwrap("a working directory the sandbox user cannot reach fails start, naming what blocks it", function()
+    local closed = tmp.dir()
+    os.execute("chmod 700 " .. sh_quote(closed))
+    local sb = sandkit.LocalSandbox { working_directory = closed .. "/ws", isolation = "bwrap" }
+    local ok, err = sb:start()
+    assert.is_nil(ok)
+    assert.equal("SandboxError", err.kind)
+    assert.truthy(err.message:find("may not enter " .. closed, 1, true), err.message)
+    -- positive control: the same place made searchable works
+    os.execute("chmod 711 " .. sh_quote(closed))
+    assert(sb:start())
+    assert.equal("ok\n", assert(sb:exec("echo ok")).stdout)
+    sb:destroy()
+  end)
+
   it("option user is validated: ConfigError for root, bad numbers, unknown names, isolation none", function()
     local bad = {
       { 0, "must not be root" }, { "root", "must not be root" }, { -1, "from 1 to 4294967294" },

@@ -253,6 +253,37 @@ static bool local_writable_by(const local_sandbox *ls, int fd, const struct stat
     return getxattr(path, "system.posix_acl_access", NULL, 0) > 0;
 }
 
+/* bwrap binds a descriptor by resolving it to its path and walking that
+ * path as the sandbox user (it checks the result is the same inode), so
+ * every directory above a bound path must be searchable by that user. */
+static sk_error *local_check_reachable(const local_sandbox *ls, const char *what, const char *shown, int fd)
+{
+    char link[64], real[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, real, sizeof real - 1);
+    if (n <= 0 || real[0] != '/')
+        return NULL; /* bwrap will say */
+    real[n] = '\0';
+    for (char *slash = strchr(real + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
+        struct stat st;
+        bool ok = stat(real, &st) != 0 ||
+                  (st.st_uid == ls->uid ? (st.st_mode & S_IXUSR) != 0
+                                        : st.st_gid == ls->gid ? (st.st_mode & S_IXGRP) != 0
+                                                               : (st.st_mode & S_IXOTH) != 0) ||
+                  getxattr(real, "system.posix_acl_access", NULL, 0) > 0;
+        if (!ok)
+            return sk_error_new("SandboxError", json_pack("{s:s,s:s,s:i}", "path", shown, "blocked_by", real,
+                                                          "uid", (int)ls->uid),
+                                "The sandbox user (uid %u) cannot reach %s %s: it may not enter %s. "
+                                "Choose a path whose parent directories that user may enter (not under "
+                                "/root, for example), or set the option 'user'",
+                                (unsigned)ls->uid, what, shown, real);
+        *slash = '/';
+    }
+    return NULL;
+}
+
 static sk_error *local_path_error(const char *key, const char *path, int e)
 {
     if (e == ENOENT)
@@ -304,6 +335,9 @@ static sk_error *local_pin_list(local_sandbox *ls, char **paths, int **fds, cons
         if (fd < 0)
             return local_path_error(key, paths[i], errno);
         (*fds)[i] = fd;
+        sk_error *unreachable = ls->drop_ids ? local_check_reachable(ls, key, paths[i], fd) : NULL;
+        if (unreachable)
+            return unreachable;
         struct stat st;
         if (!writable || !ls->drop_ids || fstat(fd, &st) != 0)
             continue;
@@ -452,6 +486,8 @@ static sk_error *local_pin(local_sandbox *ls, bool created)
                            "Cannot open working directory %s: %s", ls->workdir, strerror(errno));
         goto fail;
     }
+    if (ls->drop_ids && (err = local_check_reachable(ls, "working directory", ls->workdir, ls->wd_fd)))
+        goto fail;
     if (ls->drop_ids) {
         struct stat st;
         bool give = created || (fstat(ls->wd_fd, &st) == 0 && st.st_uid == 0 && local_dir_empty(ls->wd_fd));
