@@ -141,13 +141,13 @@ int main(void) {
 --- Runs a Lua chunk in a fresh lua5.4 (optionally behind a prefix command)
 -- with this checkout's paths; returns its output and whether it succeeded.
 local function run_lua(code, prefix)
-  local cwd = capture("pwd"):gsub("\n$", "")
   local script = tmp.dir() .. "/script.lua"
   os.execute("chmod 755 " .. sh_quote(script:match("^(.*)/")))
-  write_file(script, ("package.cpath = %q .. package.cpath\npackage.path = %q .. package.path\n"):format(
-    cwd .. "/build/?.so;", cwd .. "/lua/?.lua;" .. cwd .. "/lua/?/init.lua;") .. code)
+  write_file(script, code)
   os.execute("chmod 644 " .. sh_quote(script))
-  local p = io.popen((prefix or "") .. " lua5.4 " .. sh_quote(script) .. " 2>&1")
+  -- this run's module paths (the build under test, sanitized or not)
+  local p = io.popen(("%s env LUA_PATH=%s LUA_CPATH=%s lua5.4 %s 2>&1"):format(prefix or "",
+    sh_quote(package.path), sh_quote(package.cpath), sh_quote(script)))
   local out = p:read("a")
   local ok = p:close()
   return out, ok
