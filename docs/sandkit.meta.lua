@@ -137,7 +137,18 @@ sandkit.errors = {}
 ---@return boolean
 function sandkit.errors.is(err, kind) end
 
----@param opts? table
+---@class sandkit.LocalSandboxOptions
+---@field id? string
+---@field env? table<string, string>
+---@field working_directory? string  default "./.sandbox"
+---@field timeout? integer            milliseconds
+---@field isolation? "none"|"bwrap"
+---@field allow_network? boolean      bwrap
+---@field read_only_paths? string[]   bwrap; must exist
+---@field read_write_paths? string[]  bwrap; must exist
+---@field user? integer|string        bwrap run by root: uid or name (never root) commands run as; default 65534 (nobody)
+
+---@param opts? sandkit.LocalSandboxOptions
 ---@return sandkit.Sandbox
 function sandkit.LocalSandbox(opts) end
 ---@param opts? table
