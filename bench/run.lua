@@ -550,6 +550,8 @@ rows[#rows + 1] = {
   run = function(ctx)
     local rounds, per = ctx.quick and 2 or 10, ctx.quick and 2 or 20
     local workdir = ctx.tmp .. "/bwrap"
+    -- run by root, bwrap runs as nobody, who must be able to enter ctx.tmp
+    os.execute("chmod 711 " .. shell_quote(ctx.tmp))
     os.execute("mkdir -p " .. shell_quote(workdir) .. " " .. shell_quote(ctx.tmp .. "/bwrap-tmp"))
     local sb, argv
     if ctx.sk then

@@ -396,6 +396,31 @@ describe("row 3: binds cannot be redirected", function()
   end)
 end)
 
+describe("row 3: the descriptors behind the binds", function()
+  -- an open directory of the host inside the sandbox would be a way out
+  -- (openat(fd, "..")): bwrap must have closed every one it was given
+  it_bwrap("no descriptor but stdio reaches the command", function()
+    local base = tmp.dir()
+    os.execute(("mkdir -p %s/ro %s/rw && chmod -R a+rwX %s"):format(sh_quote(base), sh_quote(base), sh_quote(base)))
+    local ws = tmp.dir() .. "/ws"
+    -- with a nested read-only path too (its parent is bound as well)
+    os.execute("mkdir -p " .. sh_quote(ws .. "/a/conf") .. " && chmod -R a+rwX " .. sh_quote(ws))
+    local sb = bwrap_sandbox { working_directory = ws, read_only_paths = { base .. "/ro", ws .. "/a/conf" },
+      read_write_paths = { base .. "/rw" } }
+    local r = assert(sb:exec("cd /proc/$$/fd && for f in *; do echo \"$f $(readlink $f)\"; done"))
+    sb:destroy()
+    local fds = {}
+    for fd, target in r.stdout:gmatch("(%d+) ([^\n]*)") do
+      fds[#fds + 1] = fd
+      assert.truthy(target:match("^pipe:") or target == "/dev/null",
+        "descriptor " .. fd .. " -> " .. target)
+      assert.is_nil(target:find(base, 1, true), "a host path: " .. target)
+      assert.is_nil(target:find("sandkit-tmp", 1, true), "the host /tmp: " .. target)
+    end
+    assert.truthy(#fds >= 3, r.stdout)
+  end)
+end)
+
 describe("row 4: destroy and exit clean up after the processes are gone", function()
   local CHURN = [[
     for i in 1 2 3; do

@@ -1208,6 +1208,12 @@ static int local_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk
             *err = sk_error_new("SandboxError", NULL,
                                 "Cannot run command: its command line and environment exceed the "
                                 "system limit (argument list too long)");
+        else if (ls->bwrap && uv_err == -EDQUOT)
+            /* the new session keyring is charged to the user's key quota */
+            *err = sk_error_new("SandboxError", NULL,
+                                "Cannot run command: no new session keyring for it (%s; a non-root user "
+                                "may hold kernel.keys.maxkeys keys, one per running command)",
+                                uv_strerror(uv_err));
         else if (uv_err == UV_ENAMETOOLONG)
             *err = sk_error_new("SandboxError", NULL, "Cannot run command: the cwd (working directory) "
                                 "name is too long");
