@@ -19,7 +19,9 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
 #include <linux/keyctl.h>
+#endif
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -331,10 +333,12 @@ static bool spawner_stop;
 
 static void proc_spawn_job_run(proc_spawn_job *j)
 {
+#ifdef SYS_keyctl
     /* no keyrings in this kernel: none to leak either */
     if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS)
         j->rc = errno;
     else
+#endif
         j->rc = proc_posix_spawn(j->o, j->in_fd, j->out_fd, j->err_fd, j->keep, &j->pid);
 }
 

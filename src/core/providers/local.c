@@ -537,14 +537,17 @@ static local_sandbox *local_live;
 static pid_t local_live_owner;
 static bool local_live_hooked;
 
-static void local_kill_group(local_sandbox *ls, sk_proc *proc)
+/* Any signal may end a command (bwrap dies of SIGTERM and its PID
+ * namespace with it), so its processes are listed first: once the group's
+ * leader is reaped they are no longer ours to find. */
+static int local_signal_group(local_sandbox *ls, sk_proc *proc, int sig)
 {
-    /* listed before the kill: once its leader is reaped the group's
-     * members are no longer ours to find */
     local_pidfds_prune(&ls->dying);
     local_pidfds_add_group(&ls->dying, sk_proc_pid(proc));
-    sk_proc_kill(proc, SIGKILL);
+    return sk_proc_kill(proc, sig);
 }
+
+static void local_kill_group(local_sandbox *ls, sk_proc *proc) { local_signal_group(ls, proc, SIGKILL); }
 
 static void local_live_cleanup(void)
 {
@@ -554,8 +557,11 @@ static void local_live_cleanup(void)
             for (sk_process *p = ls->sb->procs; p; p = p->next)
                 if (p->impl && sk_proc_running(p->impl))
                     local_kill_group(ls, p->impl);
+        /* one budget for all: exit must not wait 10 s per sandbox */
+        double deadline = sk_now_ms() + LOCAL_REAP_TIMEOUT_MS;
         for (local_sandbox *ls = local_live; ls; ls = ls->next_live) {
-            local_pidfds_wait(&ls->dying, LOCAL_REAP_TIMEOUT_MS);
+            double left = deadline - sk_now_ms();
+            local_pidfds_wait(&ls->dying, left > 0 ? (int)left : 0);
             local_rm_tree(ls->tmpdir);
         }
     }
@@ -1245,10 +1251,8 @@ static int local_kill(sk_process *p, int sig)
     if (!p->impl)
         return -1;
     local_sandbox *ls = p->sb ? p->sb->impl : NULL;
-    if (ls && ls->bwrap && sig == SIGKILL && sk_proc_running(p->impl)) {
-        local_kill_group(ls, p->impl);
-        return 0;
-    }
+    if (ls && ls->bwrap && sk_proc_running(p->impl))
+        return local_signal_group(ls, p->impl, sig) == 0 ? 0 : -1;
     return sk_proc_kill(p->impl, sig) == 0 ? 0 : -1;
 }
 

@@ -230,19 +230,32 @@ static long local_pgrp_of(const char *pid)
     return pgrp;
 }
 
-static void local_pidfds_push(local_pidfds *s, int fd)
+static void local_pidfds_push(local_pidfds *s, int fd, int pid)
 {
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 8;
         int *v = realloc(s->v, cap * sizeof *v);
-        if (!v) {
+        if (v)
+            s->v = v;
+        int *p = v ? realloc(s->pid, cap * sizeof *p) : NULL;
+        if (p)
+            s->pid = p;
+        if (!v || !p) {
             close(fd);
             return;
         }
-        s->v = v;
         s->cap = cap;
     }
+    s->pid[s->n] = pid;
     s->v[s->n++] = fd;
+}
+
+static bool local_pidfds_has(const local_pidfds *s, int pid)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->pid[i] == pid)
+            return true;
+    return false;
 }
 
 void local_pidfds_add_group(local_pidfds *s, int pgid)
@@ -252,9 +265,14 @@ void local_pidfds_add_group(local_pidfds *s, int pgid)
         return;
     struct dirent *e;
     while ((e = readdir(d))) {
-        if (e->d_name[0] < '1' || e->d_name[0] > '9' || local_pgrp_of(e->d_name) != pgid)
+        if (e->d_name[0] < '1' || e->d_name[0] > '9' || local_pidfds_has(s, atoi(e->d_name)) ||
+            local_pgrp_of(e->d_name) != pgid)
             continue;
+#ifdef SYS_pidfd_open
         int fd = (int)syscall(SYS_pidfd_open, atoi(e->d_name), 0);
+#else
+        int fd = -1; /* no pidfds: nothing to wait on (no bwrap either) */
+#endif
         if (fd < 0)
             continue;
         /* the pidfd pins the process: is it (still) the one we listed? */
@@ -263,7 +281,7 @@ void local_pidfds_add_group(local_pidfds *s, int pgid)
             continue;
         }
         (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-        local_pidfds_push(s, fd);
+        local_pidfds_push(s, fd, atoi(e->d_name));
     }
     closedir(d);
 }
@@ -273,10 +291,12 @@ bool local_pidfds_prune(local_pidfds *s)
     size_t kept = 0;
     for (size_t i = 0; i < s->n; i++) {
         struct pollfd pfd = { s->v[i], POLLIN, 0 };
-        if (poll(&pfd, 1, 0) == 1)
+        if (poll(&pfd, 1, 0) == 1) {
             close(s->v[i]); /* readable: the process has exited */
-        else
+        } else {
+            s->pid[kept] = s->pid[i];
             s->v[kept++] = s->v[i];
+        }
     }
     s->n = kept;
     return kept == 0;
@@ -300,6 +320,8 @@ void local_pidfds_free(local_pidfds *s)
     for (size_t i = 0; i < s->n; i++)
         close(s->v[i]);
     free(s->v);
+    free(s->pid);
     s->v = NULL;
+    s->pid = NULL;
     s->n = s->cap = 0;
 }

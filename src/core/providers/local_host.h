@@ -18,12 +18,14 @@ int local_rm_tree(const char *path);
 /* Descriptors (pidfds) of processes, kept to learn when they are gone. */
 typedef struct local_pidfds {
     int *v;
+    int *pid; /* v[i] is a pidfd of pid[i] */
     size_t n, cap;
 } local_pidfds;
 
-/* Adds a pidfd for every live process in process group pgid. Each is
- * checked to still be in the group after its pidfd is opened, so a reused
- * pid is never waited for. Best effort: a process that cannot be opened is
+/* Adds a pidfd for every live process in process group pgid not listed
+ * yet (prune first, so a listed pid is the same process). Each is checked
+ * to still be in the group after its pidfd is opened, so a reused pid is
+ * never waited for. Best effort: a process that cannot be opened is
  * skipped. */
 void local_pidfds_add_group(local_pidfds *s, int pgid);
 /* Drops (and closes) the descriptors of processes that are gone; true when
