@@ -14,7 +14,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <pthread.h>
 #include <pwd.h>
@@ -273,8 +272,8 @@ static sk_error *local_check_reachable(const local_sandbox *ls, const char *what
                                                                : (st.st_mode & S_IXOTH) != 0) ||
                   getxattr(real, "system.posix_acl_access", NULL, 0) > 0;
         if (!ok)
-            return sk_error_new("SandboxError", json_pack("{s:s,s:s,s:i}", "path", shown, "blocked_by", real,
-                                                          "uid", (int)ls->uid),
+            return sk_error_new("SandboxError", json_pack("{s:s,s:s,s:I}", "path", shown, "blocked_by", real,
+                                                          "uid", (json_int_t)ls->uid),
                                 "The sandbox user (uid %u) cannot reach %s %s: it may not enter %s. "
                                 "Choose a path whose parent directories that user may enter (not under "
                                 "/root, for example), or set the option 'user'",
@@ -312,7 +311,7 @@ static bool local_dir_empty(int dirfd_)
 
 static sk_error *local_not_writable(const local_sandbox *ls, const char *what, const char *path)
 {
-    return sk_error_new("SandboxError", json_pack("{s:s,s:i}", "path", path, "uid", (int)ls->uid),
+    return sk_error_new("SandboxError", json_pack("{s:s,s:I}", "path", path, "uid", (json_int_t)ls->uid),
                         "%s %s is not writable by the sandbox user (uid %u): chown it to that user%s",
                         what, path, (unsigned)ls->uid,
                         strcmp(what, "Working directory") == 0

@@ -206,31 +206,40 @@ int local_rm_tree(const char *path)
     return rc;
 }
 
-/* ---- processes of a group ------------------------------------------------ */
+/* ---- processes of a group ------------------------------------------------
+ * Each process is held by a pidfd; where the kernel has none (before 5.3,
+ * or under valgrind) by its pid and start time, read from /proc. */
 
-/* The process group of pid, from /proc/<pid>/stat; -1 if gone. */
-static long local_pgrp_of(const char *pid)
+typedef struct local_stat {
+    char state;
+    long pgrp;
+    unsigned long long start; /* clock ticks after boot */
+} local_stat;
+
+/* /proc/<pid>/stat; false if the process is gone. */
+static bool local_stat_of(int pid, local_stat *out)
 {
     char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%s/stat", pid);
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return -1;
+        return false;
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
     if (n <= 0)
-        return -1;
+        return false;
     buf[n] = '\0';
-    /* "pid (comm) state ppid pgrp ...": comm may hold anything, even ")" */
+    /* "pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt
+     * majflt cmajflt utime stime cutime cstime priority nice threads
+     * itrealvalue starttime ...": comm may hold anything, even ")" */
     char *p = strrchr(buf, ')');
-    char state;
-    long ppid, pgrp;
-    if (!p || sscanf(p + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3)
-        return -1;
-    return pgrp;
+    long ppid;
+    return p && sscanf(p + 1,
+                       " %c %ld %ld %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+                       &out->state, &ppid, &out->pgrp, &out->start) == 4;
 }
 
-static void local_pidfds_push(local_pidfds *s, int fd, int pid)
+static void local_pidfds_push(local_pidfds *s, int fd, int pid, unsigned long long start)
 {
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 8;
@@ -240,13 +249,18 @@ static void local_pidfds_push(local_pidfds *s, int fd, int pid)
         int *p = v ? realloc(s->pid, cap * sizeof *p) : NULL;
         if (p)
             s->pid = p;
-        if (!v || !p) {
-            close(fd);
+        unsigned long long *st = p ? realloc(s->start, cap * sizeof *st) : NULL;
+        if (st)
+            s->start = st;
+        if (!st) {
+            if (fd >= 0)
+                close(fd);
             return;
         }
         s->cap = cap;
     }
     s->pid[s->n] = pid;
+    s->start[s->n] = start;
     s->v[s->n++] = fd;
 }
 
@@ -264,37 +278,53 @@ void local_pidfds_add_group(local_pidfds *s, int pgid)
     if (!d)
         return;
     struct dirent *e;
+    local_stat st;
     while ((e = readdir(d))) {
-        if (e->d_name[0] < '1' || e->d_name[0] > '9' || local_pidfds_has(s, atoi(e->d_name)) ||
-            local_pgrp_of(e->d_name) != pgid)
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
             continue;
+        int pid = atoi(e->d_name);
+        if (local_pidfds_has(s, pid) || !local_stat_of(pid, &st) || st.pgrp != pgid || st.state == 'Z')
+            continue;
+        unsigned long long start = st.start;
 #ifdef SYS_pidfd_open
-        int fd = (int)syscall(SYS_pidfd_open, atoi(e->d_name), 0);
+        int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (fd < 0 && errno != ENOSYS)
+            continue; /* gone meanwhile */
 #else
-        int fd = -1; /* no pidfds: nothing to wait on (no bwrap either) */
+        int fd = -1;
 #endif
-        if (fd < 0)
-            continue;
-        /* the pidfd pins the process: is it (still) the one we listed? */
-        if (local_pgrp_of(e->d_name) != pgid) {
-            close(fd);
+        /* the pidfd (or the start time) pins the process: is it (still)
+         * the one we listed? */
+        if (!local_stat_of(pid, &st) || st.pgrp != pgid || st.start != start) {
+            if (fd >= 0)
+                close(fd);
             continue;
         }
-        (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-        local_pidfds_push(s, fd, atoi(e->d_name));
+        local_pidfds_push(s, fd, pid, start);
     }
     closedir(d);
+}
+
+static bool local_pidfd_gone(const local_pidfds *s, size_t i)
+{
+    if (s->v[i] >= 0) {
+        struct pollfd pfd = { s->v[i], POLLIN, 0 };
+        return poll(&pfd, 1, 0) == 1; /* readable: the process has exited */
+    }
+    local_stat st;
+    return !local_stat_of(s->pid[i], &st) || st.start != s->start[i] || st.state == 'Z' || st.state == 'X';
 }
 
 bool local_pidfds_prune(local_pidfds *s)
 {
     size_t kept = 0;
     for (size_t i = 0; i < s->n; i++) {
-        struct pollfd pfd = { s->v[i], POLLIN, 0 };
-        if (poll(&pfd, 1, 0) == 1) {
-            close(s->v[i]); /* readable: the process has exited */
+        if (local_pidfd_gone(s, i)) {
+            if (s->v[i] >= 0)
+                close(s->v[i]);
         } else {
             s->pid[kept] = s->pid[i];
+            s->start[kept] = s->start[i];
             s->v[kept++] = s->v[i];
         }
     }
@@ -309,8 +339,13 @@ bool local_pidfds_wait(local_pidfds *s, int timeout_ms)
         double left = deadline - sk_now_ms();
         if (left <= 0)
             return false;
-        struct pollfd pfd = { s->v[0], POLLIN, 0 };
-        (void)poll(&pfd, 1, (int)left + 1);
+        if (s->v[0] >= 0) {
+            struct pollfd pfd = { s->v[0], POLLIN, 0 };
+            (void)poll(&pfd, 1, (int)left + 1);
+        } else { /* no pidfd to wait on: look again shortly */
+            struct timespec ts = { 0, 5 * 1000 * 1000 };
+            nanosleep(&ts, NULL);
+        }
     }
     return true;
 }
@@ -318,10 +353,13 @@ bool local_pidfds_wait(local_pidfds *s, int timeout_ms)
 void local_pidfds_free(local_pidfds *s)
 {
     for (size_t i = 0; i < s->n; i++)
-        close(s->v[i]);
+        if (s->v[i] >= 0)
+            close(s->v[i]);
     free(s->v);
     free(s->pid);
+    free(s->start);
     s->v = NULL;
     s->pid = NULL;
+    s->start = NULL;
     s->n = s->cap = 0;
 }

@@ -17,8 +17,9 @@ int local_rm_tree(const char *path);
 
 /* Descriptors (pidfds) of processes, kept to learn when they are gone. */
 typedef struct local_pidfds {
-    int *v;
-    int *pid; /* v[i] is a pidfd of pid[i] */
+    int *v;   /* a pidfd of pid[i], or -1 where the kernel has none */
+    int *pid;
+    unsigned long long *start; /* pid[i]'s start time, from /proc */
     size_t n, cap;
 } local_pidfds;
 
