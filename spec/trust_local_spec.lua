@@ -514,6 +514,38 @@ describe("row 4: destroy and exit clean up after the processes are gone", functi
   end)
 end)
 
+describe("the Lua process SIGKILLed", function()
+  it_bwrap("takes its bwrap commands with it (--die-with-parent follows the spawning thread)", function()
+    local marker = ("sleep 98.%s%d"):format(procs.self_pid(), counter)
+    counter = counter + 1
+    local script = tmp.dir() .. "/killed.lua"
+    write_file(script, ([[
+      local sandkit = require "sandkit"
+      local sb = sandkit.LocalSandbox { working_directory = %q, isolation = "bwrap" }
+      assert(sb:exec("touch /tmp/" .. %q))
+      assert(sb.processes:spawn("exec " .. %q))
+      local f = assert(io.open("/proc/self/stat"))
+      io.write(f:read("l"):match("^%%d+"), "\n")
+      io.flush()
+      while true do sandkit.step(0.1) end
+    ]]):format(tmp.dir() .. "/ws", "killed-marker-" .. counter, marker))
+    local p = io.popen(("env LUA_PATH=%s LUA_CPATH=%s lua5.4 %s"):format(sh_quote(package.path),
+      sh_quote(package.cpath), sh_quote(script)))
+    local pid = p:read("l")
+    assert.truthy(pid and pid:match("^%d+$"), tostring(pid))
+    assert.is_true(wait_for(function() return #procs.pids_matching(marker) > 0 end), "the command never ran")
+    os.execute("kill -9 " .. pid)
+    p:close()
+    local ok = wait_for(function() return #procs.pids_matching(marker) == 0 end)
+    for _, left in ipairs(procs.pids_matching(marker)) do os.execute("kill -9 " .. left) end
+    -- no code ran to remove its /tmp: the spec does
+    for dir in capture("ls -d /tmp/sandkit-tmp-* 2>/dev/null"):gmatch("[^\n]+") do
+      if exists(dir .. "/killed-marker-" .. counter) then os.execute("rm -rf " .. sh_quote(dir)) end
+    end
+    assert.is_true(ok, "a bwrap command outlived its SIGKILLed parent")
+  end)
+end)
+
 describe("issue 12: start and results", function()
   for _, isolation in ipairs({ "none", "bwrap" }) do
     local it_ = isolation == "bwrap" and it_bwrap or it
