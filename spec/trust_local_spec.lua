@@ -533,7 +533,15 @@ describe("the Lua process SIGKILLed", function()
       sh_quote(package.cpath), sh_quote(script)))
     local pid = p:read("l")
     assert.truthy(pid and pid:match("^%d+$"), tostring(pid))
-    assert.is_true(wait_for(function() return #procs.pids_matching(marker) > 0 end), "the command never ran")
+    -- the command itself, not bwrap starting (which arms its parent-death
+    -- signal only once it runs)
+    local function command_runs()
+      for _, q in ipairs(procs.pids_matching(marker)) do
+        if (read_file("/proc/" .. q .. "/cmdline") or ""):find("^sleep%z") then return true end
+      end
+      return false
+    end
+    assert.is_true(wait_for(command_runs), "the command never ran")
     os.execute("kill -9 " .. pid)
     p:close()
     local ok = wait_for(function() return #procs.pids_matching(marker) == 0 end)
