@@ -504,7 +504,11 @@ rows[#rows + 1] = { id = "streaming", label = "output streaming", target = "≤ 
 -- The exact bubblewrap argv sandkit runs, read back from inside the sandbox:
 -- with --unshare-pid, bwrap itself is PID 1 of the new namespace, so
 -- /proc/1/cmdline is that argv; its last element is the command string.
-local function bwrap_argv_of(sb, command)
+-- sandkit binds by descriptor (--bind-fd N DEST), which the baseline has
+-- not got: it binds the same directories by path (DEST, and tmpdir for
+-- /tmp). Run by root, sandkit starts bwrap through setpriv as nobody; so
+-- does the baseline.
+local function bwrap_argv_of(sb, command, tmpdir)
   local probe = "cat /proc/1/cmdline"
   local r = must_succeed(check(sb:exec(probe)), probe)
   local argv = {}
@@ -513,6 +517,17 @@ local function bwrap_argv_of(sb, command)
     error("could not read the bwrap argv back (got " .. #argv .. " elements)", 0)
   end
   argv[#argv] = command
+  for i = 1, #argv - 2 do
+    local by_path = ({ ["--bind-fd"] = "--bind", ["--ro-bind-fd"] = "--ro-bind" })[argv[i]]
+    if by_path and argv[i + 1]:match("^%d+$") then
+      argv[i], argv[i + 1] = by_path, argv[i + 2] == "/tmp" and tmpdir or argv[i + 2]
+    end
+  end
+  if io.popen("id -u"):read("l") == "0" then
+    os.execute("chown 65534:65534 " .. shell_quote(tmpdir))
+    table.move(argv, 1, #argv, 6)
+    argv[1], argv[2], argv[3], argv[4], argv[5] = "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"
+  end
   return argv
 end
 
@@ -536,6 +551,8 @@ rows[#rows + 1] = {
   run = function(ctx)
     local rounds, per = ctx.quick and 2 or 10, ctx.quick and 2 or 20
     local workdir = ctx.tmp .. "/bwrap"
+    -- run by root, bwrap runs as nobody, who must be able to enter ctx.tmp
+    os.execute("chmod 711 " .. shell_quote(ctx.tmp))
     os.execute("mkdir -p " .. shell_quote(workdir) .. " " .. shell_quote(ctx.tmp .. "/bwrap-tmp"))
     local sb, argv
     if ctx.sk then
@@ -551,7 +568,7 @@ rows[#rows + 1] = {
         return { line("bwrap exec latency", "n/a", "n/a", nil, "≤ 1.25×", "n/a",
           "bwrap cannot run here: " .. tostring(r0.stderr):gsub("%s+$", "")) }
       end
-      argv = bwrap_argv_of(sb, "true")
+      argv = bwrap_argv_of(sb, "true", ctx.tmp .. "/bwrap-tmp")
       time_execs(sb, 3, "true", {})
     else
       argv = bwrap_argv_default(workdir, ctx.tmp .. "/bwrap-tmp", "true")
@@ -568,7 +585,7 @@ rows[#rows + 1] = {
       time_execs(sb, per, "true", sk)
     end)
     if sb then sb:destroy() end
-    local note = sb and string.format("both sides run the same %d-element argv (read back from /proc/1/cmdline)", #argv)
+    local note = sb and string.format("both sides run the same %d-element argv (read back from /proc/1/cmdline; binds by path on the baseline side)", #argv)
       or "baseline argv rebuilt from local.c's defaults"
     return { compare(string.format("bwrap exec latency (n=%d)", #base), sk, base, fmt_us, 1.25, note) }
   end,

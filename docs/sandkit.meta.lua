@@ -22,6 +22,7 @@
 ---@field read_only_paths? string[] bwrap: extra host paths visible read-only.
 ---@field read_write_paths? string[] bwrap: extra host paths visible read-write.
 ---@field timeout? number Default per-command timeout in milliseconds (none when absent).
+---@field user? integer|string bwrap run by root: the unprivileged user (uid or name, never root) commands run as; default nobody (65534). Non-root callers' commands run as the caller. Default: 65534.
 ---@field working_directory? string Directory commands run in; created on start (~ expanded, relative to the current directory). Default: ./.sandbox.
 
 ---@class sandkit.PlatformSandboxOptions: sandkit.SandboxOptions  Runs commands in a Mastra Platform sandbox through the workspace proxy (REST + one WebSocket per command); stop is an alias of destroy.

@@ -91,6 +91,7 @@ build = {
         "src/core/providers/apple_container_sha256.c",
         "src/core/providers/apple_container_shell.c",
         "src/core/providers/local.c",
+        "src/core/providers/local_host.c",
         "src/core/providers/modal.c",
         "src/core/providers/modal_client.c",
         "src/core/providers/platform.c",

@@ -58,7 +58,9 @@ end
 describe("sandkit CLI", function()
   setup(function()
     scratch = mktemp()
-    assert(os.execute("mkdir -p " .. q(scratch .. "/tmp")))
+    -- searchable: run by root, bwrap commands run as nobody, who must be
+    -- able to reach the working directory made under TMPDIR
+    assert(os.execute("chmod 755 " .. q(scratch) .. " && mkdir -p " .. q(scratch .. "/tmp")))
   end)
   teardown(function()
     if scratch then os.execute("rm -rf " .. q(scratch)) end

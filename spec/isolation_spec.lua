@@ -47,6 +47,13 @@ local function kill_leftovers(needle)
   for _, pid in ipairs(procs.pids_matching(needle)) do os.execute("kill -9 " .. pid .. " 2>/dev/null") end
 end
 
+-- Run by root, commands run as nobody (65534): a directory the spec makes
+-- for the sandbox to write is handed to that user, as a user would.
+local IS_ROOT = io.popen("id -u"):read("l") == "0"
+local function give(path)
+  if IS_ROOT then assert(os.execute("chown -R 65534:65534 " .. sh_quote(path))) end
+end
+
 local function it_bwrap(name, fn)
   if HAVE_BWRAP then it(name, fn) else pending(name .. " (bubblewrap cannot run here)") end
 end
@@ -126,6 +133,7 @@ describe("bwrap: read_write_paths and read_only_paths", function()
   it_bwrap("a read_write_path is writable; its sibling is not", function()
     local base = tmp.dir()
     os.execute("mkdir -p " .. sh_quote(base .. "/rw") .. " " .. sh_quote(base .. "/sibling"))
+    give(base .. "/rw")
     local sb = bwrap_sandbox { read_write_paths = { base .. "/rw" } }
     assert(sb:exec(("echo in > %s/rw/ok; echo out > %s/sibling/no; echo out > %s/no; true"):format(
       sh_quote(base), sh_quote(base), sh_quote(base))))
@@ -139,6 +147,7 @@ describe("bwrap: read_write_paths and read_only_paths", function()
     local ws = tmp.dir() .. "/ws"
     os.execute("mkdir -p " .. sh_quote(ws .. "/conf"))
     write_file(ws .. "/conf/settings", "original")
+    give(ws)
     local sb = bwrap_sandbox { working_directory = ws, read_only_paths = { ws .. "/conf" } }
     local r = assert(sb:exec("cat conf/settings; echo changed > conf/settings; echo new > conf/new; rm -f conf/settings; echo rest > other"))
     sb:destroy()
@@ -156,6 +165,7 @@ describe("bwrap: read_write_paths and read_only_paths", function()
   it_bwrap("a nested read_write_path swapped for a symlink does not mount the host's /opt", function()
     local ws = tmp.dir() .. "/ws"
     os.execute("mkdir -p " .. sh_quote(ws .. "/a/data"))
+    give(ws)
     local sb = bwrap_sandbox { working_directory = ws, read_write_paths = { ws .. "/a/data" } }
     local name = unique("sandkit-swap")
     -- exactly as many ../ as a/ is deep: the destination must resolve too
@@ -169,17 +179,51 @@ describe("bwrap: read_write_paths and read_only_paths", function()
     assert.truthy(r or err)
   end)
 
-  it_bwrap("a nested read_only_path swapped for a symlink is refused, not mounted", function()
+  it_bwrap("a command cannot move a nested read_only_path or a directory on its way", function()
+    local ws = tmp.dir() .. "/ws"
+    os.execute("mkdir -p " .. sh_quote(ws .. "/b/conf"))
+    write_file(ws .. "/b/conf/settings", "original")
+    give(ws)
+    local sb = bwrap_sandbox { working_directory = ws, read_only_paths = { ws .. "/b/conf" } }
+    local up = ("../"):rep(select(2, (ws .. "/b"):gsub("/", "")))
+    local r = assert(sb:exec(table.concat({
+      "mv b b2 2>/dev/null && echo MOVED_PARENT",
+      "mv b/conf b/c2 2>/dev/null && echo MOVED_PATH",
+      "rm -rf b 2>/dev/null; test -d b/conf || echo REMOVED",
+      "ln -s " .. sh_quote(up .. "tmp") .. " b/conf 2>/dev/null && echo LINKED",
+      "echo changed > b/conf/settings 2>/dev/null && echo WROTE",
+      "true",
+    }, "; ")))
+    -- and again from a second command racing a background one
+    local bg = assert(sb.processes:spawn("while :; do mv b b2 2>/dev/null && mv b2 b; done"))
+    for _ = 1, 5 do
+      local r2 = assert(sb:exec("echo changed > b/conf/settings 2>/dev/null && echo WROTE; " ..
+        "echo changed > b2/conf/settings 2>/dev/null && echo WROTE2; true"))
+      assert.equal("", r2.stdout)
+    end
+    bg:kill()
+    sb:destroy()
+    assert.equal("", r.stdout)
+    local f = assert(io.open(ws .. "/b/conf/settings"))
+    assert.equal("original", f:read("a"))
+    f:close()
+    assert.is_false(exists(ws .. "/b2/conf/settings"))
+  end)
+
+  it_bwrap("a nested read_only_path swapped on the host is refused, not mounted", function()
     local ws = tmp.dir() .. "/ws"
     local secret_dir = tmp.dir()
     local secret = unique("host-only-content")
     write_file(secret_dir .. "/secret", secret)
+    os.execute("chmod 755 " .. sh_quote(secret_dir) .. "; chmod 644 " .. sh_quote(secret_dir .. "/secret"))
     os.execute("mkdir -p " .. sh_quote(ws .. "/b/conf"))
+    give(ws)
     local sb = bwrap_sandbox { working_directory = ws, read_only_paths = { ws .. "/b/conf" } }
-    -- the symlink resolves to the host's /tmp as the source, and to the
-    -- sandbox's /tmp (which exists) as the destination
+    -- someone outside the sandbox (or a race) swaps it: the symlink
+    -- resolves to the host's /tmp as the source, and to the sandbox's /tmp
+    -- (which exists) as the destination
     local up = ("../"):rep(select(2, (ws .. "/b"):gsub("/", "")))
-    assert(sb:exec("mv b b2 && mkdir b && ln -s " .. sh_quote(up .. "tmp") .. " b/conf"))
+    assert(os.execute(("cd %s && mv b b2 && mkdir b && ln -s %s b/conf"):format(sh_quote(ws), sh_quote(up .. "tmp"))))
     local r, err = sb:exec("cat " .. sh_quote(secret_dir .. "/secret") .. " 2>/dev/null; true")
     sb:destroy()
     assert.is_false((r and r.stdout or ""):find(secret, 1, true) ~= nil, "read a host file through the swap")

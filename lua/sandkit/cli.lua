@@ -60,12 +60,16 @@ end
 
 local function shell_quote(s) return core.quote(s) end
 
-local function make_temp_dir()
+--- isolation: under bwrap a root caller's commands run as nobody, who must
+-- be able to enter the directory to reach the working directory inside
+-- (searchable, not listable).
+local function make_temp_dir(isolation)
   local p = io.popen("mktemp -d \"${TMPDIR:-/tmp}/sandkit.XXXXXX\"", "r")
   if not p then return nil end
   local dir = p:read("l")
   p:close()
   if not dir or dir == "" then return nil end
+  if isolation == "bwrap" then os.execute("chmod 711 " .. shell_quote(dir)) end
   return dir
 end
 
@@ -283,7 +287,7 @@ local function run_exec(o, env)
   local mask = masker(o.env_values)
   local workdir, temp = o.workdir, nil
   if o.provider == "local" and not workdir then
-    temp = make_temp_dir()
+    temp = make_temp_dir(o.isolation)
     if not temp then
       errout:write("sandkit: could not create a temporary directory\n")
       return M.EXIT_FAILURE
@@ -397,7 +401,7 @@ local function run_fleet(o, env)
   local limit = math.min(o.concurrency or math.min(n, 64), n)
   local base, temp = o.workdir, nil
   if not base then
-    temp = make_temp_dir()
+    temp = make_temp_dir(o.isolation)
     if not temp then
       errout:write("sandkit: could not create a temporary directory\n")
       return M.EXIT_FAILURE

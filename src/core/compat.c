@@ -13,8 +13,11 @@
 #if SK_HAVE_GETRANDOM
 #include <sys/random.h>
 #endif
-#if SK_HAVE_PIDFD
+#if SK_HAVE_PIDFD || SK_HAVE_KEYRINGS
 #include <sys/syscall.h>
+#endif
+#if SK_HAVE_KEYRINGS
+#include <linux/keyctl.h>
 #endif
 #if defined(__APPLE__)
 #include <crt_externs.h>
@@ -112,6 +115,15 @@ int sk_pidfd_open(pid_t pid)
 #endif
 }
 
+int sk_join_new_session_keyring(void)
+{
+#if SK_HAVE_KEYRINGS && defined(SYS_keyctl)
+    if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS)
+        return errno;
+#endif
+    return 0;
+}
+
 bool sk_pidfd_peek_status(int pidfd, int *code, int *signal)
 {
 #if SK_HAVE_PIDFD && defined(P_PIDFD)
@@ -134,13 +146,13 @@ bool sk_pidfd_peek_status(int pidfd, int *code, int *signal)
 /* Adds a close action for every open descriptor from 3 up that is not
  * close-on-exec (ours all are; a host's may not be). poll() reports the
  * closed ones as POLLNVAL, 256 descriptors per call. */
-static int spawn_close_scan(posix_spawn_file_actions_t *fa)
+static int spawn_close_scan(posix_spawn_file_actions_t *fa, int from)
 {
     long max = sysconf(_SC_OPEN_MAX);
     if (max < 0 || max > (1L << 20))
         max = 1L << 20;
     struct pollfd set[256];
-    for (long base = 3; base < max; base += 256) {
+    for (long base = from; base < max; base += 256) {
         int n = 0;
         for (long fd = base; fd < max && n < 256; fd++, n++)
             set[n] = (struct pollfd){ .fd = (int)fd, .events = 0 };
@@ -165,19 +177,20 @@ static int spawn_close_scan(posix_spawn_file_actions_t *fa)
 }
 #endif
 
-int sk_spawn_close_inherited(posix_spawn_file_actions_t *fa, short *flags)
+int sk_spawn_close_inherited(posix_spawn_file_actions_t *fa, short *flags, int from)
 {
 #if SK_HAVE_SPAWN_CLOSEFROM
     (void)flags;
-    return posix_spawn_file_actions_addclosefrom_np(fa, 3);
+    return posix_spawn_file_actions_addclosefrom_np(fa, from);
 #elif SK_HAVE_SPAWN_CLOEXEC_DEFAULT
     /* every descriptor not named by a file action is closed */
     (void)fa;
+    (void)from; /* dup2 targets are named by file actions: kept */
     *flags |= POSIX_SPAWN_CLOEXEC_DEFAULT;
     return 0;
 #else
     (void)flags;
-    return spawn_close_scan(fa);
+    return spawn_close_scan(fa, from);
 #endif
 }
 

@@ -42,6 +42,17 @@
 #endif
 #endif
 
+/* Session keyrings exist only on Linux, as does bubblewrap, whose commands
+ * get a fresh one: this is isolation, not an interface with a fallback, so
+ * SK_PORTABLE leaves it on where the kernel has it. */
+#ifndef SK_HAVE_KEYRINGS
+#if defined(__linux__)
+#define SK_HAVE_KEYRINGS 1
+#else
+#define SK_HAVE_KEYRINGS 0
+#endif
+#endif
+
 #ifndef SK_HAVE_GETRANDOM
 #if SK_NATIVE_LINUX
 #define SK_HAVE_GETRANDOM 1
@@ -140,9 +151,13 @@ int sk_pidfd_open(pid_t pid);
  * *code / *signal (one of them 0) when it has exited and is not reaped. */
 bool sk_pidfd_peek_status(int pidfd, int *code, int *signal);
 
+/* The calling thread joins a new, empty session keyring (Linux keyrings);
+ * 0, or an errno. Where there are no keyrings there is none to leak: 0. */
+int sk_join_new_session_keyring(void);
+
 /* Spawn setup, for posix_spawn's attributes and file actions: */
-/* no descriptor of ours from 3 upwards reaches the child; 0 or an errno */
-int sk_spawn_close_inherited(posix_spawn_file_actions_t *fa, short *flags);
+/* no descriptor of ours from `from` (3 and up) upwards reaches the child; 0 or an errno */
+int sk_spawn_close_inherited(posix_spawn_file_actions_t *fa, short *flags, int from);
 /* the child starts a new session (or at least a new process group) */
 int sk_spawn_new_group(posix_spawnattr_t *attr, short *flags);
 /* posix_spawnp in directory cwd (NULL: ours); 0 or an errno. Without

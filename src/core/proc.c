@@ -308,9 +308,11 @@ static void proc_close_fds(int *fds, int n)
             close(fds[i]);
 }
 
-/* posix_spawn with our stdio, session and signal setup. Returns 0 or an
+/* posix_spawn with our stdio, session and signal setup; keep[i] (see
+ * sk_proc_opts.keep_fds) becomes the child's fd 3 + i. Returns 0 or an
  * errno value. */
-static int proc_posix_spawn(const sk_proc_opts *o, int in_fd, int out_fd, int err_fd, pid_t *pid)
+static int proc_posix_spawn(const sk_proc_opts *o, int in_fd, int out_fd, int err_fd,
+                            const int *keep, pid_t *pid)
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
@@ -330,10 +332,13 @@ static int proc_posix_spawn(const sk_proc_opts *o, int in_fd, int out_fd, int er
         rc = posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
     if (!rc)
         rc = posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
-    /* Nothing of ours but stdio reaches the child, CLOEXEC or not. */
+    int n_keep = o->n_keep_fds > 0 ? o->n_keep_fds : 0;
+    for (int i = 0; !rc && i < n_keep; i++)
+        rc = posix_spawn_file_actions_adddup2(&fa, keep[i], 3 + i);
+    /* Nothing of ours but stdio (and keep_fds) reaches the child, CLOEXEC or not. */
     short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
     if (!rc)
-        rc = sk_spawn_close_inherited(&fa, &flags);
+        rc = sk_spawn_close_inherited(&fa, &flags, 3 + n_keep);
 
     /* We ignore SIGPIPE (and a host may have changed others): the child
      * starts with default dispositions and nothing blocked. */
@@ -359,15 +364,119 @@ static int proc_posix_spawn(const sk_proc_opts *o, int in_fd, int out_fd, int er
     return rc;
 }
 
+/* ---- a fresh session keyring ----------------------------------------------
+ * The session keyring belongs to a thread's credentials (Linux >= 3.8) and a
+ * child inherits the spawning thread's. Such spawns are made by one spawner
+ * thread that joins a new anonymous session keyring before each: every
+ * child gets its own, and no other thread of ours changes. The thread lives
+ * as long as the process (or the module): a child's parent-death signal
+ * (bwrap --die-with-parent) fires when the thread that spawned it exits. */
+typedef struct proc_spawn_job {
+    const sk_proc_opts *o;
+    int in_fd, out_fd, err_fd;
+    const int *keep;
+    pid_t pid;
+    int rc;
+    bool done;
+} proc_spawn_job;
+
+static pthread_mutex_t spawner_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t spawner_cond = PTHREAD_COND_INITIALIZER;
+static proc_spawn_job *spawner_job;
+static pthread_t spawner_thread;
+static pid_t spawner_owner; /* a fork has no spawner thread */
+static bool spawner_stop;
+
+static void proc_spawn_job_run(proc_spawn_job *j)
+{
+    int rc = sk_join_new_session_keyring();
+    if (rc != 0)
+        j->rc = rc;
+    else
+        j->rc = proc_posix_spawn(j->o, j->in_fd, j->out_fd, j->err_fd, j->keep, &j->pid);
+}
+
+static void *proc_spawner_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&spawner_lock);
+    for (;;) {
+        while (!spawner_job && !spawner_stop)
+            pthread_cond_wait(&spawner_cond, &spawner_lock);
+        if (!spawner_job)
+            break;
+        proc_spawn_job_run(spawner_job);
+        spawner_job->done = true;
+        spawner_job = NULL;
+        pthread_cond_broadcast(&spawner_cond);
+    }
+    pthread_mutex_unlock(&spawner_lock);
+    return NULL;
+}
+
+static int proc_spawn_fresh_keyring(proc_spawn_job *j)
+{
+    pthread_mutex_lock(&spawner_lock);
+    if (spawner_owner != getpid()) {
+        /* the thread runs with every signal blocked: handlers stay on ours */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        spawner_stop = false;
+        spawner_job = NULL;
+        int rc = pthread_create(&spawner_thread, NULL, proc_spawner_main, NULL);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc != 0) {
+            pthread_mutex_unlock(&spawner_lock);
+            return rc;
+        }
+        spawner_owner = getpid();
+    }
+    while (spawner_job) /* another thread's spawn is in progress */
+        pthread_cond_wait(&spawner_cond, &spawner_lock);
+    spawner_job = j;
+    pthread_cond_broadcast(&spawner_cond);
+    while (!j->done)
+        pthread_cond_wait(&spawner_cond, &spawner_lock);
+    pthread_mutex_unlock(&spawner_lock);
+    return j->rc;
+}
+
+/* At exit or when the module is unloaded: its code must not outlive it. */
+__attribute__((destructor)) static void proc_spawner_end(void)
+{
+    pthread_mutex_lock(&spawner_lock);
+    bool ours = spawner_owner == getpid();
+    spawner_stop = true;
+    pthread_cond_broadcast(&spawner_cond);
+    pthread_mutex_unlock(&spawner_lock);
+    if (ours)
+        pthread_join(spawner_thread, NULL);
+    spawner_owner = 0;
+}
+
 sk_proc *sk_proc_spawn(sk_loop *loop, const sk_proc_opts *o, const sk_proc_callbacks *cb,
                        void *ud, int *uv_err)
 {
     uv_loop_t *uv = sk_loop_uv(loop);
     int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 };
+    int n_keep = o->n_keep_fds > 0 ? o->n_keep_fds : 0;
+    int *keep = NULL;
     sk_proc *p = calloc(1, sizeof *p);
-    if (!p) {
+    if (!p || (n_keep && !(keep = malloc((size_t)n_keep * sizeof *keep)))) {
+        free(p);
         *uv_err = UV_ENOMEM;
         return NULL;
+    }
+    /* Copies numbered above every target (3 .. 2 + n), so no dup2 in the
+     * child overwrites a source it has yet to copy. */
+    for (int i = 0; i < n_keep; i++)
+        keep[i] = -1;
+    for (int i = 0; i < n_keep; i++) {
+        if ((keep[i] = fcntl(o->keep_fds[i], F_DUPFD_CLOEXEC, 3 + n_keep)) < 0) {
+            *uv_err = uv_translate_sys_error(errno);
+            goto fail;
+        }
     }
     p->pidfd = -1;
     if ((o->stdin_pipe && sk_pipe_cloexec(in) != 0) || sk_pipe_cloexec(out) != 0 ||
@@ -377,8 +486,18 @@ sk_proc *sk_proc_spawn(sk_loop *loop, const sk_proc_opts *o, const sk_proc_callb
     }
     sk_pipe_grow(out[0], PROC_PIPE_SIZE);
     sk_pipe_grow(err[0], PROC_PIPE_SIZE);
-    pid_t pid;
-    int rc = proc_posix_spawn(o, in[0], out[1], err[1], &pid);
+    pid_t pid = 0;
+    int rc;
+    if (o->fresh_session_keyring) {
+        proc_spawn_job job = { o, in[0], out[1], err[1], keep, 0, 0, false };
+        rc = proc_spawn_fresh_keyring(&job);
+        pid = job.pid;
+    } else {
+        rc = proc_posix_spawn(o, in[0], out[1], err[1], keep, &pid);
+    }
+    proc_close_fds(keep, n_keep);
+    free(keep);
+    keep = NULL;
     if (rc != 0) {
         *uv_err = uv_translate_sys_error(rc);
         goto fail;
@@ -424,6 +543,9 @@ sk_proc *sk_proc_spawn(sk_loop *loop, const sk_proc_opts *o, const sk_proc_callb
     uv_read_start((uv_stream_t *)&p->err, proc_alloc, proc_on_read);
     return p;
 fail:
+    if (keep)
+        proc_close_fds(keep, n_keep);
+    free(keep);
     proc_close_fds(in, 2);
     proc_close_fds(out, 2);
     proc_close_fds(err, 2);

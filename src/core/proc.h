@@ -30,6 +30,14 @@ typedef struct sk_proc_opts {
      * NULL. Owned by the proc after a successful spawn: SIGKILL kills it,
      * and it is removed when the proc is freed if nothing lives in it. */
     sk_cgroup *cgroup;
+    /* Descriptors the child keeps: keep_fds[i] becomes the child's fd 3 + i
+     * (everything else above stderr is closed). */
+    const int *keep_fds;
+    int n_keep_fds;
+    /* The child starts in a new, empty session keyring instead of ours,
+     * which it could otherwise read (keys are shared by possession, not
+     * by uid). */
+    bool fresh_session_keyring;
 } sk_proc_opts;
 
 typedef struct sk_proc_callbacks {

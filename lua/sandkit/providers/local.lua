@@ -27,5 +27,7 @@ return {
     read_write_paths = { type = "array", description = "bwrap: extra host paths visible read-write." },
     inherit_env = { type = "array", check = env_names,
       description = "Names of host environment variables passed through to commands (e.g. { \"HOME\", \"LANG\" }); the sandbox env and a command's env override them." },
+    user = { type = { "integer", "string" }, default = 65534,
+      description = "bwrap run by root: the unprivileged user (uid or name, never root) commands run as; default nobody (65534). Non-root callers' commands run as the caller." },
   },
 }

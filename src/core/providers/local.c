@@ -3,30 +3,67 @@
  * reaches its whole tree. Under bwrap the sandbox gets a private /tmp that
  * lives as long as the sandbox (upstream mounts a fresh tmpfs per command,
  * which loses files between commands), and the root is remounted read-only
- * (upstream leaves bwrap's tmpfs root writable). */
+ * (upstream leaves bwrap's tmpfs root writable).
+ *
+ * Against the sandboxed code (docs/security.md, "LocalSandbox"): a root
+ * caller's commands run as an unprivileged user (bwrap started through
+ * setpriv, so it builds its own user namespace); every bind is made from a
+ * descriptor opened at the first start, so no later symlink swap redirects
+ * it; each command gets a fresh session keyring; and the private /tmp is
+ * removed only once every process of the sandbox is gone. */
+#include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "../buf.h"
 #include "../cgroup.h"
 #include "../proc.h"
 #include "../sandbox.h"
+#include "local_host.h"
+
+/* Default sandbox user for a root caller: nobody/nogroup, present on every
+ * Linux system, owning no files and no login. */
+enum { LOCAL_DEFAULT_UID = 65534 };
+/* How long destroy waits for the killed processes before it reports them. */
+enum { LOCAL_REAP_TIMEOUT_MS = 10000 };
+
+typedef struct local_destroy_wait local_destroy_wait;
 
 typedef struct local_sandbox {
+    sk_sandbox *sb;
     char *workdir;            /* absolute */
     char *tmpdir;             /* bwrap: the sandbox's /tmp on the host */
     bool bwrap;
     bool allow_network;
+    bool drop_ids;            /* bwrap by a root caller: run as uid/gid */
+    uid_t uid;
+    gid_t gid;
     char **ro_paths, **rw_paths; /* NULL-terminated, absolute */
+    /* bwrap: descriptors pinned at the first start, bound by bwrap */
+    int wd_fd, tmp_fd;
+    int *ro_fds, *rw_fds;
+    /* directories between a writable bind and a read-only path nested in
+     * it, each bound onto itself so no command can rename or replace it */
+    char **chain_paths;
+    int *chain_fds;
+    size_t n_chain;
+    bool pinned;
+    /* processes of killed commands, awaited before /tmp goes */
+    local_pidfds dying;
+    local_destroy_wait *destroying;
+    struct local_sandbox *next_live; /* in local_live (has a tmpdir) */
     char **inherit;              /* host variable names passed through */
-    sk_cgroup *cgroup;        /* every command's cgroup lives below; NULL: none */
+    sk_cgroup *cgroup;           /* every command's cgroup lives below; NULL: none */
 } local_sandbox;
 
 /* How long destroy waits for killed processes to leave the cgroup. */
@@ -164,15 +201,459 @@ static char **local_string_list(const json_t *arr)
     return list;
 }
 
-static void local_rm_tmpdir(local_sandbox *ls);
+static size_t local_list_len(char **list)
+{
+    size_t n = 0;
+    while (list && list[n])
+        n++;
+    return n;
+}
+
+/* path strictly inside dir (both absolute and folded). */
+static bool local_path_inside(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    if (n == 1 && dir[0] == '/')
+        return path[1] != '\0';
+    return strncmp(path, dir, n) == 0 && path[n] == '/';
+}
+
+static bool local_in_writable(const local_sandbox *ls, const char *path)
+{
+    if (local_path_inside(path, ls->workdir))
+        return true;
+    for (char **w = ls->rw_paths; *w; w++)
+        if (local_path_inside(path, *w))
+            return true;
+    return false;
+}
+
+/* ---- pinned paths ----------------------------------------------------------
+ * Opened once, at the first start, before any command of this sandbox ran;
+ * bwrap binds these descriptors, so renaming a path or putting a symlink in
+ * its place later changes nothing that is mounted. */
+
+static void local_close_fds(int *fds, size_t n)
+{
+    for (size_t i = 0; fds && i < n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+}
+
+static void local_unpin(local_sandbox *ls)
+{
+    if (ls->wd_fd >= 0)
+        close(ls->wd_fd);
+    ls->wd_fd = -1;
+    local_close_fds(ls->ro_fds, local_list_len(ls->ro_paths));
+    local_close_fds(ls->rw_fds, local_list_len(ls->rw_paths));
+    free(ls->ro_fds);
+    free(ls->rw_fds);
+    ls->ro_fds = ls->rw_fds = NULL;
+    for (size_t i = 0; i < ls->n_chain; i++) {
+        close(ls->chain_fds[i]);
+        free(ls->chain_paths[i]);
+    }
+    free(ls->chain_fds);
+    free(ls->chain_paths);
+    ls->chain_fds = NULL;
+    ls->chain_paths = NULL;
+    ls->n_chain = 0;
+    ls->pinned = false;
+}
+
+/* The sandbox user may write to the directory (its mode; an ACL is taken
+ * on trust). */
+static bool local_writable_by(const local_sandbox *ls, int fd, const struct stat *st)
+{
+    if ((st->st_uid == ls->uid && (st->st_mode & S_IWUSR)) ||
+        (st->st_gid == ls->gid && (st->st_mode & S_IWGRP)) || (st->st_mode & S_IWOTH))
+        return true;
+    char path[64]; /* works for an O_PATH descriptor too */
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    return getxattr(path, "system.posix_acl_access", NULL, 0) > 0;
+}
+
+/* bwrap binds a descriptor by resolving it to its path and walking that
+ * path as the sandbox user (it checks the result is the same inode), so
+ * every directory above a bound path must be searchable by that user. */
+static sk_error *local_check_reachable(const local_sandbox *ls, const char *what, const char *shown, int fd)
+{
+    char link[64], real[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, real, sizeof real - 1);
+    if (n <= 0 || real[0] != '/')
+        return NULL; /* bwrap will say */
+    real[n] = '\0';
+    for (char *slash = strchr(real + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
+        struct stat st;
+        bool ok = stat(real, &st) != 0 ||
+                  (st.st_uid == ls->uid ? (st.st_mode & S_IXUSR) != 0
+                                        : st.st_gid == ls->gid ? (st.st_mode & S_IXGRP) != 0
+                                                               : (st.st_mode & S_IXOTH) != 0) ||
+                  getxattr(real, "system.posix_acl_access", NULL, 0) > 0;
+        if (!ok)
+            return sk_error_new("SandboxError", json_pack("{s:s,s:s,s:I}", "path", shown, "blocked_by", real,
+                                                          "uid", (json_int_t)ls->uid),
+                                "The sandbox user (uid %u) cannot reach %s %s: it may not enter %s. "
+                                "Choose a path whose parent directories that user may enter (not under "
+                                "/root, for example), or set the option 'user'",
+                                (unsigned)ls->uid, what, shown, real);
+        *slash = '/';
+    }
+    return NULL;
+}
+
+static sk_error *local_path_error(const char *key, const char *path, int e)
+{
+    if (e == ENOENT)
+        return sk_error_new("SandboxError", json_pack("{s:s,s:s}", "key", key, "path", path),
+                            "LocalSandbox %s entry %s does not exist", key, path);
+    return sk_error_new("SandboxError", json_pack("{s:s,s:s}", "key", key, "path", path),
+                        "Cannot open %s entry %s: %s", key, path, strerror(e));
+}
+
+static bool local_dir_empty(int dirfd_)
+{
+    int fd = openat(dirfd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return false;
+    }
+    bool empty = true;
+    struct dirent *e;
+    while (empty && (e = readdir(d)))
+        empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+    closedir(d);
+    return empty;
+}
+
+static sk_error *local_not_writable(const local_sandbox *ls, const char *what, const char *path)
+{
+    return sk_error_new("SandboxError", json_pack("{s:s,s:I}", "path", path, "uid", (json_int_t)ls->uid),
+                        "%s %s is not writable by the sandbox user (uid %u): chown it to that user%s",
+                        what, path, (unsigned)ls->uid,
+                        strcmp(what, "Working directory") == 0
+                            ? ", or name a directory that does not exist yet or is empty (sandkit "
+                              "gives it to the sandbox user)"
+                            : "");
+}
+
+/* writable: a read_write_paths list, which the sandbox user must be able
+ * to write (a root caller's commands run as that user). */
+static sk_error *local_pin_list(local_sandbox *ls, char **paths, int **fds, const char *key, bool writable)
+{
+    size_t n = local_list_len(paths);
+    if (!(*fds = malloc((n + 1) * sizeof **fds)))
+        return sk_error_new("Error", NULL, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        (*fds)[i] = -1;
+    for (size_t i = 0; i < n; i++) {
+        int fd = open(paths[i], O_PATH | O_CLOEXEC);
+        if (fd < 0)
+            return local_path_error(key, paths[i], errno);
+        (*fds)[i] = fd;
+        sk_error *unreachable = ls->drop_ids ? local_check_reachable(ls, key, paths[i], fd) : NULL;
+        if (unreachable)
+            return unreachable;
+        struct stat st;
+        if (!writable || !ls->drop_ids || fstat(fd, &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode) && st.st_uid == 0 && local_dir_empty(fd)) {
+            /* as the working directory: an empty one of root's is given */
+            int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            int rc = dfd >= 0 ? fchown(dfd, ls->uid, ls->gid) : -1;
+            if (dfd >= 0)
+                close(dfd);
+            if (rc == 0)
+                continue;
+        }
+        if (!local_writable_by(ls, fd, &st))
+            return local_not_writable(ls, "read_write_paths entry", paths[i]);
+    }
+    return NULL;
+}
+
+/* The bound writable directory (working directory or read_write_paths
+ * entry) that path lies inside, and its pinned descriptor; NULL if none. */
+static const char *local_writable_root(const local_sandbox *ls, const char *path, int *fd)
+{
+    if (!local_in_writable(ls, ls->workdir) && local_path_inside(path, ls->workdir)) {
+        *fd = ls->wd_fd;
+        return ls->workdir;
+    }
+    for (size_t i = 0; ls->rw_paths[i]; i++) {
+        if (!local_in_writable(ls, ls->rw_paths[i]) && local_path_inside(path, ls->rw_paths[i])) {
+            *fd = ls->rw_fds[i];
+            return ls->rw_paths[i];
+        }
+    }
+    return NULL;
+}
+
+static bool local_is_ro_path(const local_sandbox *ls, const char *path)
+{
+    for (char **r = ls->ro_paths; *r; r++)
+        if (strcmp(*r, path) == 0)
+            return true;
+    return false;
+}
+
+static sk_error *local_chain_add(local_sandbox *ls, const char *path, size_t len, int fd)
+{
+    char *copy = strndup(path, len);
+    char **paths = copy ? realloc(ls->chain_paths, (ls->n_chain + 1) * sizeof *paths) : NULL;
+    if (paths)
+        ls->chain_paths = paths;
+    int *fds = paths ? realloc(ls->chain_fds, (ls->n_chain + 1) * sizeof *fds) : NULL;
+    if (!fds) {
+        free(copy);
+        close(fd);
+        return sk_error_new("Error", NULL, "out of memory");
+    }
+    ls->chain_fds = fds;
+    ls->chain_paths[ls->n_chain] = copy;
+    ls->chain_fds[ls->n_chain++] = fd;
+    return NULL;
+}
+
+/* A read-only path inside a writable bind: its real place is walked from
+ * the writable directory's descriptor without following a symlink, the
+ * path itself is pinned from that walk, and each directory on the way is
+ * pinned to be bound onto itself. A mount point cannot be renamed or
+ * removed, so no command can move the read-only path (which would leave
+ * its content reachable, writable, under another name) or put a symlink
+ * on its way (which bwrap would follow for the destination). */
+static sk_error *local_pin_nested(local_sandbox *ls, size_t i)
+{
+    const char *path = ls->ro_paths[i];
+    int fd;
+    const char *root = local_writable_root(ls, path, &fd);
+    if (!root)
+        return NULL;
+    size_t off = strlen(root);
+    if (off == 1)
+        off = 0; /* "/" */
+    int cur = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (cur < 0)
+        return local_path_error("read_only_paths", path, errno);
+    while (path[off] == '/') {
+        const char *name = path + off + 1;
+        const char *end = strchr(name, '/');
+        size_t len = end ? (size_t)(end - name) : strlen(name);
+        char comp[NAME_MAX + 1];
+        if (len > NAME_MAX) {
+            close(cur);
+            return local_path_error("read_only_paths", path, ENAMETOOLONG);
+        }
+        memcpy(comp, name, len);
+        comp[len] = '\0';
+        int next = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        close(cur);
+        struct stat st;
+        if (next < 0 || fstat(next, &st) != 0) {
+            sk_error *e = local_path_error("read_only_paths", path, errno);
+            if (next >= 0)
+                close(next);
+            return e;
+        }
+        off += 1 + len;
+        if (S_ISLNK(st.st_mode) || (path[off] && !S_ISDIR(st.st_mode))) {
+            close(next);
+            return sk_error_new("SandboxError", json_pack("{s:s,s:s}", "key", "read_only_paths", "path", path),
+                                "LocalSandbox read_only_paths entry %s, inside the writable directory %s, "
+                                "leads through a symlink or a non-directory (%.*s); name its real path",
+                                path, root, (int)off, path);
+        }
+        if (!path[off]) { /* the read-only path itself */
+            close(ls->ro_fds[i]);
+            ls->ro_fds[i] = next;
+            return NULL;
+        }
+        /* a read-only path on the way is a mount point already */
+        char *prefix = strndup(path, off);
+        bool known = !prefix || local_is_ro_path(ls, prefix);
+        for (size_t c = 0; !known && c < ls->n_chain; c++)
+            known = strcmp(ls->chain_paths[c], prefix) == 0;
+        free(prefix);
+        if (!known) {
+            int keep = fcntl(next, F_DUPFD_CLOEXEC, 0);
+            sk_error *e = keep < 0 ? local_path_error("read_only_paths", path, errno)
+                                   : local_chain_add(ls, path, off, keep);
+            if (e) {
+                close(next);
+                return e;
+            }
+        }
+        cur = next;
+    }
+    close(cur);
+    return NULL;
+}
+
+/* created: sandkit made the working directory just now. A root caller's
+ * working directory goes to the sandbox user when sandkit created it or it
+ * is an empty directory of root's (made for the sandbox); any other must
+ * already be writable by that user. */
+static sk_error *local_pin(local_sandbox *ls, bool created)
+{
+    sk_error *err = NULL;
+    ls->wd_fd = open(ls->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (ls->wd_fd < 0) {
+        err = sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
+                           "Cannot open working directory %s: %s", ls->workdir, strerror(errno));
+        goto fail;
+    }
+    if (ls->drop_ids && (err = local_check_reachable(ls, "working directory", ls->workdir, ls->wd_fd)))
+        goto fail;
+    if (ls->drop_ids) {
+        struct stat st;
+        bool give = created || (fstat(ls->wd_fd, &st) == 0 && st.st_uid == 0 && local_dir_empty(ls->wd_fd));
+        if (give && fchown(ls->wd_fd, ls->uid, ls->gid) != 0) {
+            err = sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
+                               "Cannot give working directory %s to the sandbox user (uid %u): %s",
+                               ls->workdir, (unsigned)ls->uid, strerror(errno));
+            goto fail;
+        }
+        if (fstat(ls->wd_fd, &st) == 0 && !local_writable_by(ls, ls->wd_fd, &st)) {
+            err = local_not_writable(ls, "Working directory", ls->workdir);
+            goto fail;
+        }
+    }
+    if ((err = local_pin_list(ls, ls->rw_paths, &ls->rw_fds, "read_write_paths", true)) ||
+        (err = local_pin_list(ls, ls->ro_paths, &ls->ro_fds, "read_only_paths", false)))
+        goto fail;
+    for (size_t i = 0; ls->ro_paths[i]; i++)
+        if ((err = local_pin_nested(ls, i)))
+            goto fail;
+    ls->pinned = true;
+    return NULL;
+fail:
+    local_unpin(ls);
+    return err;
+}
+
+/* isolation "none" binds nothing; a missing path still fails start alike. */
+static sk_error *local_check_paths(local_sandbox *ls)
+{
+    static const char *const keys[] = { "read_write_paths", "read_only_paths" };
+    char **lists[] = { ls->rw_paths, ls->ro_paths };
+    for (int k = 0; k < 2; k++)
+        for (char **p = lists[k]; p && *p; p++)
+            if (access(*p, F_OK) != 0)
+                return local_path_error(keys[k], *p, errno);
+    return NULL;
+}
+
+/* ---- the private /tmp, and os.exit -----------------------------------------
+ * A script that ends with os.exit skips every finalizer. Sandboxes with a
+ * private /tmp are listed here, and an atexit handler kills what is left of
+ * their processes, waits for them, and removes each /tmp. Under a lock as
+ * Lua states may live in different threads; a fork's copy is not ours. */
+static pthread_mutex_t local_live_lock = PTHREAD_MUTEX_INITIALIZER;
+static local_sandbox *local_live;
+static pid_t local_live_owner;
+static bool local_live_hooked;
+
+/* Any signal may end a command (bwrap dies of SIGTERM and its PID
+ * namespace with it), so its processes are listed first: once the group's
+ * leader is reaped they are no longer ours to find. */
+static int local_signal_group(local_sandbox *ls, sk_proc *proc, int sig)
+{
+    local_pidfds_prune(&ls->dying);
+    local_pidfds_add_group(&ls->dying, sk_proc_pid(proc));
+    return sk_proc_kill(proc, sig);
+}
+
+static void local_kill_group(local_sandbox *ls, sk_proc *proc) { local_signal_group(ls, proc, SIGKILL); }
+
+static void local_live_cleanup(void)
+{
+    pthread_mutex_lock(&local_live_lock);
+    if (local_live_owner == getpid()) {
+        for (local_sandbox *ls = local_live; ls; ls = ls->next_live)
+            for (sk_process *p = ls->sb->procs; p; p = p->next)
+                if (p->impl && sk_proc_running(p->impl))
+                    local_kill_group(ls, p->impl);
+        /* one budget for all: exit must not wait 10 s per sandbox */
+        double deadline = sk_now_ms() + LOCAL_REAP_TIMEOUT_MS;
+        for (local_sandbox *ls = local_live; ls; ls = ls->next_live) {
+            double left = deadline - sk_now_ms();
+            local_pidfds_wait(&ls->dying, left > 0 ? (int)left : 0);
+            local_rm_tree(ls->tmpdir);
+        }
+    }
+    local_live = NULL;
+    pthread_mutex_unlock(&local_live_lock);
+}
+
+static void local_live_add(local_sandbox *ls)
+{
+    pthread_mutex_lock(&local_live_lock);
+    if (local_live_owner != getpid()) {
+        local_live = NULL;
+        local_live_owner = getpid();
+    }
+    if (!local_live_hooked)
+        local_live_hooked = atexit(local_live_cleanup) == 0;
+    ls->next_live = local_live;
+    local_live = ls;
+    pthread_mutex_unlock(&local_live_lock);
+}
+
+static void local_live_remove(local_sandbox *ls)
+{
+    pthread_mutex_lock(&local_live_lock);
+    for (local_sandbox **pp = &local_live; *pp; pp = &(*pp)->next_live) {
+        if (*pp == ls) {
+            *pp = ls->next_live;
+            break;
+        }
+    }
+    ls->next_live = NULL;
+    pthread_mutex_unlock(&local_live_lock);
+}
+
+/* 0, or the errno of what could not be removed. */
+static int local_rm_tmpdir(local_sandbox *ls)
+{
+    if (!ls->tmpdir)
+        return 0;
+    int rc = local_rm_tree(ls->tmpdir);
+    if (rc == 0) {
+        local_live_remove(ls);
+        if (ls->tmp_fd >= 0)
+            close(ls->tmp_fd);
+        ls->tmp_fd = -1;
+        free(ls->tmpdir);
+        ls->tmpdir = NULL;
+    }
+    return rc;
+}
+
+static void local_destroy_detach(local_sandbox *ls);
 
 static void local_free(sk_sandbox *sb)
 {
     local_sandbox *ls = sb->impl;
     if (!ls)
         return;
+    local_destroy_detach(ls);
+    local_live_remove(ls);
     sk_cgroup_destroy(ls->cgroup, LOCAL_CGROUP_WAIT_MS);
-    local_rm_tmpdir(ls);
+    if (ls->tmpdir) {
+        /* the sandbox has killed its processes: wait for them, then clean */
+        local_pidfds_wait(&ls->dying, LOCAL_REAP_TIMEOUT_MS);
+        local_rm_tree(ls->tmpdir);
+        free(ls->tmpdir);
+    }
+    if (ls->tmp_fd >= 0)
+        close(ls->tmp_fd);
+    local_unpin(ls);
+    local_pidfds_free(&ls->dying);
     free(ls->workdir);
     local_free_list(ls->ro_paths);
     local_free_list(ls->rw_paths);
@@ -181,12 +662,63 @@ static void local_free(sk_sandbox *sb)
     sb->impl = NULL;
 }
 
+static sk_error *local_config_error(const char *key, const char *detail)
+{
+    return sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", "local", "key", key),
+                        "LocalSandbox option '%s' %s", key, detail);
+}
+
+/* The `user` option: a uid or a user name, never root; its gid is the
+ * user's primary group (the uid's number when it has no passwd entry). */
+static int local_resolve_user(local_sandbox *ls, const json_t *user, sk_error **err)
+{
+    uid_t uid = LOCAL_DEFAULT_UID;
+    char buf[4096];
+    struct passwd pwd, *pw = NULL;
+    if (user && json_is_number(user)) {
+        double v = json_number_value(user);
+        if (v != (double)(long long)v || v < 0 || v > 4294967294.0) {
+            *err = local_config_error("user", "must be a uid from 1 to 4294967294 or a user name");
+            return -1;
+        }
+        uid = (uid_t)v;
+    } else if (user && json_is_string(user)) {
+        const char *name = json_string_value(user);
+        if (getpwnam_r(name, &pwd, buf, sizeof buf, &pw) != 0 || !pw) {
+            char *msg = NULL;
+            int n = asprintf(&msg, "names no user on this system (got \"%.64s\")", name);
+            *err = local_config_error("user", n < 0 ? "names no user on this system" : msg);
+            free(msg);
+            return -1;
+        }
+        uid = pw->pw_uid;
+    } else if (user) {
+        *err = local_config_error("user", "must be a uid (integer) or a user name (string)");
+        return -1;
+    }
+    if (uid == 0) {
+        *err = local_config_error("user", "must not be root: sandboxed commands never run as host root");
+        return -1;
+    }
+    if (!pw && (getpwuid_r(uid, &pwd, buf, sizeof buf, &pw) != 0))
+        pw = NULL;
+    ls->uid = uid;
+    ls->gid = pw ? pw->pw_gid : (gid_t)uid;
+    if (ls->gid == 0) {
+        *err = local_config_error("user", "names a user whose primary group is root (gid 0)");
+        return -1;
+    }
+    return 0;
+}
+
 static int local_init(sk_sandbox *sb, const json_t *o, sk_error **err)
 {
     local_sandbox *ls = calloc(1, sizeof *ls);
     if (!ls)
         goto oom;
     sb->impl = ls;
+    ls->sb = sb;
+    ls->wd_fd = ls->tmp_fd = -1;
     const char *wd = json_string_value(json_object_get(o, "working_directory"));
     if (wd && !*wd) {
         *err = sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", "local", "key", "working_directory"),
@@ -203,6 +735,22 @@ static int local_init(sk_sandbox *sb, const json_t *o, sk_error **err)
         return -1;
     }
     ls->bwrap = iso && strcmp(iso, "bwrap") == 0;
+    const json_t *user = json_object_get(o, "user");
+    if (user && !ls->bwrap) {
+        *err = local_config_error("user", "needs isolation = \"bwrap\" (with \"none\" commands run as "
+                                          "the calling user, unchanged)");
+        return -1;
+    }
+    if (ls->bwrap && local_resolve_user(ls, user, err) != 0)
+        return -1;
+    /* bwrap run by root would keep the command root on the host; anyone
+     * else's bwrap maps the caller's own uid */
+    ls->drop_ids = ls->bwrap && geteuid() == 0;
+    if (ls->bwrap && !ls->drop_ids && user && ls->uid != geteuid()) {
+        *err = local_config_error("user", "needs a root caller: bubblewrap runs the commands of a "
+                                          "non-root caller as that caller");
+        return -1;
+    }
     ls->allow_network = json_is_true(json_object_get(o, "allow_network"));
     ls->ro_paths = local_path_list(json_object_get(o, "read_only_paths"));
     ls->rw_paths = local_path_list(json_object_get(o, "read_write_paths"));
@@ -215,31 +763,57 @@ static int local_init(sk_sandbox *sb, const json_t *o, sk_error **err)
                             "apt-get install bubblewrap (or: dnf install bubblewrap)");
         return -1;
     }
+    if (ls->drop_ids && !local_find_in_path("setpriv")) {
+        *err = sk_error_new("IsolationUnavailableError", json_pack("{s:s}", "backend", "bwrap"),
+                            "setpriv (util-linux) is needed to run bubblewrap as an unprivileged user; "
+                            "install it with: apt-get install util-linux");
+        return -1;
+    }
     return 0;
 oom:
     *err = sk_error_new("Error", NULL, "out of memory");
     return -1;
 }
 
+static sk_error *local_make_tmpdir(local_sandbox *ls)
+{
+    char tmpl[] = "/tmp/sandkit-tmp-XXXXXX";
+    if (!mkdtemp(tmpl))
+        return sk_error_new("SandboxError", NULL, "Cannot create the sandbox's /tmp: %s", strerror(errno));
+    int fd = open(tmpl, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || (ls->drop_ids && fchown(fd, ls->uid, ls->gid) != 0) || !(ls->tmpdir = strdup(tmpl))) {
+        sk_error *err = sk_error_new("SandboxError", NULL, "Cannot prepare the sandbox's /tmp (%s): %s", tmpl,
+                                     strerror(errno ? errno : ENOMEM));
+        if (fd >= 0)
+            close(fd);
+        rmdir(tmpl);
+        return err;
+    }
+    ls->tmp_fd = fd;
+    local_live_add(ls);
+    return NULL;
+}
+
 static void local_start(sk_sandbox *sb, sk_provider_done done)
 {
     local_sandbox *ls = sb->impl;
+    struct stat st;
+    bool existed = stat(ls->workdir, &st) == 0;
     if (local_mkdir_p(ls->workdir) != 0) {
         done(sb, sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
                               "Cannot create working directory %s: %s", ls->workdir, strerror(errno)));
         return;
     }
-    if (ls->bwrap && !ls->tmpdir) {
-        char tmpl[] = "/tmp/sandkit-tmp-XXXXXX";
-        if (!mkdtemp(tmpl)) {
-            done(sb, sk_error_new("SandboxError", NULL, "Cannot create the sandbox's /tmp: %s", strerror(errno)));
-            return;
-        }
-        ls->tmpdir = strdup(tmpl);
-    }
-    if (!ls->cgroup)
+    sk_error *err = NULL;
+    if (!ls->bwrap)
+        err = local_check_paths(ls);
+    else if (!ls->pinned)
+        err = local_pin(ls, !existed);
+    if (!err && ls->bwrap && !ls->tmpdir)
+        err = local_make_tmpdir(ls);
+    if (!err && !ls->cgroup)
         ls->cgroup = sk_cgroup_new(NULL); /* best effort: none where not allowed */
-    done(sb, NULL);
+    done(sb, err);
 }
 
 static void local_stop(sk_sandbox *sb, sk_provider_done done)
@@ -249,29 +823,97 @@ static void local_stop(sk_sandbox *sb, sk_provider_done done)
     done(sb, NULL);
 }
 
-static int local_rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+/* ---- destroy: after the processes are gone ---------------------------------
+ * The sandbox has sent SIGKILL to every command's group; destroy waits
+ * until those are reaped and the processes listed at the kill (a bwrap
+ * command's PID namespace among them) have exited, so nothing writes to
+ * the private /tmp while it is removed. */
+struct local_destroy_wait {
+    uv_timer_t timer;
+    local_sandbox *ls; /* NULL once detached */
+    sk_provider_done done;
+    double deadline;
+};
+
+static bool local_all_gone(local_sandbox *ls)
 {
-    (void)st;
-    (void)ftw;
-    return type == FTW_DP ? rmdir(path) : unlink(path);
+    for (sk_process *p = ls->sb->procs; p; p = p->next)
+        if (p->started && !p->exited)
+            return false;
+    return local_pidfds_prune(&ls->dying);
 }
 
-static void local_rm_tmpdir(local_sandbox *ls)
+static void local_destroy_finish(local_sandbox *ls, sk_provider_done done, bool gone)
 {
-    if (!ls->tmpdir)
+    sk_error *err = NULL;
+    char *path = ls->tmpdir ? strdup(ls->tmpdir) : NULL;
+    if (!gone) {
+        err = sk_error_new("SandboxError", json_pack("{s:s?}", "path", path),
+                           "Processes of the sandbox were still running %d s after SIGKILL; "
+                           "its /tmp (%s) was left in place", LOCAL_REAP_TIMEOUT_MS / 1000,
+                           path ? path : "?");
+    } else {
+        int rc = local_rm_tmpdir(ls);
+        if (rc != 0)
+            err = sk_error_new("SandboxError", json_pack("{s:s?}", "path", path),
+                               "Cannot remove the sandbox's /tmp (%s) completely: %s", path ? path : "?",
+                               strerror(rc));
+        else
+            local_unpin(ls);
+    }
+    free(path);
+    done(ls->sb, err);
+}
+
+static void local_destroy_timer_closed(uv_handle_t *h) { free(h->data); }
+
+static void local_destroy_detach(local_sandbox *ls)
+{
+    local_destroy_wait *w = ls->destroying;
+    if (!w)
         return;
-    nftw(ls->tmpdir, local_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(ls->tmpdir);
-    ls->tmpdir = NULL;
+    ls->destroying = NULL;
+    w->ls = NULL;
+    w->timer.data = w;
+    uv_close((uv_handle_t *)&w->timer, local_destroy_timer_closed);
+}
+
+static void local_destroy_tick(uv_timer_t *t)
+{
+    local_destroy_wait *w = t->data;
+    local_sandbox *ls = w->ls;
+    if (!ls)
+        return;
+    bool gone = local_all_gone(ls);
+    if (!gone && sk_now_ms() < w->deadline)
+        return;
+    sk_provider_done done = w->done;
+    local_destroy_detach(ls);
+    local_destroy_finish(ls, done, gone);
 }
 
 static void local_destroy(sk_sandbox *sb, sk_provider_done done)
 {
     local_sandbox *ls = sb->impl;
+    /* escaped descendants too (cgroup.h), before /tmp goes */
     sk_cgroup_destroy(ls->cgroup, LOCAL_CGROUP_WAIT_MS);
     ls->cgroup = NULL;
-    local_rm_tmpdir(sb->impl);
-    done(sb, NULL);
+    if (!ls->tmpdir || local_all_gone(ls)) {
+        local_destroy_finish(ls, done, true);
+        return;
+    }
+    local_destroy_wait *w = calloc(1, sizeof *w);
+    if (!w) {
+        done(sb, sk_error_new("Error", NULL, "out of memory"));
+        return;
+    }
+    w->ls = ls;
+    w->done = done;
+    w->deadline = sk_now_ms() + LOCAL_REAP_TIMEOUT_MS;
+    w->timer.data = w;
+    uv_timer_init(sk_loop_uv(sb->loop), &w->timer);
+    uv_timer_start(&w->timer, local_destroy_tick, 2, 5);
+    ls->destroying = w;
 }
 
 /* ---- processes ---------------------------------------------------------- */
@@ -282,17 +924,26 @@ static void local_on_output(sk_proc *proc, int stream, const char *data, size_t 
     sk_process_output(ud, stream, data, len);
 }
 
+/* bwrap's init reports a command killed by signal N as exit status 128 + N
+ * (it cannot die of the signal itself), so under bwrap such a status
+ * counts as killed: a command that calls exit(128 + N) is reported killed
+ * too (docs/security.md). */
+enum { LOCAL_MAX_SIGNAL = 64 };
+
 static void local_on_exit(sk_proc *proc, int64_t status, int term_signal, void *ud)
 {
     (void)proc;
+    sk_process *p = ud;
+    local_sandbox *ls = p->sb ? p->sb->impl : NULL;
     sk_result r = { 0 };
     if (term_signal) {
         r.exit_code = 128 + term_signal;
         r.killed = true;
     } else {
         r.exit_code = (int)status;
+        r.killed = ls && ls->bwrap && status > 128 && status <= 128 + LOCAL_MAX_SIGNAL;
     }
-    sk_process_finish(ud, &r, NULL);
+    sk_process_finish(p, &r, NULL);
 }
 
 static char *local_capture_slot(sk_proc *proc, int stream, size_t *len, void *ud)
@@ -412,10 +1063,11 @@ static void argv_push3(argv_builder *a, const char *x, const char *y, const char
  * read-only path inside the working directory is mounted over it and stays
  * read-only (the same path given both ways ends up read-only). A writable
  * path nested in another writable one is not bound again: it is writable
- * already, and a bind would follow whatever symlink a command put in its
- * place (local_bind_intact). */
+ * already, and its destination is a path the sandbox controls. Each source
+ * is the descriptor pinned at start (fd). */
 typedef struct local_bind {
     const char *path;
+    int fd;
     bool ro;
     size_t order;
 } local_bind;
@@ -431,46 +1083,52 @@ static int local_bind_cmp(const void *a, const void *b)
     return x->order < y->order ? -1 : (x->order > y->order);
 }
 
-/* path strictly inside dir (both absolute and folded). */
-static bool local_path_inside(const char *path, const char *dir)
-{
-    size_t n = strlen(dir);
-    if (n == 1 && dir[0] == '/')
-        return path[1] != '\0';
-    return strncmp(path, dir, n) == 0 && path[n] == '/';
-}
+/* Descriptors the bwrap child keeps: keep[i] is its fd 3 + i. */
+typedef struct local_keep {
+    int *fds;
+    int n;
+} local_keep;
 
-static bool local_in_writable(const local_sandbox *ls, const char *path)
+static void local_push_fd_bind(argv_builder *a, local_keep *k, const char *flag, int fd, const char *dest)
 {
-    if (local_path_inside(path, ls->workdir))
-        return true;
-    for (char **w = ls->rw_paths; *w; w++)
-        if (local_path_inside(path, *w))
-            return true;
-    return false;
-}
-
-static size_t local_list_len(char **list)
-{
-    size_t n = 0;
-    while (list[n])
-        n++;
-    return n;
+    char num[16];
+    snprintf(num, sizeof num, "%d", 3 + k->n);
+    k->fds[k->n++] = fd;
+    argv_push3(a, flag, num, dest);
 }
 
 /* The bubblewrap argv (conformance.md §9), with the sandbox's own /tmp and
- * --chdir to the command's cwd instead of always the workspace. */
-static void local_bwrap_argv(argv_builder *a, local_sandbox *ls, const char *cwd, const char *command)
+ * --chdir to the command's cwd instead of always the workspace; started
+ * through setpriv for a root caller (bwrap then builds a user namespace
+ * that maps only the sandbox user). */
+static void local_bwrap_argv(argv_builder *a, local_keep *k, local_sandbox *ls, const char *cwd,
+                             const char *command)
 {
     static const char *const system_ro[] = {
         "/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc/alternatives", "/etc/ssl",
         "/etc/ca-certificates", "/etc/resolv.conf", "/etc/hosts", "/etc/passwd", "/etc/group",
         "/etc/nsswitch.conf", "/etc/ld.so.cache", "/etc/localtime", NULL,
     };
+    size_t n_ro = local_list_len(ls->ro_paths), n_rw = local_list_len(ls->rw_paths), n = 0;
+    local_bind *binds = malloc((1 + n_ro + n_rw + ls->n_chain) * sizeof *binds);
+    k->fds = malloc((2 + n_ro + n_rw + ls->n_chain) * sizeof *k->fds);
+    k->n = 0;
+    if (!binds || !k->fds) {
+        free(binds);
+        a->failed = true;
+        return;
+    }
+    if (ls->drop_ids) {
+        char reuid[32], regid[32];
+        snprintf(reuid, sizeof reuid, "--reuid=%u", (unsigned)ls->uid);
+        snprintf(regid, sizeof regid, "--regid=%u", (unsigned)ls->gid);
+        argv_push3(a, "setpriv", reuid, regid);
+        argv_push(a, "--clear-groups");
+        argv_push(a, "--");
+    }
     argv_push(a, "bwrap");
-    /* run by root, bwrap keeps root's capabilities for the command, which
-     * could then remount the read-only binds writable (the host's /usr,
-     * /etc...) or mount devices */
+    /* with no user namespace (a setuid bwrap), bwrap would keep a root
+     * caller's capabilities for the command */
     argv_push(a, "--cap-drop");
     argv_push(a, "ALL");
     argv_push(a, "--unshare-pid");
@@ -485,27 +1143,23 @@ static void local_bwrap_argv(argv_builder *a, local_sandbox *ls, const char *cwd
     for (int i = 0; system_ro[i]; i++)
         argv_push3(a, "--ro-bind-try", system_ro[i], system_ro[i]);
     argv_push3(a, "--ro-bind-try", "/opt", "/opt");
-    argv_push3(a, "--bind", ls->tmpdir, "/tmp");
-    size_t n_ro = local_list_len(ls->ro_paths), n_rw = local_list_len(ls->rw_paths), n = 0;
-    local_bind *binds = malloc((1 + n_ro + n_rw) * sizeof *binds);
-    if (!binds) {
-        a->failed = true;
-        return;
-    }
+    local_push_fd_bind(a, k, "--bind-fd", ls->tmp_fd, "/tmp");
     if (!local_in_writable(ls, ls->workdir)) {
-        binds[n] = (local_bind){ ls->workdir, false, n };
+        binds[n] = (local_bind){ ls->workdir, ls->wd_fd, false, n };
         n++;
     }
     for (size_t i = 0; i < n_rw; i++)
         if (!local_in_writable(ls, ls->rw_paths[i])) {
-            binds[n] = (local_bind){ ls->rw_paths[i], false, n };
+            binds[n] = (local_bind){ ls->rw_paths[i], ls->rw_fds[i], false, n };
             n++;
         }
+    for (size_t i = 0; i < ls->n_chain; i++, n++)
+        binds[n] = (local_bind){ ls->chain_paths[i], ls->chain_fds[i], false, n };
     for (size_t i = 0; i < n_ro; i++, n++)
-        binds[n] = (local_bind){ ls->ro_paths[i], true, n };
+        binds[n] = (local_bind){ ls->ro_paths[i], ls->ro_fds[i], true, n };
     qsort(binds, n, sizeof *binds, local_bind_cmp);
     for (size_t i = 0; i < n; i++)
-        argv_push3(a, binds[i].ro ? "--ro-bind" : "--bind", binds[i].path, binds[i].path);
+        local_push_fd_bind(a, k, binds[i].ro ? "--ro-bind-fd" : "--bind-fd", binds[i].fd, binds[i].path);
     free(binds);
     /* bwrap's root is a writable tmpfs; the binds above stay writable */
     argv_push(a, "--remount-ro");
@@ -517,22 +1171,24 @@ static void local_bwrap_argv(argv_builder *a, local_sandbox *ls, const char *cwd
     argv_push3(a, "/bin/sh", "-c", command);
 }
 
-/* bwrap follows symlinks in a bind's source. A read-only path nested in a
- * directory the sandbox can write could be swapped by a command (rename a
- * parent, put a relative symlink in its place) so that the next command
- * gets the symlink's target — say the host's /etc — mounted instead. Before
- * each command, the part of such a path below its writable ancestor must
- * still be free of symlinks. (A command running meanwhile could swap it
- * between this check and bwrap's mount, exposing a host path read-only;
- * binding by descriptor would close that window.) */
-static bool local_bind_intact(const char *path, const char *writable)
+/* A read-only path nested in a directory the sandbox can write is bound
+ * from its pinned descriptor, but at its path, which a command may have
+ * changed: renamed a parent away (the original, now elsewhere in the
+ * writable directory, would be writable) or put a symlink in its place
+ * (bwrap follows it for the destination). Before each command the path
+ * must still lead, without a symlink below its writable ancestor, to the
+ * pinned directory. (A command running meanwhile could still swap it
+ * between this check and bwrap's mount: docs/security.md.) */
+static bool local_bind_intact(const char *path, int fd, const char *writable)
 {
     if (!local_path_inside(path, writable))
         return true;
     char *rp = realpath(path, NULL), *rw = realpath(writable, NULL);
     size_t wl = strlen(writable), rl = rw ? strlen(rw) : 0;
-    /* missing: bwrap reports it (the command fails) */
-    bool ok = !rp || !rw || (strncmp(rp, rw, rl) == 0 && strcmp(rp + rl, path + wl) == 0);
+    bool ok = rp && rw && strncmp(rp, rw, rl) == 0 && strcmp(rp + rl, path + wl) == 0;
+    struct stat now, pinned;
+    ok = ok && stat(rp, &now) == 0 && fstat(fd, &pinned) == 0 && now.st_dev == pinned.st_dev &&
+         now.st_ino == pinned.st_ino;
     free(rp);
     free(rw);
     return ok;
@@ -540,14 +1196,22 @@ static bool local_bind_intact(const char *path, const char *writable)
 
 static int local_check_binds(local_sandbox *ls, sk_error **err)
 {
-    for (char **s = ls->ro_paths; *s; s++) {
-        bool ok = local_bind_intact(*s, ls->workdir);
+    struct stat st;
+    if (fstat(ls->wd_fd, &st) == 0 && st.st_nlink == 0) {
+        *err = sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
+                            "Refusing to run the command: the working directory %s was removed after "
+                            "the sandbox started", ls->workdir);
+        return -1;
+    }
+    for (size_t i = 0; ls->ro_paths[i]; i++) {
+        const char *s = ls->ro_paths[i];
+        bool ok = local_bind_intact(s, ls->ro_fds[i], ls->workdir);
         for (char **w = ls->rw_paths; ok && *w; w++)
-            ok = local_bind_intact(*s, *w);
+            ok = local_bind_intact(s, ls->ro_fds[i], *w);
         if (!ok) {
-            *err = sk_error_new("SandboxError", json_pack("{s:s,s:s}", "key", "read_only_paths", "path", *s),
+            *err = sk_error_new("SandboxError", json_pack("{s:s,s:s}", "key", "read_only_paths", "path", s),
                                 "Refusing to run the command: read_only_paths entry %s, inside a writable "
-                                "directory of the sandbox, has been replaced by a symlink", *s);
+                                "directory of the sandbox, has been moved or replaced by a symlink", s);
             return -1;
         }
     }
@@ -583,6 +1247,7 @@ static int local_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk
 {
     local_sandbox *ls = sb->impl;
     argv_builder a = { 0 };
+    local_keep keep = { 0 };
     char **envp = local_envp(sb, o->env);
     char *cwd = local_resolve_cwd(ls, o->cwd);
     sk_cgroup *cg = NULL;
@@ -594,7 +1259,7 @@ static int local_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk
     if (ls->bwrap && local_check_binds(ls, err) != 0)
         goto done;
     if (ls->bwrap)
-        local_bwrap_argv(&a, ls, cwd, o->command);
+        local_bwrap_argv(&a, &keep, ls, cwd, o->command);
     else
         argv_push3(&a, "/bin/sh", "-c", o->command);
     if (!a.failed && ls->cgroup && (cg = sk_cgroup_new(ls->cgroup)))
@@ -607,10 +1272,14 @@ static int local_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk
         .file = a.v[0],
         .argv = a.v,
         .envp = envp,
-        /* bwrap changes directory inside; outside it needs only a cwd that exists */
-        .cwd = ls->bwrap ? ls->workdir : cwd,
+        /* bwrap changes directory inside and binds by descriptor: outside
+         * it needs no path at all */
+        .cwd = ls->bwrap ? "/" : cwd,
         .new_group = true,
         .stdin_pipe = o->has_stdin || o->keep_stdin_open,
+        .keep_fds = keep.fds,
+        .n_keep_fds = keep.n,
+        .fresh_session_keyring = ls->bwrap,
         .cgroup = cg,
     };
     int uv_err = 0;
@@ -628,6 +1297,12 @@ static int local_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk
             *err = sk_error_new("SandboxError", NULL,
                                 "Cannot run command: its command line and environment exceed the "
                                 "system limit (argument list too long)");
+        else if (ls->bwrap && uv_err == -EDQUOT)
+            /* the new session keyring is charged to the user's key quota */
+            *err = sk_error_new("SandboxError", NULL,
+                                "Cannot run command: no new session keyring for it (%s; a non-root user "
+                                "may hold kernel.keys.maxkeys keys, one per running command)",
+                                uv_strerror(uv_err));
         else if (uv_err == UV_ENAMETOOLONG)
             *err = sk_error_new("SandboxError", NULL, "Cannot run command: the cwd (working directory) "
                                 "name is too long");
@@ -650,6 +1325,7 @@ done:
     for (size_t i = 0; i < a.n; i++)
         free(a.v[i]);
     free(a.v);
+    free(keep.fds);
     local_free_list(envp);
     free(cwd);
     return rc;
@@ -657,7 +1333,12 @@ done:
 
 static int local_kill(sk_process *p, int sig)
 {
-    return p->impl && sk_proc_kill(p->impl, sig) == 0 ? 0 : -1;
+    if (!p->impl)
+        return -1;
+    local_sandbox *ls = p->sb ? p->sb->impl : NULL;
+    if (ls && ls->bwrap && sk_proc_running(p->impl))
+        return local_signal_group(ls, p->impl, sig) == 0 ? 0 : -1;
+    return sk_proc_kill(p->impl, sig) == 0 ? 0 : -1;
 }
 
 static int local_write_stdin(sk_process *p, const char *data, size_t len, sk_error **err)
