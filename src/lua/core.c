@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/secrets.h"
 #include "../core/shell.h"
 #include "binding.h"
 
@@ -34,6 +35,8 @@ void skl_queue(skl_state *st, int kind, lua_Integer token, int stream, const cha
         e->len = len;
     }
     e->err = sk_error_copy(err);
+    /* now, while the secrets of the process that failed are still held */
+    sk_error_redact(e->err);
     if (st->tail)
         st->tail->next = e;
     else
@@ -208,20 +211,25 @@ void skl_push_json(lua_State *L, const json_t *v)
 
 void skl_push_error(lua_State *L, skl_state *st, const sk_error *err)
 {
-    const char *kind = err ? err->kind : "Error";
-    const char *message = err ? err->message : "out of memory";
+    /* Every error reaches Lua here: the one place secrets are redacted. */
+    sk_error *safe = sk_error_copy(err);
+    sk_error_redact(safe);
+    const char *kind = safe ? safe->kind : "Error";
+    const char *message = safe ? safe->message : "out of memory";
     if (st->error_factory != LUA_NOREF) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, st->error_factory);
         lua_pushstring(L, kind);
         lua_pushstring(L, message);
-        if (err && err->fields)
-            skl_push_json(L, err->fields);
+        if (safe && safe->fields)
+            skl_push_json(L, safe->fields);
         else
             lua_pushnil(L);
+        sk_error_free(safe); /* before the call: it may raise (out of memory) */
         lua_call(L, 3, 1);
         return;
     }
     lua_pushfstring(L, "%s: %s", kind, message);
+    sk_error_free(safe);
 }
 
 int skl_raise_error(lua_State *L, skl_state *st, const sk_error *err)

@@ -10,6 +10,7 @@
 
 #include "../buf.h"
 #include "../http.h"
+#include "../secrets.h"
 
 /* Longest slice of a response body quoted in an error message (the whole
  * body is kept in the `body` field). */
@@ -21,10 +22,12 @@ struct platform_api {
     char *prefix;   /* {base}/v1/railway/projects/{enc(project)} */
     char *auth;     /* "Bearer <token>" */
     char *token;
+    bool token_held; /* as a secret (secrets.h) */
     char *acting_user;
     char *ca_file;
     bool insecure;
     long timeout_ms;
+    size_t max_response_bytes;
 };
 
 struct platform_call {
@@ -145,6 +148,7 @@ platform_api *platform_api_new(sk_loop *loop, const platform_api_config *cfg)
     api->loop = loop;
     api->insecure = cfg->insecure_skip_verify;
     api->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 60000;
+    api->max_response_bytes = cfg->max_response_bytes ? cfg->max_response_bytes : SK_HTTP_DEFAULT_MAX_BODY;
     if (asprintf(&api->prefix, "%s/v1/railway/projects/%s", cfg->base_url, project) < 0) {
         api->prefix = NULL;
         goto fail;
@@ -154,8 +158,9 @@ platform_api *platform_api_new(sk_loop *loop, const platform_api_config *cfg)
         goto fail;
     }
     api->token = strdup(cfg->token);
-    if (!api->token)
+    if (!api->token || sk_secret_hold(api->token) != 0)
         goto fail;
+    api->token_held = true;
     if (cfg->acting_user_id && *cfg->acting_user_id && !(api->acting_user = strdup(cfg->acting_user_id)))
         goto fail;
     if (cfg->ca_file && !(api->ca_file = strdup(cfg->ca_file)))
@@ -178,6 +183,8 @@ void platform_api_free(platform_api *api)
         free(api->auth);
     }
     if (api->token) {
+        if (api->token_held)
+            sk_secret_release(api->token);
         memset(api->token, 0, strlen(api->token));
         free(api->token);
     }
@@ -265,7 +272,16 @@ static sk_error *api_transport_error(platform_call *c, const sk_http_result *res
     json_t *fields = json_pack("{s:s,s:s,s:s,s:s}", "method", c->method, "path", c->path, "url", c->url,
                                "reason", sk_http_err_name(res->err));
     sk_error *err;
-    if (res->err == SK_HTTP_ERR_TIMEOUT) {
+    if (res->err == SK_HTTP_ERR_TOO_LARGE) {
+        json_object_set_new(fields, "limit", json_integer((json_int_t)res->limit));
+        json_object_set_new(fields, "provider", json_string("platform"));
+        if (res->status)
+            json_object_set_new(fields, "status", json_integer(res->status));
+        err = sk_error_new("ResponseTooLargeError", fields,
+                           "Platform proxy response to %s %s is larger than the limit of %zu bytes "
+                           "(option max_response_bytes)",
+                           c->method, c->path, res->limit);
+    } else if (res->err == SK_HTTP_ERR_TIMEOUT) {
         json_object_set_new(fields, "timeout_ms", json_integer(c->api->timeout_ms));
         err = sk_error_new("TimeoutError", fields, "Platform proxy request %s %s timed out after %ld ms", c->method,
                            c->path, c->api->timeout_ms);
@@ -356,6 +372,7 @@ platform_call *platform_api_call(platform_api *api, const char *method, const ch
         .timeout_ms = api->timeout_ms,
         .ca_file = api->ca_file,
         .insecure_skip_verify = api->insecure,
+        .max_body_bytes = api->max_response_bytes,
     };
     static const sk_http_callbacks callbacks = { .done = call_on_done };
     const char *why = NULL;

@@ -1,0 +1,47 @@
+/* Secret values (access tokens, token secrets, env values) and their
+ * redaction from what the user sees: error messages, every string of an
+ * error's fields, and log lines (docs/security.md, "Secrets").
+ *
+ * One process-wide registry, because the log sink is process-wide and an
+ * error may quote any server. Holders count references: a sandbox holds its
+ * token and env values for its lifetime, a process its per-command env.
+ *
+ * A held value is found in text written literally and in the forms servers
+ * echo it in: JSON string escapes (\/ \" \\ \n ..., \uXXXX for any
+ * character, surrogate pairs, one or more levels of escaping), percent-
+ * encoding (either hex case, '+' for space, %25 double encoding), and
+ * base64 (standard or URL-safe alphabet, any alignment; values of at least
+ * SK_SECRET_BASE64_MIN_LEN bytes). Values shorter than SK_SECRET_MIN_LEN
+ * bytes are not held: "1" or "on" cannot be told from ordinary text, and
+ * replacing them would garble every message. */
+#ifndef SK_SECRETS_H
+#define SK_SECRETS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <jansson.h>
+
+#include "error.h"
+
+#define SK_SECRET_MIN_LEN 4
+#define SK_SECRET_BASE64_MIN_LEN 6
+#define SK_REDACTED "[redacted]"
+
+/* NULL, "" and values shorter than SK_SECRET_MIN_LEN are ignored. 0, or -1
+ * on ENOMEM (the value is then not held: callers treat it as fatal). */
+int sk_secret_hold(const char *value);
+void sk_secret_release(const char *value);
+/* Every string value of a JSON object (an env table). */
+int sk_secret_hold_env(const json_t *env);
+void sk_secret_release_env(const json_t *env);
+
+/* A redacted copy of text (NUL-terminated), or NULL on ENOMEM. */
+char *sk_redact(const char *text, size_t len, size_t *out_len);
+/* True when text holds a held secret in any recognised form. */
+bool sk_redact_needed(const char *text, size_t len);
+/* Redacts e->message and every string in e->fields (nested values and
+ * their keys too) in place. Never leaves a secret behind: when memory runs
+ * out it drops the fields and replaces the message. NULL is a no-op. */
+void sk_error_redact(sk_error *e);
+
+#endif
