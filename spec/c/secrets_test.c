@@ -60,6 +60,35 @@ int main(void)
         gone(label, b64[i]);
     }
 
+    /* layers: an echoed JSON request (the value JSON-escaped), then encoded again */
+    gone("percent-encoded JSON document", "bad%20request%20%7B%22t%22%3A%22tok%2Fen%2BAb%20c%5C%22d%C3%A9%22%7D");
+    gone("\\u-escaped JSON document",
+         "\\u007B\\u0022t\\u0022:\\u0022tok/en+Ab c\\u005C\\u0022d\\u00E9\\u0022\\u007D");
+    gone("base64 of a JSON document", "eyJ0IjoidG9rL2VuK0FiIGNcImTDqSJ9");
+    gone("base64 of a JSON document with \\/", "eyJ0IjoidG9rXC9lbitBYiBjXCJkw6kifQ==");
+
+    /* a large text found only after decoding: withheld whole (no maps kept) */
+    {
+        size_t big = (2u << 20) + 100;
+        char *t = malloc(big + 1);
+        memset(t, 'x', big);
+        const char *enc = "tok%2Fen%2BAb%20c%22d%C3%A9";
+        memcpy(t + big / 2, enc, strlen(enc));
+        t[big] = '\0';
+        size_t len = 0;
+        char *r = sk_redact(t, big, &len);
+        tap(r && len < 200 && strstr(r, SK_REDACTED) && !sk_redact_needed(r, len),
+            "a 2 MiB text with an encoded secret is withheld whole: %.60s", r ? r : "(null)");
+        free(r);
+        memset(t, 'x', big);
+        memcpy(t + big / 2, SECRET, strlen(SECRET));
+        r = sk_redact(t, big, &len);
+        tap(r && len == big - strlen(SECRET) + strlen(SK_REDACTED) && !sk_redact_needed(r, len),
+            "a 2 MiB text with a literal secret has just that cut");
+        free(r);
+        free(t);
+    }
+
     kept("a prefix of the secret", "tok/en+A and more");
     kept("ordinary text", "Platform proxy request failed with 401: unauthorized");
 

@@ -1,8 +1,14 @@
-/* The secret registry and redaction; see secrets.h. The matcher reads one
- * secret character at a time from the text in whichever form it appears
- * (literal, escaped, percent-encoded), so a value is found even when a
- * server mixes forms; it never backtracks, so text is scanned in linear time
- * per secret. */
+/* The secret registry and redaction; see secrets.h.
+ *
+ * Text is searched as it is and through up to SECRETS_MAX_LEVELS rounds of
+ * decoding, each undoing one layer of percent-encoding and of JSON/JS string
+ * escapes (a server may percent-encode a JSON document, or JSON-escape text
+ * that is already escaped). A decoded copy keeps, for each byte, where its
+ * escape began and ended in the original, so a value found at any depth is
+ * cut out of the original text. Base64 is matched by precomputed encodings
+ * of the value (and of its JSON-escaped spellings) at each alignment. Above
+ * SECRETS_MAP_MAX bytes no position maps are kept (bounded memory): a value
+ * found only after decoding then withholds the whole string. */
 #include "secrets.h"
 
 #include <pthread.h>
@@ -12,12 +18,19 @@
 
 #include "buf.h"
 
+/* Base64 spellings per value: 3 alignments of up to 4 spellings (raw, and
+ * JSON-escaped three ways). */
+#define SECRET_B64_MAX 12
+#define SECRETS_MAX_LEVELS 4
+#define SECRETS_MAP_MAX ((size_t)1 << 20)
+
 typedef struct secret {
     char *value;
     size_t len;
     int refs;
-    char *b64[3]; /* base64 of the value at each alignment, edge characters cut; NULL if short */
-    size_t b64_len[3];
+    char *b64[SECRET_B64_MAX]; /* base64 cores (edge characters cut) */
+    size_t b64_len[SECRET_B64_MAX];
+    int n_b64;
 } secret;
 
 static pthread_mutex_t secrets_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -63,19 +76,100 @@ static char *secret_b64_core(const char *v, size_t len, int align, size_t *out_l
     return out;
 }
 
+static void secret_free_parts(secret *s)
+{
+    secret_wipe_free(s->value, s->len);
+    for (int a = 0; a < s->n_b64; a++)
+        secret_wipe_free(s->b64[a], s->b64_len[a]);
+    s->n_b64 = 0;
+}
+
+/* The value as it sits inside a JSON string: escaped as JSON.stringify and
+ * jansson do, with "/" escaped too, or with everything non-ASCII as \uXXXX
+ * (Python's json.dumps). NULL on ENOMEM. */
+enum { JSON_PLAIN, JSON_SLASH, JSON_ASCII };
+static char *secret_json_spelling(const char *v, size_t len, int how, size_t *out_len)
+{
+    sk_buf b = { 0 };
+    int rc = 0;
+    for (size_t i = 0; i < len && rc == 0;) {
+        unsigned char c = (unsigned char)v[i];
+        if (c == '"' || c == '\\' || (c == '/' && how == JSON_SLASH)) {
+            char e[2] = { '\\', (char)c };
+            rc = sk_buf_append(&b, e, 2);
+            i++;
+        } else if (c < 0x20) {
+            rc = sk_buf_appendf(&b, "\\u%04x", c);
+            i++;
+        } else if (c >= 0x80 && how == JSON_ASCII) {
+            /* decode one UTF-8 sequence (invalid bytes pass as themselves) */
+            unsigned long cp = c;
+            size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+            if (n > 1 && i + n <= len) {
+                cp = c & (0x3F >> (n - 1));
+                for (size_t k = 1; k < n; k++)
+                    cp = cp << 6 | ((unsigned char)v[i + k] & 0x3F);
+            } else {
+                n = 1;
+            }
+            if (cp >= 0x10000) {
+                cp -= 0x10000;
+                rc = sk_buf_appendf(&b, "\\u%04lx\\u%04lx", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
+            } else {
+                rc = sk_buf_appendf(&b, "\\u%04lx", cp);
+            }
+            i += n;
+        } else {
+            rc = sk_buf_append(&b, v + i, 1);
+            i++;
+        }
+    }
+    if (rc != 0) {
+        secret_wipe_free(b.data, b.cap);
+        return NULL;
+    }
+    *out_len = b.len;
+    return sk_buf_take(&b);
+}
+
+/* Base64 cores of the value and of each distinct JSON spelling of it. */
+static int secret_add_b64(secret *s)
+{
+    char *spelling[4] = { s->value, NULL, NULL, NULL };
+    size_t slen[4] = { s->len, 0, 0, 0 };
+    int rc = 0;
+    for (int how = 0; how < 3 && rc == 0; how++)
+        if (!(spelling[how + 1] = secret_json_spelling(s->value, s->len, how, &slen[how + 1])))
+            rc = -1;
+    for (int k = 0; k < 4 && rc == 0; k++) {
+        bool dup = false;
+        for (int j = 0; j < k; j++)
+            dup |= slen[j] == slen[k] && memcmp(spelling[j], spelling[k], slen[k]) == 0;
+        for (int a = 0; a < 3 && !dup && rc == 0; a++) {
+            char *core = secret_b64_core(spelling[k], slen[k], a, &s->b64_len[s->n_b64]);
+            if (!core)
+                rc = -1;
+            else
+                s->b64[s->n_b64++] = core;
+        }
+    }
+    for (int k = 1; k < 4; k++)
+        secret_wipe_free(spelling[k], slen[k]);
+    return rc;
+}
+
 static void secrets_rebuild_starts(void)
 {
     memset(secrets_starts, 0, sizeof secrets_starts);
     if (!secrets_n)
         return;
-    secrets_starts['\\'] = secrets_starts['%'] = true;
     for (size_t i = 0; i < secrets_n; i++) {
         secret *s = &secrets[i];
         secrets_starts[(unsigned char)s->value[0]] = true;
         if (s->value[0] == ' ')
             secrets_starts['+'] = true;
-        for (int a = 0; a < 3; a++) {
-            if (!s->b64[a])
+        for (int a = 0; a < s->n_b64; a++) {
+            if (!s->b64_len[a])
                 continue;
             unsigned char c = (unsigned char)s->b64[a][0];
             secrets_starts[c] = true;
@@ -115,16 +209,10 @@ int sk_secret_hold(const char *value)
         rc = -1;
         goto out;
     }
-    if (len >= SK_SECRET_BASE64_MIN_LEN) {
-        for (int a = 0; a < 3; a++) {
-            if (!(s.b64[a] = secret_b64_core(value, len, a, &s.b64_len[a]))) {
-                for (int b = 0; b < a; b++)
-                    secret_wipe_free(s.b64[b], s.b64_len[b]);
-                secret_wipe_free(s.value, len);
-                rc = -1;
-                goto out;
-            }
-        }
+    if (len >= SK_SECRET_BASE64_MIN_LEN && secret_add_b64(&s) != 0) {
+        secret_free_parts(&s);
+        rc = -1;
+        goto out;
     }
     secrets[secrets_n++] = s;
     secrets_rebuild_starts();
@@ -144,9 +232,7 @@ void sk_secret_release(const char *value)
         if (s->len != len || memcmp(s->value, value, len) != 0)
             continue;
         if (--s->refs == 0) {
-            secret_wipe_free(s->value, s->len);
-            for (int a = 0; a < 3; a++)
-                secret_wipe_free(s->b64[a], s->b64_len[a]);
+            secret_free_parts(s);
             secrets[i] = secrets[--secrets_n];
             secrets_rebuild_starts();
         }
@@ -191,7 +277,7 @@ void sk_secret_release_env(const json_t *env)
     }
 }
 
-/* ---- matching ---------------------------------------------------------- */
+/* ---- decoding ---------------------------------------------------------- */
 
 static int hex_digit(unsigned char c)
 {
@@ -243,102 +329,112 @@ static size_t utf8_encode(unsigned long cp, unsigned char out[4])
     return 4;
 }
 
-/* \uXXXX at t[k] (k at the 'u'), a surrogate pair too (its second half may
- * carry its own run of backslashes). Returns the end, or 0. */
-static size_t unicode_escape_at(const char *t, size_t n, size_t k, unsigned long *cp)
+/* One escape at t[i] (percent, JSON/JS string escape): its decoded bytes in
+ * out and its length in the text; 0 when t[i] starts none. */
+static size_t escape_at(const char *t, size_t n, size_t i, unsigned char out[4], size_t *out_len)
 {
-    long hi = hex_at(t, n, k + 1, 4);
+    if (t[i] == '%') {
+        long b = hex_at(t, n, i + 1, 2);
+        if (b < 0)
+            return 0;
+        out[0] = (unsigned char)b;
+        *out_len = 1;
+        return 3;
+    }
+    if (t[i] != '\\' || i + 1 >= n)
+        return 0;
+    unsigned char e = (unsigned char)t[i + 1];
+    unsigned char simple = e == '/' || e == '"' || e == '\'' || e == '\\' ? e
+                           : e == 'n'                                      ? '\n'
+                           : e == 't'                                      ? '\t'
+                           : e == 'r'                                      ? '\r'
+                           : e == 'b'                                      ? '\b'
+                           : e == 'f'                                      ? '\f'
+                                                                           : 0;
+    if (simple) {
+        out[0] = simple;
+        *out_len = 1;
+        return 2;
+    }
+    if (e == 'x') {
+        long b = hex_at(t, n, i + 2, 2);
+        if (b < 0)
+            return 0;
+        out[0] = (unsigned char)b;
+        *out_len = 1;
+        return 4;
+    }
+    if (e != 'u')
+        return 0;
+    long hi = hex_at(t, n, i + 2, 4);
     if (hi < 0)
         return 0;
-    size_t end = k + 5;
-    if (hi >= 0xD800 && hi <= 0xDBFF) {
-        size_t j = end;
-        while (j < n && t[j] == '\\')
-            j++;
-        long lo = j > end && j < n && t[j] == 'u' ? hex_at(t, n, j + 1, 4) : -1;
+    unsigned long cp = (unsigned long)hi;
+    size_t used = 6;
+    if (hi >= 0xD800 && hi <= 0xDBFF && i + 7 < n && t[i + 6] == '\\' && t[i + 7] == 'u') {
+        long lo = hex_at(t, n, i + 8, 4);
         if (lo >= 0xDC00 && lo <= 0xDFFF) {
-            *cp = 0x10000 + (((unsigned long)hi - 0xD800) << 10) + ((unsigned long)lo - 0xDC00);
-            return j + 5;
+            cp = 0x10000 + (((unsigned long)hi - 0xD800) << 10) + ((unsigned long)lo - 0xDC00);
+            used = 12;
         }
     }
-    *cp = (unsigned long)hi;
-    return end;
+    *out_len = utf8_encode(cp, out);
+    return used;
 }
 
-/* How much of the text at t[i] encodes the secret bytes at s[si]: returns
- * the text length consumed (0: no match) and the secret bytes in *used. */
-static size_t unit_match(const char *t, size_t n, size_t i, const char *s, size_t m, size_t si, size_t *used)
+/* Where each byte of a decoded level came from in the original text. */
+typedef struct level_map {
+    uint32_t *start, *stop; /* NULL: the identity (level 0) */
+} level_map;
+
+/* Undoes one layer of escapes of in[0..n) into out (room for n bytes).
+ * With maps, fills next's start/stop from prev. Returns the decoded
+ * length; *changed tells whether any escape was undone. */
+static size_t decode_level(const char *in, size_t n, char *out, const level_map *prev, level_map *next,
+                           bool *changed)
 {
-    unsigned char c = (unsigned char)s[si], x = (unsigned char)t[i];
-    *used = 1;
-    if (x == '\\') {
-        size_t k = i;
-        while (k < n && t[k] == '\\')
-            k++;
-        size_t run = k - i;
-        if (k < n) {
-            unsigned char e = (unsigned char)t[k];
-            unsigned char simple = e == '/' || e == '"' || e == '\'' ? e
-                                   : e == 'n'                       ? '\n'
-                                   : e == 't'                       ? '\t'
-                                   : e == 'r'                       ? '\r'
-                                   : e == 'b'                       ? '\b'
-                                   : e == 'f'                       ? '\f'
-                                                                    : 0;
-            if (simple && simple == c)
-                return k + 1 - i;
-            if (e == 'u') {
-                unsigned long cp;
-                size_t end = unicode_escape_at(t, n, k, &cp);
-                unsigned char u[4];
-                size_t ul = end ? utf8_encode(cp, u) : 0;
-                if (ul && si + ul <= m && memcmp(s + si, u, ul) == 0) {
-                    *used = ul;
-                    return end - i;
-                }
+    size_t o = 0;
+    *changed = false;
+    for (size_t i = 0; i < n;) {
+        unsigned char bytes[4];
+        size_t blen = 0, used = escape_at(in, n, i, bytes, &blen);
+        if (!used) {
+            bytes[0] = (unsigned char)in[i];
+            blen = used = 1;
+        } else {
+            *changed = true;
+        }
+        for (size_t k = 0; k < blen; k++) {
+            if (next->start) {
+                next->start[o] = prev->start ? prev->start[i] : (uint32_t)i;
+                next->stop[o] = prev->stop ? prev->stop[i + used - 1] : (uint32_t)(i + used);
             }
-            if (e == 'x' && hex_at(t, n, k + 1, 2) == c)
-                return k + 3 - i;
+            out[o++] = (char)bytes[k];
         }
-        if (c == '\\')
-            return run >= 4 ? 4 : run >= 2 ? 2 : 1; /* escaped twice, once, or literal */
-        return 0;
+        i += used;
     }
-    if (x == '%') {
-        /* %XX, and %25XX (double encoding), in either hex case */
-        for (size_t k = i + 1;; k += 2) {
-            long b = hex_at(t, n, k, 2);
-            if (b == c)
-                return k + 2 - i;
-            if (b != '%')
-                break;
-        }
-        return c == '%' ? 1 : 0;
-    }
-    if (x == '+' && c == ' ')
-        return 1;
-    return x == c ? 1 : 0;
+    return o;
 }
 
-/* End of an encoded occurrence of s starting at t[i], or 0. */
-static size_t encoded_match(const char *t, size_t n, size_t i, const char *s, size_t m)
+/* ---- matching ---------------------------------------------------------- */
+
+/* End of a literal occurrence of s at t[i] ('+' also stands for a space),
+ * or 0. */
+static size_t literal_match(const char *t, size_t n, size_t i, const char *s, size_t m)
 {
-    size_t ti = i, si = 0;
-    while (si < m) {
-        if (ti >= n)
+    if (n - i < m)
+        return 0;
+    for (size_t k = 0; k < m; k++) {
+        char a = t[i + k], b = s[k];
+        if (a != b && !(b == ' ' && a == '+'))
             return 0;
-        size_t used, got = unit_match(t, n, ti, s, m, si, &used);
-        if (!got)
-            return 0;
-        ti += got;
-        si += used;
     }
-    return ti;
+    return i + m;
 }
 
 static size_t b64_match(const char *t, size_t n, size_t i, const char *core, size_t len)
 {
-    if (n - i < len)
+    if (!len || n - i < len)
         return 0;
     for (size_t k = 0; k < len; k++) {
         char a = t[i + k], b = core[k];
@@ -356,9 +452,9 @@ static size_t secrets_match_at(const char *t, size_t n, size_t i)
     size_t best = 0;
     for (size_t k = 0; k < secrets_n; k++) {
         const secret *s = &secrets[k];
-        size_t end = encoded_match(t, n, i, s->value, s->len);
-        for (int a = 0; a < 3; a++) {
-            size_t e = s->b64[a] ? b64_match(t, n, i, s->b64[a], s->b64_len[a]) : 0;
+        size_t end = literal_match(t, n, i, s->value, s->len);
+        for (int a = 0; a < s->n_b64; a++) {
+            size_t e = b64_match(t, n, i, s->b64[a], s->b64_len[a]);
             if (e > end)
                 end = e;
         }
@@ -368,36 +464,177 @@ static size_t secrets_match_at(const char *t, size_t n, size_t i)
     return best;
 }
 
+/* Spans of the original text to cut, sorted and merged as they are added. */
+typedef struct spans {
+    size_t *v; /* pairs: start, end */
+    size_t n, cap;
+} spans;
+
+static int spans_add(spans *sp, size_t start, size_t end)
+{
+    /* merge with an overlapping or adjacent span (they mostly arrive in order) */
+    for (size_t k = 0; k < sp->n; k++) {
+        size_t *p = sp->v + 2 * k;
+        if (start <= p[1] && end >= p[0]) {
+            if (start < p[0])
+                p[0] = start;
+            if (end > p[1])
+                p[1] = end;
+            return 0;
+        }
+    }
+    if (sp->n == sp->cap) {
+        size_t cap = sp->cap ? sp->cap * 2 : 8;
+        size_t *v = realloc(sp->v, cap * 2 * sizeof *v);
+        if (!v)
+            return -1;
+        sp->v = v;
+        sp->cap = cap;
+    }
+    sp->v[2 * sp->n] = start;
+    sp->v[2 * sp->n + 1] = end;
+    sp->n++;
+    return 0;
+}
+
+static int spans_cmp(const void *a, const void *b)
+{
+    const size_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+enum { SCAN_OK = 0, SCAN_ENOMEM = -1 };
+
+/* Finds every held secret in text, at every decoding level, as spans of
+ * the original (sp, may be NULL to only detect). *found: any at all;
+ * *whole: one was found where no map says where (text withheld whole).
+ * Lock held. */
+static int secrets_scan(const char *text, size_t len, int max_levels, spans *sp, bool *found, bool *whole)
+{
+    *found = *whole = false;
+    if (!secrets_n || !len)
+        return SCAN_OK;
+    bool maps = sp && len <= SECRETS_MAP_MAX;
+    char *cur = NULL, *next = NULL;
+    level_map cur_map = { 0 }, next_map = { 0 };
+    const char *t = text;
+    size_t n = len;
+    int rc = SCAN_OK;
+    for (int level = 0;; level++) {
+        for (size_t i = 0; i < n;) {
+            size_t end = secrets_match_at(t, n, i);
+            if (!end) {
+                i++;
+                continue;
+            }
+            *found = true;
+            if (!sp)
+                goto out;
+            if (level == 0) {
+                if (spans_add(sp, i, end) != 0)
+                    goto oom;
+            } else if (maps) {
+                if (spans_add(sp, cur_map.start[i], cur_map.stop[end - 1]) != 0)
+                    goto oom;
+            } else {
+                *whole = true;
+                goto out;
+            }
+            i = end;
+        }
+        if (level + 1 >= max_levels || (!memchr(t, '%', n) && !memchr(t, '\\', n)))
+            break;
+        if (!next && !(next = malloc(n)))
+            goto oom;
+        if (maps && !next_map.start) {
+            next_map.start = malloc(n * sizeof *next_map.start);
+            next_map.stop = malloc(n * sizeof *next_map.stop);
+            if (!next_map.start || !next_map.stop)
+                goto oom;
+        }
+        bool changed;
+        size_t dn = decode_level(t, n, next, &cur_map, &next_map, &changed);
+        if (!changed)
+            break;
+        /* the decoded level becomes current; the old buffers are reused */
+        char *tb = cur;
+        cur = next;
+        next = tb;
+        level_map tm = cur_map;
+        cur_map = next_map;
+        next_map = tm;
+        t = cur;
+        n = dn;
+    }
+    goto out;
+oom:
+    rc = SCAN_ENOMEM;
+out:
+    free(cur);
+    free(next);
+    free(cur_map.start);
+    free(cur_map.stop);
+    free(next_map.start);
+    free(next_map.stop);
+    return rc;
+}
+
 bool sk_redact_needed(const char *text, size_t len)
 {
-    bool found = false;
+    bool found = false, whole = false;
     pthread_mutex_lock(&secrets_lock);
-    for (size_t i = 0; secrets_n && i < len && !found; i++)
-        found = secrets_match_at(text, len, i) != 0;
+    (void)secrets_scan(text, len, SECRETS_MAX_LEVELS, NULL, &found, &whole);
     pthread_mutex_unlock(&secrets_lock);
     return found;
 }
 
+#define WITHHELD SK_REDACTED " (withheld whole: it held a secret)"
+
+/* text with the spans cut out, into b. */
+static int redact_spans(sk_buf *b, const char *text, size_t len, spans *sp)
+{
+    int rc = 0;
+    if (sp->n > 1)
+        qsort(sp->v, sp->n, 2 * sizeof *sp->v, spans_cmp);
+    size_t copied = 0;
+    for (size_t k = 0; k < sp->n && rc == 0; k++) {
+        size_t start = sp->v[2 * k], end = sp->v[2 * k + 1];
+        if (start < copied)
+            start = copied; /* overlapping after sorting */
+        if (end <= copied)
+            continue;
+        rc = sk_buf_append(b, text + copied, start - copied);
+        if (rc == 0)
+            rc = sk_buf_append(b, SK_REDACTED, sizeof SK_REDACTED - 1);
+        copied = end;
+    }
+    if (rc == 0)
+        rc = sk_buf_append(b, text + copied, len - copied);
+    return rc;
+}
+
 char *sk_redact(const char *text, size_t len, size_t *out_len)
 {
+    spans sp = { 0 };
+    bool found = false, whole = false;
     sk_buf b = { 0 };
-    int rc = sk_buf_reserve(&b, len + 1);
     pthread_mutex_lock(&secrets_lock);
-    size_t i = 0, copied = 0;
-    while (rc == 0 && i < len) {
-        size_t end = secrets_n ? secrets_match_at(text, len, i) : 0;
-        if (!end) {
-            i++;
-            continue;
+    /* Large text: literal occurrences are cut where they are; one that only
+     * decoding reveals withholds the whole text (no position maps). */
+    bool large = len > SECRETS_MAP_MAX;
+    int rc = secrets_scan(text, len, large ? 1 : SECRETS_MAX_LEVELS, &sp, &found, &whole);
+    if (rc == 0)
+        rc = redact_spans(&b, text, len, &sp);
+    if (rc == 0 && large && b.len) {
+        rc = secrets_scan(b.data, b.len, SECRETS_MAX_LEVELS, NULL, &found, &whole);
+        if (rc == 0 && found) {
+            memset(b.data, 0, b.cap);
+            sk_buf_reset(&b);
+            rc = sk_buf_append(&b, WITHHELD, sizeof WITHHELD - 1);
         }
-        rc = sk_buf_append(&b, text + copied, i - copied);
-        if (rc == 0)
-            rc = sk_buf_append(&b, SK_REDACTED, sizeof SK_REDACTED - 1);
-        i = copied = end;
     }
     pthread_mutex_unlock(&secrets_lock);
-    if (rc == 0)
-        rc = sk_buf_append(&b, text + copied, len - copied);
+    free(sp.v);
     if (rc != 0) {
         secret_wipe_free(b.data, b.cap);
         return NULL;

@@ -67,6 +67,7 @@ struct mc_call {
     uint64_t offset;
     /* a failure decided before any attempt (delivered from a timer) */
     int fail_code;
+    size_t fail_limit;        /* ResponseTooLargeError: the limit */
     char *fail_message;
     const char *fail_local;
     const char *fail_rpc;    /* the failure came from another call (static string) */
@@ -278,7 +279,8 @@ static void call_on_fail_timer(uv_timer_t *t)
 {
     mc_call *call = t->data;
     mc_reply r = { .code = call->fail_code, .rpc = call->fail_rpc ? call->fail_rpc : call->rpc,
-                   .message = call->fail_message ? call->fail_message : "", .local = call->fail_local };
+                   .message = call->fail_message ? call->fail_message : "", .local = call->fail_local,
+                   .limit = call->fail_limit };
     call_finish(call, &r);
 }
 
@@ -463,6 +465,7 @@ static void token_on_fetched(void *ud, const mc_reply *r)
             call_attempt(w);
         } else {
             w->fail_rpc = SK_MODAL_RPC_AUTH_TOKEN_GET; /* the SDK throws the fetch's error */
+            w->fail_limit = r->limit;
             call_fail_later(w, code, local, "%s", message);
         }
         w = next;
@@ -1018,8 +1021,12 @@ sk_error *mc_error(const mc_client *c, const mc_reply *r, const char *sdk_error)
     const char *name = sk_grpc_code_name(r->code);
     sk_error *e;
     if (r->local && strcmp(r->local, "ModalError") != 0) {
-        e = sk_error_new(r->local, json_pack("{s:s,s:s}", "provider", "modal", "rpc", r->rpc ? r->rpc : ""),
-                         "%s", msg);
+        if (r->limit)
+            e = sk_error_new(r->local, json_pack("{s:s,s:s}", "provider", "modal", "rpc", r->rpc ? r->rpc : ""),
+                             "Modal %s: %s (option max_response_bytes)", r->rpc ? r->rpc : "call", msg);
+        else
+            e = sk_error_new(r->local, json_pack("{s:s,s:s}", "provider", "modal", "rpc", r->rpc ? r->rpc : ""),
+                             "%s", msg);
         const char *missing = c ? sk_modal_config_missing(&c->cfg) : NULL;
         if (e && strcmp(r->local, "ConfigError") == 0 && missing)
             sk_error_set(e, "key", json_string(missing));
