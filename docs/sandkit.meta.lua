@@ -4,9 +4,11 @@
 -- README.md; this mirrors it.
 
 ---@class sandkit.Error
----@field kind string   "ConfigError", "SandboxNotReadyError", "PlatformApiError", ...
+---@field kind string   "ConfigError", "SandboxNotReadyError", "PlatformApiError", "ResponseTooLargeError", ...
 ---@field message string
--- plus the fields of its kind (status, code, grpc_status, argv, ...)
+-- plus the fields of its kind (status, code, grpc_status, argv, limit, ...).
+-- No string in it (nor tostring) holds an access token, a token secret or an
+-- env value of 4 bytes or more, in any encoding (docs/security.md).
 
 ---@class sandkit.Result
 ---@field exit_code integer
@@ -140,10 +142,10 @@ function sandkit.errors.is(err, kind) end
 ---@param opts? table
 ---@return sandkit.Sandbox
 function sandkit.LocalSandbox(opts) end
----@param opts? table
+---@param opts? table  ... max_response_bytes? integer: largest control-plane response body (default 16 MiB; over it: nil, ResponseTooLargeError with `limit`)
 ---@return sandkit.Sandbox
 function sandkit.PlatformSandbox(opts) end
----@param opts? table
+---@param opts? table  ... max_response_bytes? integer: largest gRPC response message (default 16 MiB; over it: nil, ResponseTooLargeError with `limit`, `rpc`)
 ---@return sandkit.Sandbox
 function sandkit.ModalSandbox(opts) end
 ---@param opts? table

@@ -18,8 +18,8 @@
 static void gone(const char *name, const char *text)
 {
     size_t len = 0;
-    char *r = sk_redact(text, strlen(text), &len);
-    int ok = r && strstr(r, SK_REDACTED) && !sk_redact_needed(r, len) && strlen(r) == len;
+    char *r = sk_redact(NULL, text, strlen(text), &len);
+    int ok = r && strstr(r, SK_REDACTED) && !sk_redact_needed(NULL, r, len) && strlen(r) == len;
     if (!tap(ok, "%s: redacted", name))
         printf("#   in:  %s\n#   out: %s\n", text, r ? r : "(null)");
     free(r);
@@ -27,8 +27,8 @@ static void gone(const char *name, const char *text)
 
 static void kept(const char *name, const char *text)
 {
-    char *r = sk_redact(text, strlen(text), NULL);
-    int ok = r && strcmp(r, text) == 0 && !sk_redact_needed(text, strlen(text));
+    char *r = sk_redact(NULL, text, strlen(text), NULL);
+    int ok = r && strcmp(r, text) == 0 && !sk_redact_needed(NULL, text, strlen(text));
     if (!tap(ok, "%s: left alone", name))
         printf("#   in:  %s\n#   out: %s\n", text, r ? r : "(null)");
     free(r);
@@ -36,9 +36,10 @@ static void kept(const char *name, const char *text)
 
 int main(void)
 {
+    static const char other_scope;
     kept("nothing held", "tok/en+Ab c\"d\xc3\xa9");
     tap(sk_secret_hold(SECRET) == 0, "hold");
-    tap(sk_secret_hold("abc") == 0 && !sk_redact_needed("xx abc xx", 9), "a value under the floor is not held");
+    tap(sk_secret_hold("abc") == 0 && !sk_redact_needed(NULL, "xx abc xx", 9), "a value under the floor is not held");
 
     gone("literal", "x " SECRET " y");
     gone("JSON \\/ and \\\" and \\u00e9", "{\"message\":\"bad token tok\\/en+Ab c\\\"d\\u00e9\"}");
@@ -76,14 +77,14 @@ int main(void)
         memcpy(t + big / 2, enc, strlen(enc));
         t[big] = '\0';
         size_t len = 0;
-        char *r = sk_redact(t, big, &len);
-        tap(r && len < 200 && strstr(r, SK_REDACTED) && !sk_redact_needed(r, len),
+        char *r = sk_redact(NULL, t, big, &len);
+        tap(r && len < 200 && strstr(r, SK_REDACTED) && !sk_redact_needed(NULL, r, len),
             "a 2 MiB text with an encoded secret is withheld whole: %.60s", r ? r : "(null)");
         free(r);
         memset(t, 'x', big);
         memcpy(t + big / 2, SECRET, strlen(SECRET));
-        r = sk_redact(t, big, &len);
-        tap(r && len == big - strlen(SECRET) + strlen(SK_REDACTED) && !sk_redact_needed(r, len),
+        r = sk_redact(NULL, t, big, &len);
+        tap(r && len == big - strlen(SECRET) + strlen(SK_REDACTED) && !sk_redact_needed(NULL, r, len),
             "a 2 MiB text with a literal secret has just that cut");
         free(r);
         free(t);
@@ -95,20 +96,21 @@ int main(void)
     /* two holders, then releases */
     tap(sk_secret_hold(SECRET) == 0, "hold twice");
     sk_secret_release(SECRET);
-    tap(sk_redact_needed(SECRET, strlen(SECRET)), "still held after one release");
+    tap(sk_redact_needed(NULL, SECRET, strlen(SECRET)), "still held after one release");
     sk_secret_release(SECRET);
-    tap(!sk_redact_needed(SECRET, strlen(SECRET)), "released");
+    tap(!sk_redact_needed(NULL, SECRET, strlen(SECRET)), "released");
 
     /* errors: message, nested strings, nested keys; top-level keys kept */
     tap(sk_secret_hold("env-value-1234") == 0 && sk_secret_hold("an env/value") == 0, "hold env values");
     json_t *env = json_pack("{s:s,s:s}", "A", "first value", "B", "second value");
-    tap(sk_secret_hold_env(env) == 0 && sk_redact_needed("x second value", 14), "hold an env table");
+    tap(sk_secret_hold_env(&env, env) == 0 && sk_redact_needed(&env, "x second value", 14) &&
+            !sk_redact_needed(&other_scope, "x second value", 14), "hold an env table: in its own scope only");
     sk_error *e = sk_error_new(
         "PlatformApiError",
         json_pack("{s:i,s:s,s:{s:[s,s],s:s}}", "status", 400, "body", "{\"env\":{\"K\":\"an env\\/value\"}}",
                   "details", "list", "ok", "xx env-value-1234 xx", "an env/value", "key is secret"),
         "%s", "Platform proxy request failed with 400: bad env an env/value and env%2Dvalue%2D1234");
-    sk_error_redact(e);
+    sk_error_redact(NULL, e);
     char *all = json_dumps(e->fields, JSON_SORT_KEYS | JSON_ENSURE_ASCII);
     tap(e && !strstr(e->message, "env/value") && !strstr(e->message, "1234") && strstr(e->message, SK_REDACTED),
         "error message redacted: %s", e ? e->message : "");
@@ -117,12 +119,12 @@ int main(void)
         "every field string and nested key redacted, top-level keys kept: %s", all ? all : "");
     free(all);
     sk_error_free(e);
-    sk_secret_release_env(env);
-    tap(!sk_redact_needed("x second value", 14), "env table released");
+    sk_secret_release_env(&env, env);
+    tap(!sk_redact_needed(NULL, "x second value", 14), "env table released");
     json_decref(env);
     sk_secret_release("env-value-1234");
     sk_secret_release("an env/value");
-    sk_error_redact(NULL);
+    sk_error_redact(NULL, NULL);
 
     printf("1..%d\n", tap_n);
     return tap_failed != 0;

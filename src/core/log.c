@@ -58,8 +58,8 @@ void sk_log(sk_log_level level, const char *component, const char *fmt, ...)
         msg[--len] = '\0';
     /* Lines may quote servers (error messages, libwebsockets): no secret
      * leaves through the log either. */
-    if (sk_redact_needed(msg, len)) {
-        char *safe = sk_redact(msg, len, NULL);
+    if (sk_redact_needed(NULL, msg, len)) {
+        char *safe = sk_redact(NULL, msg, len, NULL);
         log_sink(level, component ? component : "core", safe ? safe : "[line withheld: out of memory]", log_ud);
         free(safe);
         return;

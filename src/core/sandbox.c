@@ -79,7 +79,7 @@ sk_sandbox *sk_sandbox_new(sk_loop *loop, const sk_provider *provider, const jso
         *err = sandbox_oom();
         goto fail;
     }
-    if (sk_secret_hold_env(sb->env) != 0) {
+    if (sk_secret_hold_env(sb, sb->env) != 0) {
         *err = sandbox_oom();
         goto fail;
     }
@@ -99,7 +99,7 @@ fail:
     if (sb->impl && provider->free)
         provider->free(sb);
     if (sb->env_held)
-        sk_secret_release_env(sb->env);
+        sk_secret_release_env(sb, sb->env);
     json_decref(sb->options);
     json_decref(sb->env);
     free(sb->id);
@@ -383,7 +383,7 @@ static void process_free(sk_process *p)
     sk_buf_free(&p->err);
     sk_error_free(p->error);
     if (p->held_env) {
-        sk_secret_release_env(p->held_env);
+        sk_secret_release_env(p->held_owner, p->held_env);
         json_decref(p->held_env);
     }
     free(p);
@@ -424,13 +424,14 @@ sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracke
     /* Per-command env values are secrets for as long as the process lives. */
     if (json_object_size(o->env) > 0) {
         json_t *held = json_deep_copy(o->env);
-        if (!held || sk_secret_hold_env(held) != 0) {
+        if (!held || sk_secret_hold_env(sb, held) != 0) {
             json_decref(held);
             process_free(p);
             *err = sandbox_oom();
             return NULL;
         }
         p->held_env = held;
+        p->held_owner = sb;
     }
     if (sb->provider->spawn(sb, p, o, err) != 0) {
         process_free(p);
@@ -623,7 +624,7 @@ void sk_sandbox_free(sk_sandbox *sb)
     if (sb->provider->free)
         sb->provider->free(sb);
     if (sb->env_held)
-        sk_secret_release_env(sb->env);
+        sk_secret_release_env(sb, sb->env);
     json_decref(sb->options);
     json_decref(sb->env);
     free(sb->id);

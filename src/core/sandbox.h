@@ -67,6 +67,7 @@ struct sk_process {
     sk_result result;
     sk_error *error;          /* transport failure, if any */
     json_t *held_env;         /* per-command env, held as secrets (secrets.h) until freed */
+    const void *held_owner;   /* their scope: the sandbox (a key only; may be gone) */
     double start_ms;
     int64_t timeout_ms;
     bool timing_out, cancelling;

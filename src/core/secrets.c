@@ -25,6 +25,7 @@
 #define SECRETS_MAP_MAX ((size_t)1 << 20)
 
 typedef struct secret {
+    const void *owner; /* NULL: every scope's (tokens); else one sandbox's (env) */
     char *value;
     size_t len;
     int refs;
@@ -181,7 +182,7 @@ static void secrets_rebuild_starts(void)
     }
 }
 
-int sk_secret_hold(const char *value)
+static int secret_hold_in(const void *owner, const char *value)
 {
     if (!value || strlen(value) < SK_SECRET_MIN_LEN)
         return 0;
@@ -189,7 +190,7 @@ int sk_secret_hold(const char *value)
     int rc = 0;
     pthread_mutex_lock(&secrets_lock);
     for (size_t i = 0; i < secrets_n; i++) {
-        if (secrets[i].len == len && memcmp(secrets[i].value, value, len) == 0) {
+        if (secrets[i].owner == owner && secrets[i].len == len && memcmp(secrets[i].value, value, len) == 0) {
             secrets[i].refs++;
             goto out;
         }
@@ -204,7 +205,7 @@ int sk_secret_hold(const char *value)
         secrets = v;
         secrets_cap = cap;
     }
-    secret s = { .len = len, .refs = 1 };
+    secret s = { .owner = owner, .len = len, .refs = 1 };
     if (!(s.value = strdup(value))) {
         rc = -1;
         goto out;
@@ -221,7 +222,7 @@ out:
     return rc;
 }
 
-void sk_secret_release(const char *value)
+static void secret_release_in(const void *owner, const char *value)
 {
     if (!value || strlen(value) < SK_SECRET_MIN_LEN)
         return;
@@ -229,7 +230,7 @@ void sk_secret_release(const char *value)
     pthread_mutex_lock(&secrets_lock);
     for (size_t i = 0; i < secrets_n; i++) {
         secret *s = &secrets[i];
-        if (s->len != len || memcmp(s->value, value, len) != 0)
+        if (s->owner != owner || s->len != len || memcmp(s->value, value, len) != 0)
             continue;
         if (--s->refs == 0) {
             secret_free_parts(s);
@@ -246,12 +247,15 @@ void sk_secret_release(const char *value)
     pthread_mutex_unlock(&secrets_lock);
 }
 
-int sk_secret_hold_env(const json_t *env)
+int sk_secret_hold(const char *value) { return secret_hold_in(NULL, value); }
+void sk_secret_release(const char *value) { secret_release_in(NULL, value); }
+
+int sk_secret_hold_env(const void *owner, const json_t *env)
 {
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)env, k, v) {
-        if (json_is_string(v) && sk_secret_hold(json_string_value(v)) != 0) {
+        if (json_is_string(v) && secret_hold_in(owner, json_string_value(v)) != 0) {
             /* undo what was held so far: the caller fails as a whole */
             const char *k2;
             json_t *v2;
@@ -259,7 +263,7 @@ int sk_secret_hold_env(const json_t *env)
                 if (v2 == v)
                     break;
                 if (json_is_string(v2))
-                    sk_secret_release(json_string_value(v2));
+                    secret_release_in(owner, json_string_value(v2));
             }
             return -1;
         }
@@ -267,13 +271,13 @@ int sk_secret_hold_env(const json_t *env)
     return 0;
 }
 
-void sk_secret_release_env(const json_t *env)
+void sk_secret_release_env(const void *owner, const json_t *env)
 {
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)env, k, v) {
         if (json_is_string(v))
-            sk_secret_release(json_string_value(v));
+            secret_release_in(owner, json_string_value(v));
     }
 }
 
@@ -444,14 +448,16 @@ static size_t b64_match(const char *t, size_t n, size_t i, const char *core, siz
     return i + len;
 }
 
-/* The longest match of any secret at t[i]: its end, or 0. Lock held. */
-static size_t secrets_match_at(const char *t, size_t n, size_t i)
+/* The longest match at t[i] of a secret in scope: its end, or 0. Lock held. */
+static size_t secrets_match_at(const void *scope, const char *t, size_t n, size_t i)
 {
     if (!secrets_starts[(unsigned char)t[i]])
         return 0;
     size_t best = 0;
     for (size_t k = 0; k < secrets_n; k++) {
         const secret *s = &secrets[k];
+        if (scope && s->owner && s->owner != scope)
+            continue;
         size_t end = literal_match(t, n, i, s->value, s->len);
         for (int a = 0; a < s->n_b64; a++) {
             size_t e = b64_match(t, n, i, s->b64[a], s->b64_len[a]);
@@ -509,7 +515,8 @@ enum { SCAN_OK = 0, SCAN_ENOMEM = -1 };
  * the original (sp, may be NULL to only detect). *found: any at all;
  * *whole: one was found where no map says where (text withheld whole).
  * Lock held. */
-static int secrets_scan(const char *text, size_t len, int max_levels, spans *sp, bool *found, bool *whole)
+static int secrets_scan(const void *scope, const char *text, size_t len, int max_levels, spans *sp, bool *found,
+                        bool *whole)
 {
     *found = *whole = false;
     if (!secrets_n || !len)
@@ -522,7 +529,7 @@ static int secrets_scan(const char *text, size_t len, int max_levels, spans *sp,
     int rc = SCAN_OK;
     for (int level = 0;; level++) {
         for (size_t i = 0; i < n;) {
-            size_t end = secrets_match_at(t, n, i);
+            size_t end = secrets_match_at(scope, t, n, i);
             if (!end) {
                 i++;
                 continue;
@@ -579,11 +586,11 @@ out:
     return rc;
 }
 
-bool sk_redact_needed(const char *text, size_t len)
+bool sk_redact_needed(const void *scope, const char *text, size_t len)
 {
     bool found = false, whole = false;
     pthread_mutex_lock(&secrets_lock);
-    (void)secrets_scan(text, len, SECRETS_MAX_LEVELS, NULL, &found, &whole);
+    (void)secrets_scan(scope, text, len, SECRETS_MAX_LEVELS, NULL, &found, &whole);
     pthread_mutex_unlock(&secrets_lock);
     return found;
 }
@@ -613,7 +620,7 @@ static int redact_spans(sk_buf *b, const char *text, size_t len, spans *sp)
     return rc;
 }
 
-char *sk_redact(const char *text, size_t len, size_t *out_len)
+char *sk_redact(const void *scope, const char *text, size_t len, size_t *out_len)
 {
     spans sp = { 0 };
     bool found = false, whole = false;
@@ -622,11 +629,11 @@ char *sk_redact(const char *text, size_t len, size_t *out_len)
     /* Large text: literal occurrences are cut where they are; one that only
      * decoding reveals withholds the whole text (no position maps). */
     bool large = len > SECRETS_MAP_MAX;
-    int rc = secrets_scan(text, len, large ? 1 : SECRETS_MAX_LEVELS, &sp, &found, &whole);
+    int rc = secrets_scan(scope, text, len, large ? 1 : SECRETS_MAX_LEVELS, &sp, &found, &whole);
     if (rc == 0)
         rc = redact_spans(&b, text, len, &sp);
     if (rc == 0 && large && b.len) {
-        rc = secrets_scan(b.data, b.len, SECRETS_MAX_LEVELS, NULL, &found, &whole);
+        rc = secrets_scan(scope, b.data, b.len, SECRETS_MAX_LEVELS, NULL, &found, &whole);
         if (rc == 0 && found) {
             memset(b.data, 0, b.cap);
             sk_buf_reset(&b);
@@ -649,16 +656,16 @@ char *sk_redact(const char *text, size_t len, size_t *out_len)
 /* Server-supplied structures can nest; ours never go deeper than this. */
 #define REDACT_MAX_DEPTH 64
 
-static int redact_json(json_t *v, bool redact_keys, int depth);
+static int redact_json(const void *scope, json_t *v, bool redact_keys, int depth);
 
-static int redact_json_string(json_t *v)
+static int redact_json_string(const void *scope, json_t *v)
 {
     const char *s = json_string_value(v);
     size_t len = json_string_length(v);
-    if (!sk_redact_needed(s, len))
+    if (!sk_redact_needed(scope, s, len))
         return 0;
     size_t rlen;
-    char *r = sk_redact(s, len, &rlen);
+    char *r = sk_redact(scope, s, len, &rlen);
     if (!r)
         return -1;
     int rc = json_string_setn_nocheck(v, r, rlen);
@@ -666,18 +673,18 @@ static int redact_json_string(json_t *v)
     return rc;
 }
 
-static int redact_json_object(json_t *obj, bool redact_keys, int depth)
+static int redact_json_object(const void *scope, json_t *obj, bool redact_keys, int depth)
 {
     const char *k;
     json_t *v;
     json_t *renamed = NULL; /* keys that held a secret, under their redacted names */
     void *tmp;
     json_object_foreach_safe(obj, tmp, k, v) {
-        if (redact_json(v, true, depth + 1) != 0)
+        if (redact_json(scope, v, true, depth + 1) != 0)
             goto fail;
-        if (!redact_keys || !sk_redact_needed(k, strlen(k)))
+        if (!redact_keys || !sk_redact_needed(scope, k, strlen(k)))
             continue;
-        char *rk = sk_redact(k, strlen(k), NULL);
+        char *rk = sk_redact(scope, k, strlen(k), NULL);
         if (!rk || (!renamed && !(renamed = json_object())) || json_object_set(renamed, rk, v) != 0) {
             free(rk);
             goto fail;
@@ -694,29 +701,29 @@ fail:
     return -1;
 }
 
-static int redact_json(json_t *v, bool redact_keys, int depth)
+static int redact_json(const void *scope, json_t *v, bool redact_keys, int depth)
 {
     if (depth > REDACT_MAX_DEPTH)
         return -1;
     if (json_is_string(v))
-        return redact_json_string(v);
+        return redact_json_string(scope, v);
     if (json_is_object(v))
-        return redact_json_object(v, redact_keys, depth);
+        return redact_json_object(scope, v, redact_keys, depth);
     if (json_is_array(v)) {
         for (size_t i = 0; i < json_array_size(v); i++)
-            if (redact_json(json_array_get(v, i), true, depth + 1) != 0)
+            if (redact_json(scope, json_array_get(v, i), true, depth + 1) != 0)
                 return -1;
     }
     return 0;
 }
 
-void sk_error_redact(sk_error *e)
+void sk_error_redact(const void *scope, sk_error *e)
 {
     if (!e)
         return;
     int rc = 0;
-    if (e->message && sk_redact_needed(e->message, strlen(e->message))) {
-        char *r = sk_redact(e->message, strlen(e->message), NULL);
+    if (e->message && sk_redact_needed(scope, e->message, strlen(e->message))) {
+        char *r = sk_redact(scope, e->message, strlen(e->message), NULL);
         if (r) {
             secret_wipe_free(e->message, strlen(e->message));
             e->message = r;
@@ -726,7 +733,7 @@ void sk_error_redact(sk_error *e)
     }
     /* top-level keys are sandkit's own field names */
     if (rc == 0 && e->fields)
-        rc = redact_json(e->fields, false, 0);
+        rc = redact_json(scope, e->fields, false, 0);
     if (rc != 0) {
         /* Out of memory (or absurd nesting): give up on detail rather than
          * leave anything unredacted. */

@@ -2,9 +2,11 @@
  * redaction from what the user sees: error messages, every string of an
  * error's fields, and log lines (docs/security.md, "Secrets").
  *
- * One process-wide registry, because the log sink is process-wide and an
- * error may quote any server. Holders count references: a sandbox holds its
- * token and env values for its lifetime, a process its per-command env.
+ * One process-wide registry, because the log sink is process-wide. Tokens
+ * are held for every scope; env values for one scope (their sandbox), so an
+ * env value such as "test" only ever cuts into its own sandbox's errors.
+ * Holders count references: a sandbox holds its token and env values for
+ * its lifetime, a process its per-command env.
  *
  * A held value is found in text written literally and in the forms servers
  * echo it in: JSON string escapes (\/ \" \\ \n ..., \uXXXX for any
@@ -27,21 +29,26 @@
 #define SK_SECRET_BASE64_MIN_LEN 6
 #define SK_REDACTED "[redacted]"
 
-/* NULL, "" and values shorter than SK_SECRET_MIN_LEN are ignored. 0, or -1
- * on ENOMEM (the value is then not held: callers treat it as fatal). */
+/* A token, for every scope. NULL, "" and values shorter than
+ * SK_SECRET_MIN_LEN are ignored. 0, or -1 on ENOMEM (the value is then not
+ * held: callers treat it as fatal or remember not to release it). */
 int sk_secret_hold(const char *value);
 void sk_secret_release(const char *value);
-/* Every string value of a JSON object (an env table). */
-int sk_secret_hold_env(const json_t *env);
-void sk_secret_release_env(const json_t *env);
+/* Every string value of a JSON object (an env table), for scope owner. */
+int sk_secret_hold_env(const void *owner, const json_t *env);
+void sk_secret_release_env(const void *owner, const json_t *env);
+
+/* scope below: the sandbox whose env values apply (tokens always do);
+ * NULL: every held value (log lines). */
 
 /* A redacted copy of text (NUL-terminated), or NULL on ENOMEM. */
-char *sk_redact(const char *text, size_t len, size_t *out_len);
-/* True when text holds a held secret in any recognised form. */
-bool sk_redact_needed(const char *text, size_t len);
+char *sk_redact(const void *scope, const char *text, size_t len, size_t *out_len);
+/* True when text holds a secret of scope in any recognised form. */
+bool sk_redact_needed(const void *scope, const char *text, size_t len);
 /* Redacts e->message and every string in e->fields (nested values and
  * their keys too) in place. Never leaves a secret behind: when memory runs
  * out it drops the fields and replaces the message. NULL is a no-op. */
-void sk_error_redact(sk_error *e);
+void sk_error_redact(const void *scope, sk_error *e);
+
 
 #endif

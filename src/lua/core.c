@@ -17,7 +17,7 @@ skl_state *skl_state_get(lua_State *L)
 }
 
 void skl_queue(skl_state *st, int kind, lua_Integer token, int stream, const char *data,
-               size_t len, const sk_error *err)
+               size_t len, const sk_error *err, const void *scope)
 {
     skl_event *e = calloc(1, sizeof *e);
     if (!e)
@@ -35,8 +35,8 @@ void skl_queue(skl_state *st, int kind, lua_Integer token, int stream, const cha
         e->len = len;
     }
     e->err = sk_error_copy(err);
-    /* now, while the secrets of the process that failed are still held */
-    sk_error_redact(e->err);
+    e->scope = scope;
+    sk_error_redact(scope, e->err);
     if (st->tail)
         st->tail->next = e;
     else
@@ -209,11 +209,10 @@ void skl_push_json(lua_State *L, const json_t *v)
     }
 }
 
-void skl_push_error(lua_State *L, skl_state *st, const sk_error *err)
+void skl_push_error(lua_State *L, skl_state *st, const sk_error *err, const void *scope)
 {
-    /* Every error reaches Lua here: the one place secrets are redacted. */
     sk_error *safe = sk_error_copy(err);
-    sk_error_redact(safe);
+    sk_error_redact(scope, safe);
     const char *kind = safe ? safe->kind : "Error";
     const char *message = safe ? safe->message : "out of memory";
     if (st->error_factory != LUA_NOREF) {
@@ -232,9 +231,9 @@ void skl_push_error(lua_State *L, skl_state *st, const sk_error *err)
     sk_error_free(safe);
 }
 
-int skl_raise_error(lua_State *L, skl_state *st, const sk_error *err)
+int skl_raise_error(lua_State *L, skl_state *st, const sk_error *err, const void *scope)
 {
-    skl_push_error(L, st, err);
+    skl_push_error(L, st, err, scope);
     return lua_error(L);
 }
 
@@ -271,7 +270,7 @@ static int core_step(lua_State *L)
         case SKL_EV_LIFECYCLE:
             lua_pushliteral(L, "lifecycle");
             if (e->err)
-                skl_push_error(L, st, e->err);
+                skl_push_error(L, st, e->err, e->scope);
             else
                 lua_pushnil(L);
             nargs = 3;
@@ -335,7 +334,7 @@ static void core_timer_closed(uv_handle_t *h) { free(h); }
 static void core_timer_fired(uv_timer_t *h)
 {
     skl_target *t = h->data;
-    skl_queue(t->st, SKL_EV_TIMER, t->token, 0, NULL, 0, NULL);
+    skl_queue(t->st, SKL_EV_TIMER, t->token, 0, NULL, 0, NULL, NULL);
 }
 
 static void core_timer_close(core_timer *t)
