@@ -149,6 +149,8 @@ local function run_child(cfg, child_env)
   local err = f and f:read("a") or ""
   if f then f:close() end
   assert.truthy(out:find("DONE\n", 1, true), "child did not finish:\n" .. out .. err)
+  -- under ASan the child is instrumented too: a leak or a memory error fails the test
+  assert.is_nil(err:find("Sanitizer", 1, true), err)
   return out, err
 end
 
@@ -159,6 +161,19 @@ local function memory_result(out, err)
 end
 
 local MiB = 1024 * 1024
+-- ASan's quarantine and valgrind hold freed memory: RSS is ours to bound
+-- only in uninstrumented runs (the outcome is checked in every run).
+local INSTRUMENTED = procs.instrumented()
+local function assert_growth_below(res, bytes, what)
+  local grew = (res.hwm_kb - res.rss0_kb) * 1024
+  -- TRUST_REPORT=1: print the figures (for docs/security.md)
+  if os.getenv("TRUST_REPORT") then
+    io.stderr:write(("\n[trust] %s: peak RSS +%d KiB, %d ms\n"):format(tostring(res.kind or "ok"), grew // 1024,
+      math.floor(res.elapsed_ms)))
+  end
+  if INSTRUMENTED then return end
+  assert.is_true(grew < bytes, ("peak RSS grew by %d KiB%s"):format(grew // 1024, what or ""))
+end
 
 -- ---- memory bounds ---------------------------------------------------------
 
@@ -195,8 +210,7 @@ describe("hostile servers: memory bounds", function()
     assert.truthy(res.message:find("16777216", 1, true), res.message)
     assert.truthy(res.message:find("max_response_bytes", 1, true), res.message)
     -- before the cap: 3.7 GiB after 8 s and growing; now at most the cap (twice, as the buffer doubles)
-    assert.is_true((res.hwm_kb - res.rss0_kb) * 1024 < 200 * MiB,
-      ("peak RSS grew by %d KiB"):format(res.hwm_kb - res.rss0_kb))
+    assert_growth_below(res, 200 * MiB)
     assert.is_true(res.elapsed_ms < 30000, ("took %d ms"):format(res.elapsed_ms))
     local sent = srv:log().requests[1].response_bytes
     assert.is_true(sent >= 16 * MiB, "the server did stream past the limit (" .. tostring(sent) .. " bytes)")
@@ -209,7 +223,7 @@ describe("hostile servers: memory bounds", function()
     assert.equal("ResponseTooLargeError", res.kind)
     assert.equal(MiB, res.limit)
     assert.truthy(res.message:find("1048576", 1, true), res.message)
-    assert.is_true((res.hwm_kb - res.rss0_kb) * 1024 < 64 * MiB)
+    assert_growth_below(res, 64 * MiB)
   end)
 
   platform_it("a declared Content-Length over the cap fails before the body is read", function()
@@ -219,8 +233,7 @@ describe("hostile servers: memory bounds", function()
     assert.equal("ResponseTooLargeError", res.kind)
     assert.equal(16 * MiB, res.limit)
     -- reading up to the cap would cost 16-32 MiB; failing at the headers costs nothing
-    assert.is_true((res.hwm_kb - res.rss0_kb) * 1024 < 12 * MiB,
-      ("peak RSS grew by %d KiB"):format(res.hwm_kb - res.rss0_kb))
+    assert_growth_below(res, 12 * MiB)
     assert.is_true(res.elapsed_ms < 30000)
   end)
 
@@ -234,8 +247,7 @@ describe("hostile servers: memory bounds", function()
     local frames
     for _, e in ipairs(srv:log().ws or {}) do frames = frames or e.flood_frames end
     assert.is_true((frames or 0) > 1000, "the server flooded " .. tostring(frames) .. " frames")
-    assert.is_true((res.hwm_kb - res.rss0_kb) * 1024 < 64 * MiB,
-      ("peak RSS grew by %d KiB over %d frames"):format(res.hwm_kb - res.rss0_kb, frames or 0))
+    assert_growth_below(res, 64 * MiB, (" over %d frames"):format(frames or 0))
   end)
 
   local function modal_it(name, fn)
@@ -257,8 +269,7 @@ describe("hostile servers: memory bounds", function()
       assert.equal(16 * MiB, res.limit)
       assert.truthy(res.message:find("1073741824", 1, true), res.message)
       assert.truthy(res.message:find("16777216", 1, true), res.message)
-      assert.is_true((res.hwm_kb - res.rss0_kb) * 1024 < 12 * MiB,
-        ("peak RSS grew by %d KiB"):format(res.hwm_kb - res.rss0_kb))
+      assert_growth_below(res, 12 * MiB)
       assert.is_true(res.elapsed_ms < 30000, ("took %d ms"):format(res.elapsed_ms))
     end)
     h:stop()
