@@ -142,6 +142,7 @@ local function run_child(cfg, child_env)
   local errfile = dir .. "/stderr"
   local cmd = ("%s timeout -k 5 170 lua5.4 %s 2>%s"):format(table.concat(parts, " "), sh_quote(script),
     sh_quote(errfile))
+  if cfg.ulimit_kb then cmd = ("ulimit -v %d && %s"):format(cfg.ulimit_kb, cmd) end
   local p = assert(io.popen(cmd))
   local out = p:read("a")
   p:close()
@@ -235,6 +236,16 @@ describe("hostile servers: memory bounds", function()
     -- reading up to the cap would cost 16-32 MiB; failing at the headers costs nothing
     assert_growth_below(res, 12 * MiB)
     assert.is_true(res.elapsed_ms < 30000)
+  end)
+
+  ;(have_provider("platform") and not INSTRUMENTED and it or pending)(
+    "running out of memory while reading a response is nil, err, never a raise", function()
+    -- a limit raised past what the process may map (ulimit -v): the buffer cannot grow
+    assert.is_nil(srv:faults({ http = { { route = "create", body = "endless", status = 200 } } }).error)
+    local res = memory_result(run_child({ id = "platform", mode = "memory", ulimit_kb = 700 * 1024,
+      options = platform_options(srv, { max_response_bytes = 4 * 1024 * MiB }) }))
+    assert.is_false(res.ok)
+    assert.truthy(res.message:find("out of memory", 1, true), res.message)
   end)
 
   platform_it("an exec socket flooding small control frames does not grow memory; the command still runs", function()
