@@ -429,20 +429,21 @@ describe("secrets in what the user sees", function()
     if not ok then error(e, 0) end
   end)
 
-  modal_it("a Modal error echoing the token secret in any encoding shows no form of it", function()
-    local secret = token_canary("as")
+  modal_it("a Modal error echoing the token id and secret in any encoding shows no form of them", function()
+    local id, secret = token_canary("ak"), token_canary("as")
     local srv = server.start("spec/servers/modal/server.mjs",
-      { "--port", "0", "--token-id", "ak-canary", "--token-secret", secret })
+      { "--port", "0", "--token-id", id, "--token-secret", secret })
     local ok, e = pcall(function()
       local fails = {}
       for i, form in ipairs(FORMS) do
-        fails[i] = { rpc = "*", count = 1, code = 7, message = "token rejected: {token_secret:" .. form .. "}" }
+        fails[i] = { rpc = "*", count = 1, code = 7,
+          message = "token rejected: {token_secret:" .. form .. "} for {token_id:" .. form .. "}" }
       end
       srv:faults({ fail = fails })
       local out, err = run_child({ id = "modal", mode = "start_each", n = #FORMS,
-        options = { token_id = "ak-canary", token_secret = secret, server_url = srv.url } })
-      assert_clean(out, err, { secret }, range(#FORMS))
-      assert.truthy(out:find("err1.grpc_message\ttoken rejected: [redacted]", 1, true), out)
+        options = { token_id = id, token_secret = secret, server_url = srv.url } })
+      assert_clean(out, err, { id, secret }, range(#FORMS))
+      assert.truthy(out:find("err1.grpc_message\ttoken rejected: [redacted] for [redacted]", 1, true), out)
     end)
     srv:stop()
     if not ok then error(e, 0) end
