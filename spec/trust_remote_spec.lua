@@ -496,3 +496,23 @@ describe("secrets in what the user sees", function()
     if not ok then error(e, 0) end
   end)
 end)
+
+describe("max_response_bytes is validated", function()
+  for _, id in ipairs({ "platform", "modal" }) do
+    ;(have_provider(id) and it or pending)(id .. ": below 1024 or not an integer raises a ConfigError naming it", function()
+      local base = id == "platform" and { access_token = "t", project_id = "p", environment_id = "e" }
+        or { token_id = "ak-x", token_secret = "as-x" }
+      for _, bad in ipairs({ 100, 1.5, "16MiB", -1 }) do
+        local o = { max_response_bytes = bad }
+        for k, v in pairs(base) do o[k] = v end
+        local ok, err = pcall(sandkit.new, id, o)
+        assert.is_false(ok)
+        assert.is_true(require("sandkit.errors").is(err, "ConfigError"), tostring(err))
+        assert.equal("max_response_bytes", err.key)
+      end
+      local desc
+      for _, d in ipairs(sandkit.providers()) do if d.id == id then desc = d end end
+      assert.truthy(desc.options.max_response_bytes.description:find("16 MiB", 1, true))
+    end)
+  end
+end)
