@@ -429,6 +429,24 @@ describe("secrets in what the user sees", function()
     if not ok then error(e, 0) end
   end)
 
+  platform_it("a close reason that cuts an env value short shows no piece of it", function()
+    local srv = server.start("spec/servers/platform/server.mjs", { "--quiet", "--token", "test-token" })
+    local ok, e = pcall(function()
+      -- the 123-byte reason ends inside the value
+      local env_sb = env_canary("longenv") .. (" tail"):rep(40)
+      assert.is_nil(srv:faults({ ws = { { action = "close_before_exit", at = "init", code = 1011,
+        reason = "bad init {request:raw}" } } }).error)
+      local out, err = run_child({ id = "platform", mode = "exec_each", n = 1,
+        options = platform_options(srv, { env = { A = env_sb } }), command = "true" })
+      assert_clean(out, err, { env_sb }, { 1 })
+      -- "longenv" begins the value and nothing else: no piece of it, in any escaping
+      assert.is_nil(out:find("longenv", 1, true), out)
+      assert.truthy(out:find("close_reason\tbad init {\\\"type\\\":", 1, true), out)
+    end)
+    srv:stop()
+    if not ok then error(e, 0) end
+  end)
+
   modal_it("a Modal error echoing the token id and secret in any encoding shows no form of them", function()
     local id, secret = token_canary("ak"), token_canary("as")
     local srv = server.start("spec/servers/modal/server.mjs",

@@ -91,6 +91,10 @@ int main(void)
     }
 
     kept("a prefix of the secret", "tok/en+A and more");
+    gone("cut short at the end (a truncating server)", "close 1011 bad init: tok/en+Ab c");
+    gone("cut short before ...", "failed with 401: {\"t\":\"tok\\/en+Ab c...");
+    gone("its tail at the start", "en+Ab c\"d\xc3\xa9 was echoed");
+    kept("a piece under 8 bytes at the end", "the word tok/en+");
     kept("ordinary text", "Platform proxy request failed with 401: unauthorized");
 
     /* two holders, then releases */

@@ -511,6 +511,43 @@ static int spans_cmp(const void *a, const void *b)
 
 enum { SCAN_OK = 0, SCAN_ENOMEM = -1 };
 
+/* A hit [i, end) of the current level: recorded as a span of the original
+ * (or the whole text marked, where no map says where). 1: stop scanning
+ * (detect-only, or withheld whole), 0: go on, -1: ENOMEM. */
+static int scan_hit(spans *sp, int level, bool maps, const level_map *m, size_t i, size_t end, bool *found,
+                    bool *whole)
+{
+    *found = true;
+    if (!sp)
+        return 1;
+    if (level == 0)
+        return spans_add(sp, i, end) != 0 ? -1 : 0;
+    if (maps)
+        return spans_add(sp, m->start[i], m->stop[end - 1]) != 0 ? -1 : 0;
+    *whole = true;
+    return 1;
+}
+
+/* The longest piece (at least SK_SECRET_PARTIAL_MIN bytes, not the whole
+ * value) of a secret in scope that ends t (a prefix, before an optional
+ * "...") or begins it (a suffix): *head = its end at the start, *tail = its
+ * start at the end. Lock held. */
+static void secrets_partial_edges(const void *scope, const char *t, size_t n, size_t *head, size_t *tail)
+{
+    size_t end = n >= 3 && memcmp(t + n - 3, "...", 3) == 0 ? n - 3 : n;
+    for (size_t k = 0; k < secrets_n; k++) {
+        const secret *s = &secrets[k];
+        if (scope && s->owner && s->owner != scope)
+            continue;
+        for (size_t l = s->len - 1; l >= SK_SECRET_PARTIAL_MIN; l--) {
+            if (l <= end && *tail > end - l && memcmp(t + end - l, s->value, l) == 0)
+                *tail = end - l;
+            if (l <= n && *head < l && memcmp(t, s->value + s->len - l, l) == 0)
+                *head = l;
+        }
+    }
+}
+
 /* Finds every held secret in text, at every decoding level, as spans of
  * the original (sp, may be NULL to only detect). *found: any at all;
  * *whole: one was found where no map says where (text withheld whole).
@@ -534,21 +571,24 @@ static int secrets_scan(const void *scope, const char *text, size_t len, int max
                 i++;
                 continue;
             }
-            *found = true;
-            if (!sp)
+            int hit = scan_hit(sp, level, maps, &cur_map, i, end, found, whole);
+            if (hit < 0)
+                goto oom;
+            if (hit > 0)
                 goto out;
-            if (level == 0) {
-                if (spans_add(sp, i, end) != 0)
-                    goto oom;
-            } else if (maps) {
-                if (spans_add(sp, cur_map.start[i], cur_map.stop[end - 1]) != 0)
-                    goto oom;
-            } else {
-                *whole = true;
-                goto out;
-            }
             i = end;
         }
+        /* a secret cut short where the text ends (a server truncating it), or
+         * its tail where the text begins */
+        size_t head = 0, tail = n;
+        secrets_partial_edges(scope, t, n, &head, &tail);
+        int hit = head ? scan_hit(sp, level, maps, &cur_map, 0, head, found, whole) : 0;
+        if (hit == 0 && tail < n)
+            hit = scan_hit(sp, level, maps, &cur_map, tail, n, found, whole);
+        if (hit < 0)
+            goto oom;
+        if (hit > 0)
+            goto out;
         if (level + 1 >= max_levels || (!memchr(t, '%', n) && !memchr(t, '\\', n)))
             break;
         if (!next && !(next = malloc(n)))

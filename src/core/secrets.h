@@ -13,7 +13,8 @@
  * character, surrogate pairs, one or more levels of escaping), percent-
  * encoding (either hex case, '+' for space, %25 double encoding), and
  * base64 (standard or URL-safe alphabet, any alignment; values of at least
- * SK_SECRET_BASE64_MIN_LEN bytes). Values shorter than SK_SECRET_MIN_LEN
+ * SK_SECRET_BASE64_MIN_LEN bytes), and cut short at either end of the text
+ * (SK_SECRET_PARTIAL_MIN). Values shorter than SK_SECRET_MIN_LEN
  * bytes are not held: "1" or "on" cannot be told from ordinary text, and
  * replacing them would garble every message. */
 #ifndef SK_SECRETS_H
@@ -27,6 +28,10 @@
 
 #define SK_SECRET_MIN_LEN 4
 #define SK_SECRET_BASE64_MIN_LEN 6
+/* A text that ends with the first bytes of a held value (a server cut it
+ * short), or begins with its last bytes, has that piece cut too when it is
+ * at least this long. */
+#define SK_SECRET_PARTIAL_MIN 8
 #define SK_REDACTED "[redacted]"
 
 /* A token, for every scope. NULL, "" and values shorter than

@@ -220,6 +220,7 @@ static int platform_init(sk_sandbox *sb, const json_t *o, sk_error **err)
         .insecure_skip_verify = ps->insecure,
         .timeout_ms = json_is_number(rt) ? (long)json_number_value(rt) : 0,
         .max_response_bytes = json_is_number(max_resp) ? (size_t)json_number_value(max_resp) : 0,
+        .secret_scope = sb,
     };
     ps->api = platform_api_new(sb->loop, &cfg);
     free(base);

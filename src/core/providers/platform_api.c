@@ -15,7 +15,6 @@
 /* Longest slice of a response body quoted in an error message (the whole
  * body is kept in the `body` field). */
 #define PLATFORM_MSG_BODY_MAX 512
-#define PLATFORM_REDACTED "[redacted]"
 
 struct platform_api {
     sk_loop *loop;
@@ -23,6 +22,7 @@ struct platform_api {
     char *auth;     /* "Bearer <token>" */
     char *token;
     bool token_held; /* as a secret (secrets.h) */
+    const void *secret_scope;
     char *acting_user;
     char *ca_file;
     bool insecure;
@@ -146,6 +146,7 @@ platform_api *platform_api_new(sk_loop *loop, const platform_api_config *cfg)
     if (!api || !project)
         goto fail;
     api->loop = loop;
+    api->secret_scope = cfg->secret_scope;
     api->insecure = cfg->insecure_skip_verify;
     api->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 60000;
     api->max_response_bytes = cfg->max_response_bytes ? cfg->max_response_bytes : SK_HTTP_DEFAULT_MAX_BODY;
@@ -195,25 +196,9 @@ void platform_api_free(platform_api *api)
 
 char *platform_api_redact(const platform_api *api, const char *text, size_t len, size_t *out_len)
 {
-    sk_buf b = { 0 };
-    const char *tok = api && api->token && *api->token ? api->token : NULL;
-    size_t tl = tok ? strlen(tok) : 0;
-    size_t i = 0;
-    while (i < len) {
-        if (tok && len - i >= tl && memcmp(text + i, tok, tl) == 0) {
-            sk_buf_append(&b, PLATFORM_REDACTED, sizeof PLATFORM_REDACTED - 1);
-            i += tl;
-            continue;
-        }
-        /* copy up to the next possible match */
-        const char *next = tok ? memchr(text + i + 1, tok[0], len - i - 1) : NULL;
-        size_t n = next ? (size_t)(next - (text + i)) : len - i;
-        sk_buf_append(&b, text + i, n);
-        i += n;
-    }
-    if (out_len)
-        *out_len = b.len;
-    return sk_buf_take(&b);
+    /* every held token, this sandbox's env values, in every encoded form;
+     * before any cut, so a secret straddling it cannot half-survive */
+    return sk_redact(api ? api->secret_scope : NULL, text, len, out_len);
 }
 
 /* ---- responses ------------------------------------------------------------ */

@@ -26,6 +26,7 @@ typedef struct platform_api_config {
     bool insecure_skip_verify;  /* tests only */
     long timeout_ms;            /* per request; 0 = 60000 (upstream) */
     size_t max_response_bytes;  /* response body cap; 0 = SK_HTTP_DEFAULT_MAX_BODY */
+    const void *secret_scope;   /* whose env values are redacted too (the sandbox; secrets.h) */
 } platform_api_config;
 
 platform_api *platform_api_new(sk_loop *loop, const platform_api_config *cfg);
@@ -48,7 +49,8 @@ platform_call *platform_api_call(platform_api *api, const char *method, const ch
 /* No callback runs after this; a no-op from inside the call's own callback. */
 void platform_api_cancel(platform_call *call);
 
-/* Redacts the token (and any extra secret) from text: a new string. */
+/* Redacts every held token and the scope's env values from text, in every
+ * form secrets.h knows: a new string, NULL on ENOMEM. */
 char *platform_api_redact(const platform_api *api, const char *text, size_t len, size_t *out_len);
 
 /* JavaScript encodeURIComponent (malloc'd). */
