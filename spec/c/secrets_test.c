@@ -9,11 +9,21 @@
 
 #include <jansson.h>
 
+#include "log.h"
 #include "secrets.h"
 
 #include "tap.h"
 
 #define SECRET "tok/en+Ab c\"d\xc3\xa9"
+
+static char logged[512];
+static void capture(sk_log_level level, const char *component, const char *msg, void *ud)
+{
+    (void)level;
+    (void)component;
+    (void)ud;
+    snprintf(logged, sizeof logged, "%s", msg);
+}
 
 static void gone(const char *name, const char *text)
 {
@@ -96,6 +106,12 @@ int main(void)
     gone("its tail at the start", "en+Ab c\"d\xc3\xa9 was echoed");
     kept("a piece under 8 bytes at the end", "the word tok/en+");
     kept("ordinary text", "Platform proxy request failed with 401: unauthorized");
+
+    /* log lines: every held value, whatever its scope */
+    sk_log_set_sink(capture, NULL);
+    sk_log(SK_LOG_WARN, "test", "server said: %s", "tok%2Fen%2BAb%20c%22d%C3%A9");
+    tap(strcmp(logged, "server said: " SK_REDACTED) == 0, "a log line is redacted: %s", logged);
+    sk_log_set_sink(NULL, NULL);
 
     /* two holders, then releases */
     tap(sk_secret_hold(SECRET) == 0, "hold twice");
