@@ -227,6 +227,20 @@ describe("hostile servers: memory bounds", function()
     assert_growth_below(res, 64 * MiB)
   end)
 
+  platform_it("a failed call keeps at most 64 KiB of its body in the error", function()
+    assert.is_nil(srv:faults({ http = { { route = "create", status = 400, body = "text",
+      text = ("0123456789"):rep(20000) } } }).error)
+    local sb = sandkit.PlatformSandbox(platform_options(srv))
+    local ok, err = sb:start()
+    assert.is_nil(ok)
+    assert.equal("PlatformApiError", err.kind)
+    assert.equal(400, err.status)
+    assert.is_true(err.body_truncated)
+    assert.equal(64 * 1024, #err.body)
+    assert.equal(("0123456789"):rep(20000):sub(1, 64 * 1024), err.body)
+    assert.is_true(#err.message < 1024)
+  end)
+
   platform_it("a declared Content-Length over the cap fails before the body is read", function()
     assert.is_nil(srv:faults({ http = { { route = "create", body = "endless", status = 200,
       declared_length = 1024 * MiB } } }).error)

@@ -15,6 +15,11 @@
 /* Longest slice of a response body quoted in an error message (the whole
  * body is kept in the `body` field). */
 #define PLATFORM_MSG_BODY_MAX 512
+/* Longest prefix of a failed call's body kept in the error (`body`,
+ * `body_truncated`): control-plane errors are small, and what an error
+ * holds is scanned for secrets at every hand-over, so its size stays
+ * bounded even when the body reached max_response_bytes. */
+#define PLATFORM_BODY_FIELD_MAX ((size_t)64 << 10)
 
 struct platform_api {
     sk_loop *loop;
@@ -207,7 +212,9 @@ static sk_error *api_error_from_response(platform_call *c, int status, const cha
                                          bool malformed_2xx)
 {
     size_t rlen = 0;
-    char *raw = platform_api_redact(c->api, body ? body : "", body ? body_len : 0, &rlen);
+    bool body_cut = body && body_len > PLATFORM_BODY_FIELD_MAX;
+    char *raw = platform_api_redact(c->api, body ? body : "", body ? (body_cut ? PLATFORM_BODY_FIELD_MAX : body_len) : 0,
+                                    &rlen);
     if (!raw)
         return sk_error_new("Error", NULL, "out of memory");
     const char *code = NULL, *proxy_message = NULL;
@@ -221,6 +228,8 @@ static sk_error *api_error_from_response(platform_call *c, int status, const cha
     json_t *fields = json_object();
     json_object_set_new(fields, "status", json_integer(status));
     json_object_set_new(fields, "body", json_stringn_nocheck(raw, rlen));
+    if (body_cut)
+        json_object_set_new(fields, "body_truncated", json_true());
     if (code) {
         json_object_set_new(fields, "code", json_string_nocheck(code));
         json_object_set_new(fields, "proxy_message", json_string_nocheck(proxy_message));
