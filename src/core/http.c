@@ -295,8 +295,10 @@ static void http_complete(sk_http *r, CURLcode rc)
     sk_http_result res = { 0 };
     res.err = r->too_large ? SK_HTTP_ERR_TOO_LARGE : r->oom ? SK_HTTP_ERR_OTHER : http_err_of(rc);
     res.curl_code = (int)rc;
-    if (res.err == SK_HTTP_ERR_TOO_LARGE)
-        res.limit = r->header_bytes > SK_HTTP_MAX_HEADER_BYTES ? SK_HTTP_MAX_HEADER_BYTES : r->max_body;
+    if (res.err == SK_HTTP_ERR_TOO_LARGE) {
+        res.headers_too_large = r->header_bytes > SK_HTTP_MAX_HEADER_BYTES;
+        res.limit = res.headers_too_large ? SK_HTTP_MAX_HEADER_BYTES : r->max_body;
+    }
     res.status = r->status;
     long v = 0;
     if (curl_easy_getinfo(r->easy, CURLINFO_HTTP_VERSION, &v) == CURLE_OK)
@@ -317,7 +319,7 @@ static void http_complete(sk_http *r, CURLcode rc)
     if (res.err == SK_HTTP_ERR_TOO_LARGE) {
         sk_buf_free(&r->acc); /* give the memory back before the callback */
         snprintf(msg, sizeof msg, "%s: response %s larger than the limit of %zu bytes",
-                 r->what ? r->what : "request", r->header_bytes > SK_HTTP_MAX_HEADER_BYTES ? "headers" : "body",
+                 r->what ? r->what : "request", res.headers_too_large ? "headers" : "body",
                  res.limit);
         res.error = msg;
     } else if (r->oom) {

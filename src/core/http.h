@@ -85,7 +85,8 @@ typedef struct sk_http_result {
     size_t n_trailers;
     const char *body;                  /* whole body when no data callback was set; */
     size_t body_len;                   /* NUL-terminated; NULL/0 otherwise (and on an error) */
-    size_t limit;                      /* SK_HTTP_ERR_TOO_LARGE: the limit that was exceeded */
+    size_t limit;                      /* SK_HTTP_ERR_TOO_LARGE: the limit that was exceeded, */
+    bool headers_too_large;            /* by the header block (else by the body) */
 } sk_http_result;
 
 typedef struct sk_http_callbacks {

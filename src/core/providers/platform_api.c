@@ -272,9 +272,9 @@ static sk_error *api_transport_error(platform_call *c, const sk_http_result *res
         if (res->status)
             json_object_set_new(fields, "status", json_integer(res->status));
         err = sk_error_new("ResponseTooLargeError", fields,
-                           "Platform proxy response to %s %s is larger than the limit of %zu bytes "
-                           "(option max_response_bytes)",
-                           c->method, c->path, res->limit);
+                           "Platform proxy response to %s %s: %s larger than the limit of %zu bytes%s", c->method,
+                           c->path, res->headers_too_large ? "headers" : "body", res->limit,
+                           res->headers_too_large ? "" : " (option max_response_bytes)");
     } else if (res->err == SK_HTTP_ERR_TIMEOUT) {
         json_object_set_new(fields, "timeout_ms", json_integer(c->api->timeout_ms));
         err = sk_error_new("TimeoutError", fields, "Platform proxy request %s %s timed out after %ld ms", c->method,
