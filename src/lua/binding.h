@@ -4,6 +4,8 @@
 #ifndef SKL_BINDING_H
 #define SKL_BINDING_H
 
+#include <stdbool.h>
+
 #include <lauxlib.h>
 #include <lua.h>
 
@@ -20,6 +22,7 @@ typedef struct skl_event {
     size_t len;
     sk_error *err;
     const void *scope; /* whose secrets err is redacted against (secrets.h) */
+    bool err_lost;     /* an error that could not be copied (out of memory) */
     struct skl_event *next;
 } skl_event;
 

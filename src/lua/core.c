@@ -35,6 +35,7 @@ void skl_queue(skl_state *st, int kind, lua_Integer token, int stream, const cha
         e->len = len;
     }
     e->err = sk_error_copy(err);
+    e->err_lost = err && !e->err; /* still a failure: "out of memory" */
     e->scope = scope;
     sk_error_redact(scope, e->err);
     if (st->tail)
@@ -269,7 +270,7 @@ static int core_step(lua_State *L)
             break;
         case SKL_EV_LIFECYCLE:
             lua_pushliteral(L, "lifecycle");
-            if (e->err)
+            if (e->err || e->err_lost)
                 skl_push_error(L, st, e->err, e->scope);
             else
                 lua_pushnil(L);
