@@ -481,6 +481,33 @@ describe("secrets in what the user sees", function()
     if not ok then error(e, 0) end
   end)
 
+  modal_it("a Modal error echoing the auth token or the router JWT sandkit received shows no form of them", function()
+    local srv = server.start("spec/servers/modal/server.mjs",
+      { "--port", "0", "--token-id", "ak-test", "--token-secret", "as-test" })
+    local ok, e = pcall(function()
+      -- both are JWTs minted by the server: the header segment is the same in each
+      local jwt_head = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+      local options = { token_id = "ak-test", token_secret = "as-test", server_url = srv.url }
+      local fails = {}
+      for i, form in ipairs({ "raw", "json_u", "percent", "base64" }) do
+        fails[i] = { rpc = "AppGetOrCreate", count = 1, code = 3, message = "bad auth {auth_token:" .. form .. "}" }
+      end
+      srv:faults({ fail = fails })
+      local out, err = run_child({ id = "modal", mode = "start_each", n = #fails, options = options })
+      assert_clean(out, err, { jwt_head }, range(#fails))
+      srv:faults({ fail = cjson.null })
+      fails = {}
+      for i, form in ipairs({ "raw", "json_slash", "percent_lower", "base64url" }) do
+        fails[i] = { rpc = "TaskExecStart", count = 1, code = 3, message = "bad router jwt {router_jwt:" .. form .. "}" }
+      end
+      srv:faults({ fail = fails })
+      out, err = run_child({ id = "modal", mode = "exec_each", n = #fails, options = options, command = "true" })
+      assert_clean(out, err, { jwt_head }, range(#fails))
+    end)
+    srv:stop()
+    if not ok then error(e, 0) end
+  end)
+
   modal_it("a Modal error echoing the request shows no env value (sandbox env at start, command env at exec)", function()
     local srv = server.start("spec/servers/modal/server.mjs",
       { "--port", "0", "--token-id", "ak-test", "--token-secret", "as-test" })

@@ -176,9 +176,10 @@ function applyFaults(body) {
   }
 }
 
-// A careless server's error message: {token_id:<enc>}, {token_secret:<enc>}
-// and {request:<enc>} placeholders become the caller's credentials or its
-// request (as JSON), in the encoding named (raw, json_slash, json_u,
+// A careless server's error message: {token_id:<enc>}, {token_secret:<enc>},
+// {auth_token:<enc>}, {router_jwt:<enc>} and {request:<enc>} placeholders
+// become the caller's credentials, tokens or request (as JSON), in the
+// encoding named (raw, json_slash, json_u,
 // percent, percent_lower, form, base64, base64url).
 function echoEncode(v, encoding) {
   const bytes = Buffer.from(v, 'utf8');
@@ -207,9 +208,11 @@ function echoEncode(v, encoding) {
 }
 
 function echoMessage(message, call) {
-  return message.replace(/\{(token_id|token_secret|request):([a-z_0-9]+)\}/g, (_, what, enc) => {
-    const v = what === 'request' ? JSON.stringify(call.request ?? {})
-      : mdGet(call, what === 'token_id' ? 'x-modal-token-id' : 'x-modal-token-secret');
+  return message.replace(/\{(token_id|token_secret|auth_token|router_jwt|request):([a-z_0-9]+)\}/g, (_, what, enc) => {
+    let v;
+    if (what === 'request') v = JSON.stringify(call.request ?? {});
+    else if (what === 'router_jwt') v = mdGet(call, 'authorization').replace(/^Bearer /, '');
+    else v = mdGet(call, { token_id: 'x-modal-token-id', token_secret: 'x-modal-token-secret', auth_token: 'x-modal-auth-token' }[what]);
     return echoEncode(v, enc);
   });
 }
