@@ -34,6 +34,7 @@
 ---@field handshake_timeout_ms? integer Exec socket handshake deadline for commands without a timeout (upstream: 30000). Default: 30000.
 ---@field idle_timeout_minutes? number Idle window before the platform may destroy the sandbox (sent at create).
 ---@field insecure_skip_verify? boolean Tests only: accept any TLS certificate. Default: false.
+---@field max_response_bytes? integer Largest control-plane response body accepted, in bytes (default 16 MiB); over it: nil, ResponseTooLargeError with `limit`. Default: 16777216.
 ---@field network_isolation? "ISOLATED"|"PRIVATE" ISOLATED (platform default): outbound internet only; PRIVATE: joins the environment's private network.
 ---@field project_id? string Project id (else MASTRA_PROJECT_ID).
 ---@field request_timeout_ms? integer Timeout of each control-plane request (upstream: 60000). Default: 60000.
@@ -46,6 +47,7 @@
 ---@class sandkit.ModalSandboxOptions: sandkit.SandboxOptions  Runs commands in a Modal sandbox (gRPC over HTTP/2); stop snapshots the filesystem, start reconnects by name.
 ---@field app_name? string Modal App the sandbox belongs to (created if missing). Default: mastra.
 ---@field base_image? string Registry image the sandbox is created from when there is no snapshot. Default: ubuntu:22.04.
+---@field max_response_bytes? integer Largest gRPC response message accepted, in bytes (default 16 MiB); over it: nil, ResponseTooLargeError with `limit`, `rpc`. Default: 16777216.
 ---@field rpc_timeout_ms? integer Deadline of each control-plane call attempt, in ms (default none, as the SDK); long polls get it on top of their poll time.
 ---@field server_url? string Control-plane URL (else MODAL_SERVER_URL, else the profile, else https://api.modal.com:443).
 ---@field timeout_ms? integer Sandbox lifetime in milliseconds (Modal's timeout; a multiple of 1000). Default: 300000.
@@ -86,11 +88,13 @@
 ---@field working_directory? string Working directory inside the container (wins over working_dir) Default: /workspace.
 
 ---@class sandkit.Error
----@field kind string   "ConfigError", "SandboxNotReadyError", "PlatformApiError", ...
+---@field kind string   "ConfigError", "SandboxNotReadyError", "PlatformApiError", "ResponseTooLargeError", ...
 ---@field message string
 ---@field where? string  misuse only: "file:line" of the caller
--- plus the fields of its kind (status, code, grpc_status, argv, ...;
--- fleet:map errors: clone, sandbox_id, cause)
+-- plus the fields of its kind (status, code, grpc_status, argv, limit, ...;
+-- fleet:map errors: clone, sandbox_id, cause).
+-- No string in it (nor tostring) holds an access token, a token secret or an
+-- env value of 4 bytes or more, in any encoding (docs/security.md).
 
 ---@class sandkit.Result
 ---@field exit_code integer

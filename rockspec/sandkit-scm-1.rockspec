@@ -82,6 +82,7 @@ build = {
         "src/core/pb.c",
         "src/core/proc.c",
         "src/core/sandbox.c",
+        "src/core/secrets.c",
         "src/core/shell.c",
         "src/core/toml.c",
         "src/core/ws.c",

@@ -217,6 +217,49 @@ static void test_get_post(sk_loop *loop, const echo_server *s)
     call_reset(&c);
 }
 
+/* Response size caps: a declared Content-Length over max_body_bytes fails
+ * at the headers, a chunked body when it passes the cap, a header block
+ * past SK_HTTP_MAX_HEADER_BYTES; each as SK_HTTP_ERR_TOO_LARGE naming the
+ * limit, with no body handed over. */
+static void test_caps(sk_loop *loop, const echo_server *s)
+{
+    char url[256];
+    call c = { 0 };
+    snprintf(url, sizeof url, "%s/big?bytes=5000000", s->base);
+    sk_http_request q = { .url = url, .max_body_bytes = 1000000 };
+    bool fin = fetch(loop, &c, &q);
+    tap(fin && c.err == SK_HTTP_ERR_TOO_LARGE && c.body.len == 0 && strstr(c.error, "limit of 1000000 bytes") &&
+            strstr(c.error, "body"),
+        "declared Content-Length over the cap: too_large at the headers (%s)", c.error);
+
+    snprintf(url, sizeof url, "%s/chunked?bytes=3000000", s->base);
+    q = (sk_http_request){ .url = url, .max_body_bytes = 1000000 };
+    fin = fetch(loop, &c, &q);
+    tap(fin && c.err == SK_HTTP_ERR_TOO_LARGE && c.body.len == 0 && strstr(c.error, "limit of 1000000 bytes"),
+        "chunked body past the cap: too_large (%s)", c.error);
+
+    q = (sk_http_request){ .url = url, .max_body_bytes = 3000000 };
+    fin = fetch(loop, &c, &q);
+    tap(fin && c.err == SK_HTTP_OK && c.body.len == 3000000, "a body exactly at the cap is whole (%zu bytes)",
+        c.body.len);
+
+    q = (sk_http_request){ .url = url };
+    fin = fetch(loop, &c, &q);
+    tap(fin && c.err == SK_HTTP_OK && c.body.len == 3000000, "default cap (%zu MiB) lets 3 MB through",
+        SK_HTTP_DEFAULT_MAX_BODY >> 20);
+
+    snprintf(url, sizeof url, "%s/headers?n=2000", s->base);
+    q = (sk_http_request){ .url = url };
+    fin = fetch(loop, &c, &q);
+    tap(fin && c.err == SK_HTTP_ERR_TOO_LARGE && strstr(c.error, "headers") && strstr(c.error, "262144"),
+        "a header block past 256 KiB: too_large (%s)", c.error);
+    snprintf(url, sizeof url, "%s/headers?n=100", s->base);
+    q = (sk_http_request){ .url = url };
+    fin = fetch(loop, &c, &q);
+    tap(fin && c.err == SK_HTTP_OK && c.status == 200, "20 KiB of headers are fine");
+    call_reset(&c);
+}
+
 static void test_streaming(sk_loop *loop, const echo_server *s)
 {
     char url[256];
@@ -570,6 +613,7 @@ int main(void)
     sk_loop *loop = sk_loop_new();
     test_get_post(loop, &s);
     test_streaming(loop, &s);
+    test_caps(loop, &s);
     test_reuse(loop, &s);
     test_failures(loop, &s);
     test_cancel(loop, &s);

@@ -1,7 +1,9 @@
 /* Typed errors crossing the core's API: a kind ("ConfigError", ...), a
  * message, and kind-specific fields as a JSON object (numbers, strings,
  * booleans). The binding turns one into a Lua error object. Messages must
- * never contain secrets: callers format them from non-secret values only. */
+ * never contain secrets: callers format them from non-secret values only;
+ * what a server said may echo one, so the binding redacts every error
+ * (secrets.h) before Lua sees it. */
 #ifndef SK_ERROR_H
 #define SK_ERROR_H
 

@@ -45,6 +45,24 @@ static int grpc_on_message(void *ud, const uint8_t *msg, size_t len)
     return c->cancelled ? 1 : 0;
 }
 
+/* A message over the limit: the call ends now, before the server can make
+ * us read (or wait for) the rest of it. Nothing of it was buffered. */
+static void grpc_fail_too_large(sk_grpc_call *c)
+{
+    uint32_t n = (uint32_t)c->df.hdr[1] << 24 | (uint32_t)c->df.hdr[2] << 16 | (uint32_t)c->df.hdr[3] << 8 |
+                 (uint32_t)c->df.hdr[4];
+    sk_http_cancel(c->http);
+    c->http = NULL;
+    c->in_done = true;
+    char msg[160];
+    snprintf(msg, sizeof msg, "response message of %lu bytes is larger than the limit of %zu bytes",
+             (unsigned long)n, c->df.max_len);
+    sk_grpc_outcome o = { .code = SK_GRPC_RESOURCE_EXHAUSTED, .message = msg, .messages = c->messages,
+                          .too_large = true, .limit = c->df.max_len };
+    c->cb.done(c, &o, c->ud);
+    grpc_call_free(c);
+}
+
 static void grpc_on_data(sk_http *req, const char *data, size_t len, void *ud)
 {
     (void)req;
@@ -54,10 +72,15 @@ static void grpc_on_data(sk_http *req, const char *data, size_t len, void *ud)
     /* A malformed body makes the deframer's error sticky; reading goes on to
      * the end, where the trailers may explain it and done reports it. */
     c->depth++;
-    (void)sk_grpc_deframer_feed(&c->df, data, len, grpc_on_message, c);
+    int rc = sk_grpc_deframer_feed(&c->df, data, len, grpc_on_message, c);
     c->depth--;
-    if (c->cancelled && c->depth == 0)
-        grpc_call_free(c);
+    if (c->cancelled) {
+        if (c->depth == 0)
+            grpc_call_free(c);
+        return;
+    }
+    if (rc == SK_GRPC_DEFRAME_TOO_LARGE && c->depth == 0)
+        grpc_fail_too_large(c);
 }
 
 /* What grpc-js reports when no grpc-status arrived. */
@@ -193,7 +216,7 @@ sk_grpc_call *sk_grpc_start(sk_loop *loop, const sk_grpc_request *q, const sk_gr
     }
     c->cb = *cb;
     c->ud = ud;
-    sk_grpc_deframer_init(&c->df, 0);
+    sk_grpc_deframer_init(&c->df, q->max_message_bytes);
     sk_http_request hr = {
         .method = "POST",
         .url = url,

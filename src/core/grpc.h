@@ -35,6 +35,8 @@ typedef struct sk_grpc_request {
     size_t message_len;
     int64_t timeout_ms;             /* deadline; <= 0: none. Sent as grpc-timeout too */
     const char *ca_file;            /* TLS: PEM bundle; NULL = system roots */
+    size_t max_message_bytes;       /* per response message; 0 = SK_GRPC_MAX_MESSAGE. A length
+                                     * prefix above it ends the call at once (too_large) */
 } sk_grpc_request;
 
 typedef struct sk_grpc_outcome {
@@ -46,6 +48,9 @@ typedef struct sk_grpc_outcome {
     uint64_t messages;         /* response messages received */
     const uint8_t *response;   /* first response message when no message callback was given */
     size_t response_len;
+    bool too_large;            /* a response message (its length prefix) was over the limit:
+                                * code RESOURCE_EXHAUSTED, as grpc-js */
+    size_t limit;              /* that limit */
 } sk_grpc_outcome;
 
 typedef struct sk_grpc_callbacks {

@@ -12,6 +12,7 @@
 
 #include <ctype.h>
 #include <curl/curl.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +79,10 @@ struct sk_http {
     enum http_phase phase;
     http_hdrs headers, trailers;
     sk_buf acc;  /* accumulated body (no data callback) */
+    size_t max_body;
+    size_t header_bytes; /* of the current header block, or of the trailers */
+    bool too_large;      /* the body or headers passed their cap: aborted */
+    bool oom;            /* out of memory storing the response: aborted */
     bool added;      /* handed to curl_multi_add_handle */
     bool cancelled;
     bool in_done;
@@ -175,6 +180,7 @@ const char *sk_http_err_name(sk_http_err err)
     case SK_HTTP_ERR_PROTOCOL: return "protocol";
     case SK_HTTP_ERR_USAGE: return "usage";
     case SK_HTTP_ERR_OTHER: return "other";
+    case SK_HTTP_ERR_TOO_LARGE: return "too_large";
     }
     return "other";
 }
@@ -211,6 +217,7 @@ static sk_http_err http_err_of(CURLcode rc)
     case CURLE_UNSUPPORTED_PROTOCOL:
     case CURLE_BAD_FUNCTION_ARGUMENT:
     case CURLE_NOT_BUILT_IN: return SK_HTTP_ERR_USAGE;
+    case CURLE_FILESIZE_EXCEEDED: return SK_HTTP_ERR_TOO_LARGE;
     default: return SK_HTTP_ERR_OTHER;
     }
 }
@@ -286,8 +293,12 @@ static void http_complete(sk_http *r, CURLcode rc)
         return;
     }
     sk_http_result res = { 0 };
-    res.err = http_err_of(rc);
+    res.err = r->too_large ? SK_HTTP_ERR_TOO_LARGE : r->oom ? SK_HTTP_ERR_OTHER : http_err_of(rc);
     res.curl_code = (int)rc;
+    if (res.err == SK_HTTP_ERR_TOO_LARGE) {
+        res.headers_too_large = r->header_bytes > SK_HTTP_MAX_HEADER_BYTES;
+        res.limit = res.headers_too_large ? SK_HTTP_MAX_HEADER_BYTES : r->max_body;
+    }
     res.status = r->status;
     long v = 0;
     if (curl_easy_getinfo(r->easy, CURLINFO_HTTP_VERSION, &v) == CURLE_OK)
@@ -300,12 +311,22 @@ static void http_complete(sk_http *r, CURLcode rc)
     res.n_headers = r->headers.n;
     res.trailers = r->trailers.v;
     res.n_trailers = r->trailers.n;
-    if (!r->cb.data) {
+    if (!r->cb.data && res.err == SK_HTTP_OK) {
         res.body = r->acc.len ? r->acc.data : "";
         res.body_len = r->acc.len;
     }
     char msg[CURL_ERROR_SIZE + 512];
-    if (rc != CURLE_OK) {
+    if (res.err == SK_HTTP_ERR_TOO_LARGE) {
+        sk_buf_free(&r->acc); /* give the memory back before the callback */
+        snprintf(msg, sizeof msg, "%s: response %s larger than the limit of %zu bytes",
+                 r->what ? r->what : "request", res.headers_too_large ? "headers" : "body",
+                 res.limit);
+        res.error = msg;
+    } else if (r->oom) {
+        sk_buf_free(&r->acc);
+        snprintf(msg, sizeof msg, "%s: out of memory storing the response", r->what ? r->what : "request");
+        res.error = msg;
+    } else if (rc != CURLE_OK) {
         /* errbuf holds curl's detail (host, port, reason), never headers. */
         if (r->errbuf[0])
             snprintf(msg, sizeof msg, "%s: %s: %s", r->what ? r->what : "request",
@@ -578,6 +599,24 @@ static http_svc *http_svc_get(sk_loop *loop)
 
 /* ---- curl callbacks for one request ----------------------------------- */
 
+static size_t http_on_oom(sk_http *r)
+{
+    r->oom = true;
+    return 0; /* aborts the transfer */
+}
+
+/* A Content-Length above the cap. */
+static bool http_declared_too_large(const sk_http *r)
+{
+    const char *cl = sk_http_header_get(r->headers.v, r->headers.n, "content-length");
+    if (!cl)
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(cl, &end, 10);
+    return end != cl && (errno == ERANGE || n > r->max_body);
+}
+
 static size_t http_on_header(char *buf, size_t size, size_t nitems, void *userp)
 {
     sk_http *r = userp;
@@ -589,16 +628,29 @@ static size_t http_on_header(char *buf, size_t size, size_t nitems, void *userp)
         const char *sp = memchr(buf, ' ', len);
         r->status = sp ? atoi(sp + 1) : 0;
         r->phase = HTTP_PHASE_HEAD;
+        r->header_bytes = 0;
         http_hdrs_free(&r->headers);
         return len;
     }
     bool blank = len <= 2 && (len == 0 || buf[0] == '\r' || buf[0] == '\n');
+    /* A header block (or trailer block) that never ends must not grow
+     * without bound either. */
+    r->header_bytes += len;
+    if (r->header_bytes > SK_HTTP_MAX_HEADER_BYTES) {
+        r->too_large = true;
+        return 0;
+    }
     if (r->phase == HTTP_PHASE_HEAD) {
         if (!blank)
-            return http_hdrs_add_line(&r->headers, buf, len) == 0 ? len : 0;
+            return http_hdrs_add_line(&r->headers, buf, len) == 0 ? len : http_on_oom(r);
         if (r->status >= 100 && r->status < 200)
             return len; /* interim; the final block follows */
         r->phase = HTTP_PHASE_BODY;
+        r->header_bytes = 0; /* from here on: the trailers */
+        if (!r->cb.data && http_declared_too_large(r)) {
+            r->too_large = true; /* fail before reading a byte of it */
+            return 0;
+        }
         if (r->cb.head)
             r->cb.head(r, r->status, r->headers.v, r->headers.n, r->ud);
         return r->cancelled ? 0 : len;
@@ -606,7 +658,7 @@ static size_t http_on_header(char *buf, size_t size, size_t nitems, void *userp)
     /* After the header block: trailers. */
     if (blank)
         return len;
-    return http_hdrs_add_line(&r->trailers, buf, len) == 0 ? len : 0;
+    return http_hdrs_add_line(&r->trailers, buf, len) == 0 ? len : http_on_oom(r);
 }
 
 static size_t http_on_data(char *buf, size_t size, size_t nmemb, void *userp)
@@ -620,7 +672,11 @@ static size_t http_on_data(char *buf, size_t size, size_t nmemb, void *userp)
         r->cb.data(r, buf, len, r->ud);
         return r->cancelled ? 0 : len;
     }
-    return sk_buf_append(&r->acc, buf, len) == 0 ? len : 0;
+    if (len > r->max_body - r->acc.len) {
+        r->too_large = true;
+        return 0;
+    }
+    return sk_buf_append(&r->acc, buf, len) == 0 ? len : http_on_oom(r);
 }
 
 /* ---- public API -------------------------------------------------------- */
@@ -697,6 +753,7 @@ static const char *http_setup(sk_http *r, const sk_http_request *q)
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     long timeout = q->timeout_ms == 0 ? HTTP_DEFAULT_TIMEOUT_MS : q->timeout_ms < 0 ? 0 : q->timeout_ms;
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout);
+    r->max_body = q->max_body_bytes ? q->max_body_bytes : SK_HTTP_DEFAULT_MAX_BODY;
 
     if (q->body) {
         r->body = malloc(q->body_len ? q->body_len : 1);

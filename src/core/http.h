@@ -43,8 +43,16 @@ typedef enum sk_http_err {
     SK_HTTP_ERR_NETWORK, /* connection lost mid-transfer, empty reply */
     SK_HTTP_ERR_PROTOCOL,/* malformed response, HTTP/2 stream/connection error */
     SK_HTTP_ERR_USAGE,   /* bad URL, unsupported scheme, bad option */
-    SK_HTTP_ERR_OTHER
+    SK_HTTP_ERR_OTHER,
+    SK_HTTP_ERR_TOO_LARGE /* body (declared or received) or headers over the limit */
 } sk_http_err;
+
+/* Default cap on an accumulated response body: control-plane JSON is
+ * kilobytes; 16 MiB leaves room for a large listing while bounding what a
+ * hostile or broken server can make us hold (docs/security.md). */
+#define SK_HTTP_DEFAULT_MAX_BODY ((size_t)16 << 20)
+/* Cap on the response header block and on the trailers, each. */
+#define SK_HTTP_MAX_HEADER_BYTES ((size_t)256 << 10)
 
 typedef struct sk_http_request {
     const char *method;                /* NULL: "POST" with a body, else "GET" */
@@ -58,6 +66,10 @@ typedef struct sk_http_request {
     const char *ca_file;               /* PEM bundle to verify against; NULL = system roots */
     bool insecure_skip_verify;         /* no peer or host name verification */
     sk_http_version version;
+    size_t max_body_bytes;             /* accumulated body (no data callback) over this, or a
+                                        * Content-Length over it: SK_HTTP_ERR_TOO_LARGE;
+                                        * 0 = SK_HTTP_DEFAULT_MAX_BODY. A data callback
+                                        * bounds what it keeps itself */
 } sk_http_request;
 
 typedef struct sk_http_result {
@@ -72,7 +84,9 @@ typedef struct sk_http_result {
     const sk_http_header *trailers;    /* HTTP/2 (or chunked HTTP/1.1) trailers */
     size_t n_trailers;
     const char *body;                  /* whole body when no data callback was set; */
-    size_t body_len;                   /* NUL-terminated; NULL/0 otherwise */
+    size_t body_len;                   /* NUL-terminated; NULL/0 otherwise (and on an error) */
+    size_t limit;                      /* SK_HTTP_ERR_TOO_LARGE: the limit that was exceeded, */
+    bool headers_too_large;            /* by the header block (else by the body) */
 } sk_http_result;
 
 typedef struct sk_http_callbacks {

@@ -3,6 +3,10 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "secrets.h"
 
 static void log_stderr(sk_log_level level, const char *component, const char *msg, void *ud)
 {
@@ -52,5 +56,13 @@ void sk_log(sk_log_level level, const char *component, const char *fmt, ...)
     size_t len = (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1;
     while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == '\r'))
         msg[--len] = '\0';
+    /* Lines may quote servers (error messages, libwebsockets): no secret
+     * leaves through the log either. */
+    if (sk_redact_needed(NULL, msg, len)) {
+        char *safe = sk_redact(NULL, msg, len, NULL);
+        log_sink(level, component ? component : "core", safe ? safe : "[line withheld: out of memory]", log_ud);
+        free(safe);
+        return;
+    }
     log_sink(level, component ? component : "core", msg, log_ud);
 }

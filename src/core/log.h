@@ -1,6 +1,7 @@
 /* The core's logger: one settable sink (default: stderr) and a level filter.
  * Process-wide because libwebsockets' own log hook is process-wide.
- * Callers never pass secrets (tokens, header values, env values). */
+ * Callers never pass secrets (tokens, header values, env values); lines
+ * that quote a server are redacted all the same (secrets.h). */
 #ifndef SK_LOG_H
 #define SK_LOG_H
 

@@ -3,6 +3,7 @@
  * its outcome instead of starting another. */
 #include "sandbox.h"
 #include "compat.h"
+#include "secrets.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -78,6 +79,11 @@ sk_sandbox *sk_sandbox_new(sk_loop *loop, const sk_provider *provider, const jso
         *err = sandbox_oom();
         goto fail;
     }
+    if (sk_secret_hold_env(sb, sb->env) != 0) {
+        *err = sandbox_oom();
+        goto fail;
+    }
+    sb->env_held = true;
     if (provider->init(sb, sb->options, err) != 0)
         goto fail;
     if (!sb->id)
@@ -92,6 +98,8 @@ sk_sandbox *sk_sandbox_new(sk_loop *loop, const sk_provider *provider, const jso
 fail:
     if (sb->impl && provider->free)
         provider->free(sb);
+    if (sb->env_held)
+        sk_secret_release_env(sb, sb->env);
     json_decref(sb->options);
     json_decref(sb->env);
     free(sb->id);
@@ -395,6 +403,10 @@ static void process_free(sk_process *p)
     sk_buf_free(&p->out);
     sk_buf_free(&p->err);
     sk_error_free(p->error);
+    if (p->held_env) {
+        sk_secret_release_env(p->held_owner, p->held_env);
+        json_decref(p->held_env);
+    }
     free(p);
 }
 
@@ -431,6 +443,18 @@ sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracke
     p->timeout_ms = o->timeout_ms;
     p->refs = 1; /* the caller's */
     p->start_ms = sk_now_ms();
+    /* Per-command env values are secrets for as long as the process lives. */
+    if (json_object_size(o->env) > 0) {
+        json_t *held = json_deep_copy(o->env);
+        if (!held || sk_secret_hold_env(sb, held) != 0) {
+            json_decref(held);
+            process_free(p);
+            *err = sandbox_oom();
+            return NULL;
+        }
+        p->held_env = held;
+        p->held_owner = sb;
+    }
     if (sb->provider->spawn(sb, p, o, err) != 0) {
         process_free(p);
         return NULL;
@@ -678,6 +702,8 @@ void sk_sandbox_free(sk_sandbox *sb)
     sk_error_free(closed);
     if (sb->provider->free)
         sb->provider->free(sb);
+    if (sb->env_held)
+        sk_secret_release_env(sb, sb->env);
     json_decref(sb->options);
     json_decref(sb->env);
     free(sb->id);

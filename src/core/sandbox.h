@@ -76,6 +76,8 @@ struct sk_process {
     bool returned_after_exit; /* get() has returned it once after exit */
     sk_result result;
     sk_error *error;          /* transport failure, if any */
+    json_t *held_env;         /* per-command env, held as secrets (secrets.h) until freed */
+    const void *held_owner;   /* their scope: the sandbox (a key only; may be gone) */
     double start_ms;
     int64_t timeout_ms;
     bool timing_out, cancelling;
@@ -133,6 +135,7 @@ struct sk_sandbox {
     double created_at_ms;     /* wall clock, ms since the epoch */
     json_t *options;          /* the options as given (owned); never printed */
     json_t *env;              /* sandbox-level env object (owned) */
+    bool env_held;            /* env values are held as secrets (secrets.h) */
     void *impl;
     sk_process *procs;
     unsigned next_local_pid;

@@ -496,7 +496,9 @@ static void ws_on_receive(sk_ws *ws, struct lws *wsi, const void *in, size_t len
         if (ws->rx.len + len > ws->max_message) {
             ws->rx_skip = true;
             sk_buf_free(&ws->rx);
-            ws_set_error(ws, "websocket %s: message larger than the limit%s", NULL);
+            char limit[48];
+            snprintf(limit, sizeof limit, " of %zu bytes", ws->max_message);
+            ws_set_error(ws, "websocket %s: message larger than the limit%s", limit);
             if (!ws->close_requested)
                 ws_request_close(ws, 1009, "message too big", 15);
         } else if (sk_buf_append(&ws->rx, in, len) != 0) {

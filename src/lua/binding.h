@@ -4,6 +4,8 @@
 #ifndef SKL_BINDING_H
 #define SKL_BINDING_H
 
+#include <stdbool.h>
+
 #include <lauxlib.h>
 #include <lua.h>
 
@@ -19,6 +21,8 @@ typedef struct skl_event {
     char *data;
     size_t len;
     sk_error *err;
+    const void *scope; /* whose secrets err is redacted against (secrets.h) */
+    bool err_lost;     /* an error that could not be copied (out of memory) */
     struct skl_event *next;
 } skl_event;
 
@@ -38,17 +42,22 @@ typedef struct skl_target {
 #define SKL_STATE_UPVALUE lua_upvalueindex(1)
 
 skl_state *skl_state_get(lua_State *L); /* from upvalue 1 */
+/* err is copied and redacted at once against scope's secrets (the sandbox
+ * it came from; NULL: every held secret), while a failed process's own env
+ * is still held. */
 void skl_queue(skl_state *st, int kind, lua_Integer token, int stream, const char *data,
-               size_t len, const sk_error *err);
+               size_t len, const sk_error *err, const void *scope);
 
 /* JSON conversion. skl_to_json returns NULL and pushes nothing on success
  * failure: it raises a Lua error naming `what` for unconvertible values. */
 json_t *skl_to_json(lua_State *L, int idx, const char *what);
 void skl_push_json(lua_State *L, const json_t *v);
-/* Pushes an error object made by the Lua error factory. */
-void skl_push_error(lua_State *L, skl_state *st, const sk_error *err);
+/* Pushes an error object made by the Lua error factory, with the secrets
+ * of scope redacted (the sandbox it came from; NULL: every held secret).
+ * Every error reaches Lua through here. */
+void skl_push_error(lua_State *L, skl_state *st, const sk_error *err, const void *scope);
 /* Raises it. */
-int skl_raise_error(lua_State *L, skl_state *st, const sk_error *err);
+int skl_raise_error(lua_State *L, skl_state *st, const sk_error *err, const void *scope);
 
 void skl_open_sandbox(lua_State *L); /* registers the classes; expects the state upvalue on top */
 int skl_new_sandbox(lua_State *L);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/secrets.h"
 #include "../core/shell.h"
 #include "binding.h"
 
@@ -16,7 +17,7 @@ skl_state *skl_state_get(lua_State *L)
 }
 
 void skl_queue(skl_state *st, int kind, lua_Integer token, int stream, const char *data,
-               size_t len, const sk_error *err)
+               size_t len, const sk_error *err, const void *scope)
 {
     skl_event *e = calloc(1, sizeof *e);
     if (!e)
@@ -34,6 +35,9 @@ void skl_queue(skl_state *st, int kind, lua_Integer token, int stream, const cha
         e->len = len;
     }
     e->err = sk_error_copy(err);
+    e->err_lost = err && !e->err; /* still a failure: "out of memory" */
+    e->scope = scope;
+    sk_error_redact(scope, e->err);
     if (st->tail)
         st->tail->next = e;
     else
@@ -206,27 +210,31 @@ void skl_push_json(lua_State *L, const json_t *v)
     }
 }
 
-void skl_push_error(lua_State *L, skl_state *st, const sk_error *err)
+void skl_push_error(lua_State *L, skl_state *st, const sk_error *err, const void *scope)
 {
-    const char *kind = err ? err->kind : "Error";
-    const char *message = err ? err->message : "out of memory";
+    sk_error *safe = sk_error_copy(err);
+    sk_error_redact(scope, safe);
+    const char *kind = safe ? safe->kind : "Error";
+    const char *message = safe ? safe->message : "out of memory";
     if (st->error_factory != LUA_NOREF) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, st->error_factory);
         lua_pushstring(L, kind);
         lua_pushstring(L, message);
-        if (err && err->fields)
-            skl_push_json(L, err->fields);
+        if (safe && safe->fields)
+            skl_push_json(L, safe->fields);
         else
             lua_pushnil(L);
+        sk_error_free(safe); /* before the call: it may raise (out of memory) */
         lua_call(L, 3, 1);
         return;
     }
     lua_pushfstring(L, "%s: %s", kind, message);
+    sk_error_free(safe);
 }
 
-int skl_raise_error(lua_State *L, skl_state *st, const sk_error *err)
+int skl_raise_error(lua_State *L, skl_state *st, const sk_error *err, const void *scope)
 {
-    skl_push_error(L, st, err);
+    skl_push_error(L, st, err, scope);
     return lua_error(L);
 }
 
@@ -262,8 +270,8 @@ static int core_step(lua_State *L)
             break;
         case SKL_EV_LIFECYCLE:
             lua_pushliteral(L, "lifecycle");
-            if (e->err)
-                skl_push_error(L, st, e->err);
+            if (e->err || e->err_lost)
+                skl_push_error(L, st, e->err, e->scope);
             else
                 lua_pushnil(L);
             nargs = 3;
@@ -336,7 +344,7 @@ static void core_timer_closed(uv_handle_t *h) { free(h); }
 static void core_timer_fired(uv_timer_t *h)
 {
     skl_target *t = h->data;
-    skl_queue(t->st, SKL_EV_TIMER, t->token, 0, NULL, 0, NULL);
+    skl_queue(t->st, SKL_EV_TIMER, t->token, 0, NULL, 0, NULL, NULL);
 }
 
 static void core_timer_close(core_timer *t)

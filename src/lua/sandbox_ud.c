@@ -45,9 +45,8 @@ static skl_process *process_check(lua_State *L, int idx)
 
 static void sandbox_lifecycle_done(sk_sandbox *sb, const sk_error *err, void *ud)
 {
-    (void)sb;
     skl_target *t = ud;
-    skl_queue(t->st, SKL_EV_LIFECYCLE, t->token, 0, NULL, 0, err);
+    skl_queue(t->st, SKL_EV_LIFECYCLE, t->token, 0, NULL, 0, err, sb);
     free(t);
 }
 
@@ -56,7 +55,7 @@ static void process_on_output(sk_process *p, int stream, const char *data, size_
     (void)p;
     skl_process *box = ud;
     if (box->want_output)
-        skl_queue(box->target.st, SKL_EV_OUTPUT, box->target.token, stream, data, len, NULL);
+        skl_queue(box->target.st, SKL_EV_OUTPUT, box->target.token, stream, data, len, NULL, NULL);
 }
 
 static void process_on_exit(sk_process *p, const sk_result *r, const sk_error *err, void *ud)
@@ -65,7 +64,7 @@ static void process_on_exit(sk_process *p, const sk_result *r, const sk_error *e
     (void)r;
     (void)err;
     skl_process *box = ud;
-    skl_queue(box->target.st, SKL_EV_EXIT, box->target.token, 0, NULL, 0, NULL);
+    skl_queue(box->target.st, SKL_EV_EXIT, box->target.token, 0, NULL, 0, NULL, NULL);
 }
 
 static const sk_process_events process_events = { process_on_output, process_on_exit };
@@ -92,7 +91,8 @@ int skl_new_sandbox(lua_State *L)
     s->sb = sk_sandbox_new(st->loop, prov, opts, &err);
     json_decref(opts);
     if (!s->sb) {
-        skl_push_error(L, st, err);
+        static const char tokens_only; /* a scope no env value belongs to */
+        skl_push_error(L, st, err, &tokens_only);
         sk_error_free(err);
         return lua_error(L);
     }
@@ -206,7 +206,7 @@ static int sandbox_spawn(lua_State *L)
     json_decref(env);
     if (!box->p) {
         lua_pushnil(L);
-        skl_push_error(L, s->st, err);
+        skl_push_error(L, s->st, err, s->sb);
         sk_error_free(err);
         return 2;
     }
@@ -419,7 +419,7 @@ static int process_result(lua_State *L)
     lua_pop(L, 1);
     if (p->error) {
         lua_pushnil(L);
-        skl_push_error(L, s->st, p->error);
+        skl_push_error(L, s->st, p->error, s->sb);
         return 2;
     }
     lua_pushcfunction(L, process_result_table);
@@ -437,7 +437,7 @@ static int process_result(lua_State *L)
                                  "out of memory copying the command's output into Lua (lower "
                                  "max_output_bytes, or stream it with capture = false)");
     lua_pushnil(L);
-    skl_push_error(L, s->st, err);
+    skl_push_error(L, s->st, err, s->sb);
     sk_error_free(err);
     return 2;
 }
@@ -467,7 +467,7 @@ static int process_write(lua_State *L)
         lua_getiuservalue(L, 1, 1);
         skl_sandbox *s = lua_touserdata(L, -1);
         lua_pushnil(L);
-        skl_push_error(L, s->st, err);
+        skl_push_error(L, s->st, err, s->sb);
         sk_error_free(err);
         return 2;
     }

@@ -663,6 +663,43 @@ local function write_plan(kind, value)
   host.write_file(plan_path(), "# " .. kind .. " " .. tostring(value) .. "\n")
 end
 
+-- A careless CLI quoting its environment: {env:NAME:<encoding>} in a fault's
+-- stderr becomes the value of NAME as this call received it, written raw,
+-- JSON-escaped ("/" as "\/"), every character as \uXXXX, percent-encoded or
+-- base64.
+local function echo_encode(v, enc)
+  if enc == "raw" then return v end
+  if enc == "json_slash" then
+    return (v:gsub('[\\"/]', function(c) return "\\" .. c end))
+  end
+  if enc == "json_u" then
+    local out = {}
+    for _, cp in utf8.codes(v) do out[#out + 1] = ("\\u%04X"):format(cp) end
+    return table.concat(out)
+  end
+  if enc == "percent" then
+    return (v:gsub("[^%w%-_.~]", function(c) return ("%%%02X"):format(c:byte()) end))
+  end
+  if enc == "base64" then
+    local abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    local out = {}
+    for i = 1, #v, 3 do
+      local a, b, c = v:byte(i, i + 2)
+      local n = (a << 16) | ((b or 0) << 8) | (c or 0)
+      for k = 3, 0, -1 do
+        local idx = (n >> (6 * k)) & 63
+        out[#out + 1] = (k >= 2 or (k == 1 and b) or (k == 0 and c)) and abc:sub(idx + 1, idx + 1) or "="
+      end
+    end
+    return table.concat(out)
+  end
+  error("unknown echo encoding " .. tostring(enc))
+end
+
+local function echo_env(s)
+  return (s:gsub("{env:([%w_]+):([%w_]+)}", function(name, enc) return echo_encode(os.getenv(name) or "", enc) end))
+end
+
 -- true when the fault fully answered the call
 local function apply_fault(command, argv)
   local resumed = os.getenv("SANDKIT_CONTAINER_RESUMED_FAULT")
@@ -680,7 +717,7 @@ local function apply_fault(command, argv)
   if rule.stdout == nil and rule.stderr == nil and rule.exit == nil then return false end
   if rule.stdout then out(tostring(rule.stdout)) end
   if rule.stderr then
-    local s = tostring(rule.stderr)
+    local s = echo_env(tostring(rule.stderr))
     io.stderr:write(s:sub(-1) == "\n" and s or (s .. "\n"))
   end
   local code = tonumber(rule.exit) or (rule.stderr and 1 or 0)

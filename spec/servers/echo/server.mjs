@@ -119,6 +119,30 @@ async function route(req, res, url, body) {
     res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': n });
     return res.end(Buffer.alloc(n, 0x61));
   }
+  if (p === '/headers') {
+    // many response headers (a client must bound its header block)
+    const n = Number(q.get('n') || 100);
+    const headers = { 'content-type': 'text/plain' };
+    for (let i = 0; i < n; i++) headers[`x-filler-${i}`] = 'y'.repeat(200);
+    res.writeHead(200, headers);
+    return res.end('ok');
+  }
+  if (p === '/chunked') {
+    // a body of `bytes` sent chunked: no content-length to judge it by
+    const n = Number(q.get('bytes') || 1 << 20);
+    res.writeHead(200, { 'content-type': 'application/octet-stream' });
+    const piece = Buffer.alloc(64 * 1024, 0x62);
+    let sent = 0;
+    const more = () => {
+      while (sent < n && !res.destroyed) {
+        const k = Math.min(piece.length, n - sent);
+        sent += k;
+        if (!res.write(k === piece.length ? piece : piece.subarray(0, k))) return res.once('drain', more);
+      }
+      return res.end();
+    };
+    return more();
+  }
   if (p.startsWith('/grpc/')) return grpc(req, res, p.slice('/grpc/'.length), q, body);
   return sendJson(res, 404, { error: { message: 'not found', type: 'not_found' } });
 }

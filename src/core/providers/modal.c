@@ -29,6 +29,11 @@
 #include "../sandbox.h"
 #include "modal_client.h"
 
+/* Response messages are control-plane protobufs and output chunks, far
+ * below this; the SDKs allow 100 MiB, which we keep as an opt-in
+ * (docs/security.md, "Hostile servers: memory bounds"). */
+#define MODAL_DEFAULT_MAX_MESSAGE ((size_t)16 << 20)
+
 #define MODAL_ID "modal"
 #define MODAL_SNAPSHOT_TIMEOUT_MS 55000 /* snapshotFilesystem() default */
 #define MODAL_WAIT_POLL_S 10             /* Sandbox.wait() long poll */
@@ -790,6 +795,9 @@ static int modal_init(sk_sandbox *sb, const json_t *o, sk_error **err)
     sk_modal_config_free(&cfg); /* taken over, or left for us on failure */
     if (!ms->client)
         goto oom;
+    json_t *max_resp = json_object_get(o, "max_response_bytes");
+    mc_client_set_max_message(ms->client, json_is_number(max_resp) ? (size_t)json_number_value(max_resp)
+                                                                    : MODAL_DEFAULT_MAX_MESSAGE);
     return 0;
 oom:
     *err = modal_oom();

@@ -17,6 +17,7 @@
 #include "../log.h"
 #include "../modal_msg.h"
 #include "../pb.h"
+#include "../secrets.h"
 
 /* SDK constants (modal.md §1.5, §1.6, §1.8). */
 enum {
@@ -66,6 +67,7 @@ struct mc_call {
     uint64_t offset;
     /* a failure decided before any attempt (delivered from a timer) */
     int fail_code;
+    size_t fail_limit;        /* ResponseTooLargeError: the limit */
     char *fail_message;
     const char *fail_local;
     const char *fail_rpc;    /* the failure came from another call (static string) */
@@ -77,6 +79,7 @@ struct mc_router {
     mc_client *client;
     int refs;
     char *task_id, *jwt, *url, *base_url;
+    bool jwt_held; /* as a secret (secrets.h) */
     int64_t jwt_exp;         /* -1: unknown */
     mc_call *refresh;        /* TaskGetCommandRouterAccess in flight */
     mc_call *waiters;        /* calls waiting for it */
@@ -90,6 +93,8 @@ struct mc_client {
     bool localhost;
     int64_t rpc_timeout_ms;
     char *token;
+    bool token_held, cfg_held; /* as secrets (secrets.h) */
+    size_t max_message;
     int64_t token_exp;
     mc_call *token_fetch;
     mc_call *token_waiters;
@@ -267,7 +272,8 @@ static void call_on_fail_timer(uv_timer_t *t)
 {
     mc_call *call = t->data;
     mc_reply r = { .code = call->fail_code, .rpc = call->fail_rpc ? call->fail_rpc : call->rpc,
-                   .message = call->fail_message ? call->fail_message : "", .local = call->fail_local };
+                   .message = call->fail_message ? call->fail_message : "", .local = call->fail_local,
+                   .limit = call->fail_limit };
     call_finish(call, &r);
 }
 
@@ -319,6 +325,15 @@ static char *mc_url_host(const char *url)
     return h;
 }
 
+static void mc_drop_token(mc_client *c)
+{
+    if (c->token && c->token_held)
+        sk_secret_release(c->token);
+    c->token_held = false;
+    free(c->token);
+    c->token = NULL;
+}
+
 mc_client *mc_client_new(sk_loop *loop, sk_modal_config *cfg, int64_t rpc_timeout_ms)
 {
     mc_client *c = calloc(1, sizeof *c);
@@ -327,6 +342,16 @@ mc_client *mc_client_new(sk_loop *loop, sk_modal_config *cfg, int64_t rpc_timeou
     c->loop = loop;
     c->cfg = *cfg;
     memset(cfg, 0, sizeof *cfg);
+    if (sk_secret_hold(c->cfg.token_id) != 0) {
+        mc_client_free(c);
+        return NULL;
+    }
+    if (sk_secret_hold(c->cfg.token_secret) != 0) {
+        sk_secret_release(c->cfg.token_id);
+        mc_client_free(c);
+        return NULL;
+    }
+    c->cfg_held = true;
     c->rpc_timeout_ms = rpc_timeout_ms;
     const char *url = c->cfg.server_url ? c->cfg.server_url : "";
     /* nice-grpc: no scheme means cleartext (modal.md §1.2). */
@@ -362,11 +387,17 @@ void mc_client_free(mc_client *c)
     /* Routers still referenced by someone are orphaned, not freed. */
     for (mc_router *r = c->routers; r; r = r->next)
         r->client = NULL;
+    if (c->cfg_held) {
+        sk_secret_release(c->cfg.token_id);
+        sk_secret_release(c->cfg.token_secret);
+    }
     sk_modal_config_free(&c->cfg);
     free(c->base_url);
-    free(c->token);
+    mc_drop_token(c);
     free(c);
 }
+
+void mc_client_set_max_message(mc_client *c, size_t max) { c->max_message = max; }
 
 const sk_modal_config *mc_client_config(const mc_client *c) { return &c->cfg; }
 bool mc_client_localhost(const mc_client *c) { return c->localhost; }
@@ -398,8 +429,9 @@ static void token_on_fetched(void *ud, const mc_reply *r)
             local = "ModalError";
             sk_modal_auth_token_get_resp_free(&resp);
         } else {
-            free(c->token);
+            mc_drop_token(c);
             c->token = resp.token;
+            c->token_held = sk_secret_hold(c->token) == 0;
             int64_t exp;
             if (sk_jwt_exp(c->token, &exp) == 0 && exp > 0) {
                 c->token_exp = exp;
@@ -426,6 +458,7 @@ static void token_on_fetched(void *ud, const mc_reply *r)
             call_attempt(w);
         } else {
             w->fail_rpc = SK_MODAL_RPC_AUTH_TOKEN_GET; /* the SDK throws the fetch's error */
+            w->fail_limit = r->limit;
             call_fail_later(w, code, local, "%s", message);
         }
         w = next;
@@ -555,6 +588,7 @@ static void call_attempt(mc_call *call)
     }
     q.metadata = h;
     q.n_metadata = n;
+    q.max_message_bytes = c->max_message;
     const char *err = NULL;
     static const sk_grpc_callbacks cp_cb = { .done = call_on_grpc_done };
     static const sk_grpc_callbacks stream_cb = { .message = call_on_grpc_message, .done = call_on_grpc_done };
@@ -640,6 +674,13 @@ static void call_on_grpc_done(sk_grpc_call *g, const sk_grpc_outcome *o, void *u
     call->grpc = NULL;
     mc_reply r = { .code = o->code, .rpc = call->rpc, .message = o->message,
                    .data = o->response, .len = o->response_len };
+    if (o->too_large) {
+        /* the same server would answer the same again: no retry */
+        r.local = "ResponseTooLargeError";
+        r.limit = o->limit;
+        call_finish(call, &r);
+        return;
+    }
     if (o->code == 0) {
         if ((call->kind == MC_CP || call->kind == MC_ROUTER) && o->messages != 1) {
             r.code = SK_GRPC_INTERNAL;
@@ -786,6 +827,7 @@ mc_router *mc_router_new(mc_client *c, const char *task_id, const char *jwt, con
         r->base_url = NULL;
     if (!r->task_id || !r->jwt || !r->url || !r->base_url)
         goto oom;
+    r->jwt_held = sk_secret_hold(r->jwt) == 0;
     if (sk_jwt_exp(jwt, &r->jwt_exp) != 0)
         r->jwt_exp = -1;
     r->next = c->routers;
@@ -819,6 +861,8 @@ void mc_router_unref(mc_router *r)
                 break;
             }
     }
+    if (r->jwt_held)
+        sk_secret_release(r->jwt);
     free(r->task_id);
     free(r->jwt);
     free(r->url);
@@ -883,9 +927,12 @@ static void router_on_access(void *ud, const mc_reply *rep)
         } else {
             if (strcmp(resp.url, r->url) != 0)
                 sk_log(SK_LOG_WARN, "modal", "Task router URL changed during session");
+            if (r->jwt_held)
+                sk_secret_release(r->jwt);
             free(r->jwt);
             r->jwt = resp.jwt;
             resp.jwt = NULL;
+            r->jwt_held = sk_secret_hold(r->jwt) == 0;
             if (sk_jwt_exp(r->jwt, &r->jwt_exp) != 0)
                 r->jwt_exp = -1;
             sk_modal_task_get_command_router_access_resp_free(&resp);
@@ -967,11 +1014,17 @@ sk_error *mc_error(const mc_client *c, const mc_reply *r, const char *sdk_error)
     const char *name = sk_grpc_code_name(r->code);
     sk_error *e;
     if (r->local && strcmp(r->local, "ModalError") != 0) {
-        e = sk_error_new(r->local, json_pack("{s:s,s:s}", "provider", "modal", "rpc", r->rpc ? r->rpc : ""),
-                         "%s", msg);
+        if (r->limit)
+            e = sk_error_new(r->local, json_pack("{s:s,s:s}", "provider", "modal", "rpc", r->rpc ? r->rpc : ""),
+                             "Modal %s: %s (option max_response_bytes)", r->rpc ? r->rpc : "call", msg);
+        else
+            e = sk_error_new(r->local, json_pack("{s:s,s:s}", "provider", "modal", "rpc", r->rpc ? r->rpc : ""),
+                             "%s", msg);
         const char *missing = c ? sk_modal_config_missing(&c->cfg) : NULL;
         if (e && strcmp(r->local, "ConfigError") == 0 && missing)
             sk_error_set(e, "key", json_string(missing));
+        if (e && r->limit)
+            sk_error_set(e, "limit", json_integer((json_int_t)r->limit));
     } else {
         e = sk_error_new("ModalError",
                          json_pack("{s:i,s:s,s:s,s:s}", "grpc_status", r->code, "grpc_code", name ? name : "UNKNOWN",

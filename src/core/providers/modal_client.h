@@ -43,9 +43,14 @@ typedef struct mc_reply {
                             * ("ConfigError", "TimeoutError", "ModalError") */
     const uint8_t *data;   /* the response message (OK only) */
     size_t len;
+    size_t limit;          /* local "ResponseTooLargeError": the message size limit */
 } mc_reply;
 
 typedef void (*mc_reply_fn)(void *ud, const mc_reply *r);
+
+/* Largest response message accepted (0 = SK_GRPC_MAX_MESSAGE); a longer
+ * one fails its call with ResponseTooLargeError, never retried. */
+void mc_client_set_max_message(mc_client *c, size_t max);
 typedef void (*mc_data_fn)(void *ud, const uint8_t *data, size_t len);
 
 /* cfg's contents are taken over (cfg is zeroed). rpc_timeout_ms: per-attempt

@@ -206,6 +206,7 @@ static int platform_init(sk_sandbox *sb, const json_t *o, sk_error **err)
     ps->handshake_timeout_ms = json_is_number(hs) && json_number_value(hs) > 0 ? (int64_t)json_number_value(hs)
                                                                                  : PLATFORM_HANDSHAKE_MS;
     json_t *rt = json_object_get(o, "request_timeout_ms");
+    json_t *max_resp = json_object_get(o, "max_response_bytes");
     base = platform_base_url(o);
     acting = platform_trimmed(json_string_value(json_object_get(o, "acting_user_id")));
     if (!base)
@@ -218,6 +219,8 @@ static int platform_init(sk_sandbox *sb, const json_t *o, sk_error **err)
         .ca_file = ps->ca_file,
         .insecure_skip_verify = ps->insecure,
         .timeout_ms = json_is_number(rt) ? (long)json_number_value(rt) : 0,
+        .max_response_bytes = json_is_number(max_resp) ? (size_t)json_number_value(max_resp) : 0,
+        .secret_scope = sb,
     };
     ps->api = platform_api_new(sb->loop, &cfg);
     free(base);

@@ -10,21 +10,29 @@
 
 #include "../buf.h"
 #include "../http.h"
+#include "../secrets.h"
 
 /* Longest slice of a response body quoted in an error message (the whole
  * body is kept in the `body` field). */
 #define PLATFORM_MSG_BODY_MAX 512
-#define PLATFORM_REDACTED "[redacted]"
+/* Longest prefix of a failed call's body kept in the error (`body`,
+ * `body_truncated`): control-plane errors are small, and what an error
+ * holds is scanned for secrets at every hand-over, so its size stays
+ * bounded even when the body reached max_response_bytes. */
+#define PLATFORM_BODY_FIELD_MAX ((size_t)64 << 10)
 
 struct platform_api {
     sk_loop *loop;
     char *prefix;   /* {base}/v1/railway/projects/{enc(project)} */
     char *auth;     /* "Bearer <token>" */
     char *token;
+    bool token_held; /* as a secret (secrets.h) */
+    const void *secret_scope;
     char *acting_user;
     char *ca_file;
     bool insecure;
     long timeout_ms;
+    size_t max_response_bytes;
 };
 
 struct platform_call {
@@ -143,8 +151,10 @@ platform_api *platform_api_new(sk_loop *loop, const platform_api_config *cfg)
     if (!api || !project)
         goto fail;
     api->loop = loop;
+    api->secret_scope = cfg->secret_scope;
     api->insecure = cfg->insecure_skip_verify;
     api->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 60000;
+    api->max_response_bytes = cfg->max_response_bytes ? cfg->max_response_bytes : SK_HTTP_DEFAULT_MAX_BODY;
     if (asprintf(&api->prefix, "%s/v1/railway/projects/%s", cfg->base_url, project) < 0) {
         api->prefix = NULL;
         goto fail;
@@ -154,8 +164,9 @@ platform_api *platform_api_new(sk_loop *loop, const platform_api_config *cfg)
         goto fail;
     }
     api->token = strdup(cfg->token);
-    if (!api->token)
+    if (!api->token || sk_secret_hold(api->token) != 0)
         goto fail;
+    api->token_held = true;
     if (cfg->acting_user_id && *cfg->acting_user_id && !(api->acting_user = strdup(cfg->acting_user_id)))
         goto fail;
     if (cfg->ca_file && !(api->ca_file = strdup(cfg->ca_file)))
@@ -178,6 +189,8 @@ void platform_api_free(platform_api *api)
         free(api->auth);
     }
     if (api->token) {
+        if (api->token_held)
+            sk_secret_release(api->token);
         memset(api->token, 0, strlen(api->token));
         free(api->token);
     }
@@ -188,25 +201,9 @@ void platform_api_free(platform_api *api)
 
 char *platform_api_redact(const platform_api *api, const char *text, size_t len, size_t *out_len)
 {
-    sk_buf b = { 0 };
-    const char *tok = api && api->token && *api->token ? api->token : NULL;
-    size_t tl = tok ? strlen(tok) : 0;
-    size_t i = 0;
-    while (i < len) {
-        if (tok && len - i >= tl && memcmp(text + i, tok, tl) == 0) {
-            sk_buf_append(&b, PLATFORM_REDACTED, sizeof PLATFORM_REDACTED - 1);
-            i += tl;
-            continue;
-        }
-        /* copy up to the next possible match */
-        const char *next = tok ? memchr(text + i + 1, tok[0], len - i - 1) : NULL;
-        size_t n = next ? (size_t)(next - (text + i)) : len - i;
-        sk_buf_append(&b, text + i, n);
-        i += n;
-    }
-    if (out_len)
-        *out_len = b.len;
-    return sk_buf_take(&b);
+    /* every held token, this sandbox's env values, in every encoded form;
+     * before any cut, so a secret straddling it cannot half-survive */
+    return sk_redact(api ? api->secret_scope : NULL, text, len, out_len);
 }
 
 /* ---- responses ------------------------------------------------------------ */
@@ -215,7 +212,9 @@ static sk_error *api_error_from_response(platform_call *c, int status, const cha
                                          bool malformed_2xx)
 {
     size_t rlen = 0;
-    char *raw = platform_api_redact(c->api, body ? body : "", body ? body_len : 0, &rlen);
+    bool body_cut = body && body_len > PLATFORM_BODY_FIELD_MAX;
+    char *raw = platform_api_redact(c->api, body ? body : "", body ? (body_cut ? PLATFORM_BODY_FIELD_MAX : body_len) : 0,
+                                    &rlen);
     if (!raw)
         return sk_error_new("Error", NULL, "out of memory");
     const char *code = NULL, *proxy_message = NULL;
@@ -229,6 +228,8 @@ static sk_error *api_error_from_response(platform_call *c, int status, const cha
     json_t *fields = json_object();
     json_object_set_new(fields, "status", json_integer(status));
     json_object_set_new(fields, "body", json_stringn_nocheck(raw, rlen));
+    if (body_cut)
+        json_object_set_new(fields, "body_truncated", json_true());
     if (code) {
         json_object_set_new(fields, "code", json_string_nocheck(code));
         json_object_set_new(fields, "proxy_message", json_string_nocheck(proxy_message));
@@ -265,7 +266,16 @@ static sk_error *api_transport_error(platform_call *c, const sk_http_result *res
     json_t *fields = json_pack("{s:s,s:s,s:s,s:s}", "method", c->method, "path", c->path, "url", c->url,
                                "reason", sk_http_err_name(res->err));
     sk_error *err;
-    if (res->err == SK_HTTP_ERR_TIMEOUT) {
+    if (res->err == SK_HTTP_ERR_TOO_LARGE) {
+        json_object_set_new(fields, "limit", json_integer((json_int_t)res->limit));
+        json_object_set_new(fields, "provider", json_string("platform"));
+        if (res->status)
+            json_object_set_new(fields, "status", json_integer(res->status));
+        err = sk_error_new("ResponseTooLargeError", fields,
+                           "Platform proxy response to %s %s: %s larger than the limit of %zu bytes%s", c->method,
+                           c->path, res->headers_too_large ? "headers" : "body", res->limit,
+                           res->headers_too_large ? "" : " (option max_response_bytes)");
+    } else if (res->err == SK_HTTP_ERR_TIMEOUT) {
         json_object_set_new(fields, "timeout_ms", json_integer(c->api->timeout_ms));
         err = sk_error_new("TimeoutError", fields, "Platform proxy request %s %s timed out after %ld ms", c->method,
                            c->path, c->api->timeout_ms);
@@ -356,6 +366,7 @@ platform_call *platform_api_call(platform_api *api, const char *method, const ch
         .timeout_ms = api->timeout_ms,
         .ca_file = api->ca_file,
         .insecure_skip_verify = api->insecure,
+        .max_body_bytes = api->max_response_bytes,
     };
     static const sk_http_callbacks callbacks = { .done = call_on_done };
     const char *why = NULL;

@@ -25,6 +25,8 @@ typedef struct platform_api_config {
     const char *ca_file;        /* tests only */
     bool insecure_skip_verify;  /* tests only */
     long timeout_ms;            /* per request; 0 = 60000 (upstream) */
+    size_t max_response_bytes;  /* response body cap; 0 = SK_HTTP_DEFAULT_MAX_BODY */
+    const void *secret_scope;   /* whose env values are redacted too (the sandbox; secrets.h) */
 } platform_api_config;
 
 platform_api *platform_api_new(sk_loop *loop, const platform_api_config *cfg);
@@ -34,7 +36,8 @@ void platform_api_free(platform_api *api);
 /* status: the HTTP status (0 when none arrived). json: the parsed body of a
  * 2xx answer (borrowed; NULL for an empty body). err (stolen, NULL on
  * success): PlatformApiError for a non-2xx answer or a malformed 2xx body,
- * TimeoutError / NetworkError when no answer arrived. */
+ * ResponseTooLargeError for a body over max_response_bytes, TimeoutError /
+ * NetworkError when no answer arrived. */
 typedef void (*platform_call_cb)(int status, json_t *json, sk_error *err, void *ud);
 
 /* path: relative to the project prefix, already encoded ("/sandbox/x").
@@ -46,7 +49,8 @@ platform_call *platform_api_call(platform_api *api, const char *method, const ch
 /* No callback runs after this; a no-op from inside the call's own callback. */
 void platform_api_cancel(platform_call *call);
 
-/* Redacts the token (and any extra secret) from text: a new string. */
+/* Redacts every held token and the scope's env values from text, in every
+ * form secrets.h knows: a new string, NULL on ENOMEM. */
 char *platform_api_redact(const platform_api *api, const char *text, size_t len, size_t *out_len);
 
 /* JavaScript encodeURIComponent (malloc'd). */

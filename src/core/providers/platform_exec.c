@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "../log.h"
+#include "../secrets.h"
 #include "../ws.h"
 #include "platform_state.h"
 
@@ -342,7 +343,12 @@ static void conn_on_close(sk_ws *ws, const sk_ws_close_info *info, void *ud)
      * close, so only an opened socket reports a close code */
     if (info->opened) {
         ex->close_code = info->code;
-        snprintf(ex->close_reason, sizeof ex->close_reason, "%s", info->reason ? info->reason : "");
+        /* Redacted on its own now: a server that cut a secret short at the
+         * end of the reason leaves a piece only recognisable there. */
+        const char *reason = info->reason ? info->reason : "";
+        char *safe = sk_redact(ex->ps->sb, reason, strlen(reason), NULL);
+        snprintf(ex->close_reason, sizeof ex->close_reason, "%s", safe ? safe : "[redacted: out of memory]");
+        free(safe);
     }
     ex->http_status = info->http_status;
     free(ex->ws_error);

@@ -1,5 +1,6 @@
 // The HTTP side: routing under /v1/railway/projects/{projectId}, bearer auth,
 // fault injection, the request log, and the /__admin API.
+import { echoEncode } from './echo.mjs';
 import { ExecGateway, SUBPROTOCOL, WS_PATH } from './exec_ws.mjs';
 import { FaultError, describeFaults, isTerminating, normalizeFaults, takeHttpRules } from './faults.mjs';
 import { HTML_502, HttpError, errorRes, errorType, jsonRes, readBody, sendRes } from './http_util.mjs';
@@ -39,12 +40,30 @@ export function matchProxy(method, pathname, query, projectFilter) {
   return { projectId, route: m.route, params: m.params };
 }
 
-function synthesize(rule, sandboxId) {
+// The JSON error body, with {token:enc} / {request:enc} placeholders of the
+// message replaced by the bearer token / the raw request body, encoded.
+function echoBody(status, rule, echo) {
+  const parts = rule.message.split(/(\{(?:token|request):[a-z_0-9]+\})/);
+  const inner = parts.map((p) => {
+    const m = /^\{(token|request):([a-z_0-9]+)\}$/.exec(p);
+    if (!m) return JSON.stringify(p).slice(1, -1);
+    return echoEncode(m[1] === 'token' ? echo.token : echo.request, m[2]);
+  }).join('');
+  const type = JSON.stringify(rule.error_type ?? errorType(status));
+  return `{"error":{"message":"${inner}","type":${type}}}`;
+}
+
+function synthesize(rule, sandboxId, echo) {
   const status = rule.status ?? (rule.body === 'html' ? 502 : 200);
   const headers = { ...(rule.headers ?? {}) };
   if (rule.json !== undefined) return { status, json: rule.json, headers };
   const kind = rule.body ?? (status >= 400 ? 'json' : 'empty');
+  if (kind === 'json' && typeof rule.message === 'string' && /\{(token|request):/.test(rule.message)) {
+    return { status, raw: echoBody(status, rule, echo), headers: { 'content-type': 'application/json', ...headers } };
+  }
   switch (kind) {
+    case 'endless':
+      return { status, endless: true, declaredLength: rule.declared_length, headers: { 'content-type': 'application/json', ...headers } };
     case 'html':
       return { status, raw: HTML_502, headers: { 'content-type': 'text/html', ...headers } };
     case 'malformed':
@@ -169,7 +188,12 @@ export class App {
     }
     if (m.error) return finish(m.error);
     const inject = rules.find(isTerminating);
-    if (inject) return finish(synthesize(inject, entry.sandbox_id), 'injected');
+    if (inject) {
+      const echo = { token: /^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1] ?? '', request: body.toString('utf8') };
+      const d = synthesize(inject, entry.sandbox_id, echo);
+      if (d.endless) return this.#endless(req, res, d, entry, t0);
+      return finish(d, 'injected');
+    }
     let d;
     try {
       d = await allHandlers[m.route](this, {
@@ -189,6 +213,32 @@ export class App {
     }
     if (rules.some((r) => r.body === 'malformed')) return finish(corrupt(d), 'malformed');
     return finish(d);
+  }
+
+  // A body that never ends (a hostile or broken proxy): chunks as fast as
+  // the client reads them, until it hangs up; at most 60 s or 8 GiB so that
+  // the server stops by itself.
+  #endless(req, res, d, entry, t0) {
+    const headers = { ...d.headers };
+    if (d.declaredLength !== undefined) headers['content-length'] = String(d.declaredLength);
+    res.writeHead(d.status, headers);
+    entry.status = d.status;
+    entry.note = 'endless';
+    const chunk = Buffer.from(`{"items":[${'"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",'.repeat(1024)}`);
+    let sent = 0;
+    const stopAt = Date.now() + 60_000;
+    const pump = () => {
+      while (!res.destroyed && sent < 8 * 1024 ** 3 && Date.now() < stopAt) {
+        sent += chunk.length;
+        entry.response_bytes = sent;
+        if (!res.write(chunk)) return res.once('drain', pump);
+      }
+      entry.duration_ms = Date.now() - t0;
+      res.destroy();
+      return undefined;
+    };
+    res.on('close', () => { entry.duration_ms = Date.now() - t0; });
+    pump();
   }
 
   async #admin(req, res, url) {

@@ -1,6 +1,7 @@
 // The exec WebSocket (spec §3.2–3.4): subprotocol JWT check at the upgrade,
 // then one command per socket: init_exec → process → tagged binary output
 // frames → {"type":"exit"} → wait for the client's close.
+import { echoEncode } from './echo.mjs';
 import { randomBytes } from 'node:crypto';
 import { WebSocketServer, WebSocket } from 'ws';
 import { takeWsRules } from './faults.mjs';
@@ -210,6 +211,11 @@ export class ExecGateway {
     };
     const injectClose = (r) => {
       s.serverClosing = true;
+      // {request:<enc>} in the reason echoes the init_exec frame (a careless
+      // server quoting what it was sent), cut to the 123 bytes a reason holds.
+      let reason = r.reason.replace(/\{request:([a-z_0-9]+)\}/g, (_, enc) => echoEncode(s.initText ?? '', enc));
+      while (Buffer.byteLength(reason) > 123) reason = reason.slice(0, -1);
+      r = { ...r, reason };
       entry.injected_close = { code: r.code, reason: r.reason, at: r.at };
       if (s.proc && s.proc.running) s.proc.kill();
       // Let queued output reach the client first, so "partial output kept"
@@ -263,6 +269,33 @@ export class ExecGateway {
         injectClose(closeRule);
         return;
       }
+      const flood = rule('flood');
+      if (flood) {
+        // A hostile endpoint: small control frames (heartbeats, session
+        // names, unknown tags) as fast as the client reads, for delay_ms,
+        // then the command runs as usual. Not logged frame by frame.
+        const until = Date.now() + (flood.delay_ms ?? 3000);
+        let frames = 0;
+        const pump = () => {
+          while (ws.readyState === WebSocket.OPEN && Date.now() < until) {
+            if (ws.bufferedAmount > 1 << 20) return setTimeout(pump, 1);
+            const k = frames++ % 3;
+            if (k === 0) ws.send('{"type":"heartbeat","data":{}}');
+            else if (k === 1) ws.send(`{"type":"durable_session","data":{"durable_session_name":"ds_${frames}"}}`);
+            else ws.send(Buffer.from([9, frames & 255]), { binary: true });
+          }
+          entry.flood_frames = frames;
+          if (ws.readyState === WebSocket.OPEN) runIt();
+          return undefined;
+        };
+        const runIt = () => startCommand(data);
+        pump();
+        return;
+      }
+      startCommand(data);
+    };
+
+    const startCommand = (data) => {
       if (rule('noise')) {
         sendRaw(Buffer.from([TAG_STDOUT]), true);
         sendRaw(Buffer.from([2, 0x78]), true);
@@ -313,6 +346,7 @@ export class ExecGateway {
         for (const k of Object.keys(d)) if (!INIT_KEYS.has(k)) warn(`init_exec.data has unexpected key ${k}`);
         if (d.cwd === '') warn('init_exec.data.cwd is empty (spec: omit it)');
         if (d.env !== undefined && Object.keys(d.env).length === 0) warn('init_exec.data.env is empty (spec: omit it)');
+        s.initText = text;
         startExec(d);
       } else if (type === 'stdin_close') {
         if (!s.started) warn('stdin_close before init_exec');

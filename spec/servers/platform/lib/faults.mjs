@@ -10,10 +10,15 @@ export const HTTP_ROUTES = new Set([
 
 export const WS_ACTIONS = new Set([
   'close_before_exit', 'reject', 'stall', 'delay', 'noise', 'durable_session',
-  'exit_without_code', 'output_after_exit', 'close_after_exit', 'chunk_bytes',
+  'exit_without_code', 'output_after_exit', 'close_after_exit', 'chunk_bytes', 'flood',
 ]);
 
-const BODY_KINDS = new Set(['json', 'html', 'malformed', 'empty', 'text']);
+const BODY_KINDS = new Set(['json', 'html', 'malformed', 'empty', 'text', 'endless']);
+// How an echoed secret is written into a synthesized error message
+// ({token:<encoding>} and {request:<encoding>} placeholders in `message`).
+export const ECHO_ENCODINGS = new Set([
+  'raw', 'json_slash', 'json_u', 'percent', 'percent_lower', 'form', 'base64', 'base64url',
+]);
 const CLOSE_AT = new Set(['open', 'init', 'exit']);
 
 export const DEFAULT_SETTINGS = Object.freeze({
@@ -28,7 +33,7 @@ export const DEFAULT_SETTINGS = Object.freeze({
 
 const HTTP_RULE_KEYS = new Set([
   'route', 'method', 'sandbox', 'skip', 'times', 'status', 'body', 'text', 'json',
-  'error_type', 'message', 'delay_ms', 'drop', 'expired', 'headers',
+  'error_type', 'message', 'delay_ms', 'drop', 'expired', 'headers', 'declared_length',
 ]);
 const WS_RULE_KEYS = new Set([
   'action', 'sandbox', 'lease_index', 'skip', 'times', 'code', 'reason', 'at',
@@ -83,9 +88,18 @@ function normHttpRule(r, i) {
     error_type: r.error_type,
     message: r.message,
     headers: r.headers,
+    declared_length: r.declared_length,
     seen: 0,
     applied: 0,
   };
+  if (rule.declared_length !== undefined && (!Number.isInteger(rule.declared_length) || rule.declared_length < 0 || rule.body !== 'endless')) {
+    fail(`${where}.declared_length must be a non-negative integer, with body "endless"`);
+  }
+  if (typeof rule.message === 'string') {
+    for (const m of rule.message.matchAll(/\{(token|request):([a-z_0-9]+)\}/g)) {
+      if (!ECHO_ENCODINGS.has(m[2])) fail(`${where}.message: unknown echo encoding ${m[2]}`);
+    }
+  }
   if (rule.status !== undefined && !(Number.isInteger(rule.status) && rule.status >= 100 && rule.status <= 599)) {
     fail(`${where}.status must be an HTTP status code`);
   }
@@ -118,6 +132,9 @@ function normWsRule(r, i) {
     if (!Number.isInteger(rule.code) || !validCloseCode(rule.code)) fail(`${where}.code is not a usable close code`);
     rule.reason = r.reason ?? (rule.code === 1011 ? 'server_error' : '');
     if (typeof rule.reason !== 'string' || Buffer.byteLength(rule.reason) > 123) fail(`${where}.reason must be a string of at most 123 bytes`);
+    for (const m of rule.reason.matchAll(/\{request:([a-z_0-9]+)\}/g)) {
+      if (!ECHO_ENCODINGS.has(m[1])) fail(`${where}.reason: unknown echo encoding ${m[1]}`);
+    }
     rule.at = r.at ?? 'exit';
     if (!CLOSE_AT.has(rule.at)) fail(`${where}.at must be one of open, init, exit`);
     rule.destroy_sandbox = r.destroy_sandbox === true;
@@ -127,6 +144,7 @@ function normWsRule(r, i) {
     if (!Number.isInteger(rule.status) || rule.status < 400 || rule.status > 599) fail(`${where}.status must be 4xx or 5xx`);
   }
   if (r.action === 'delay') rule.delay_ms = normNonNegInt(r.delay_ms, `${where}.delay_ms`, 0);
+  if (r.action === 'flood') rule.delay_ms = normNonNegInt(r.delay_ms, `${where}.delay_ms`, 3000);
   if (r.action === 'chunk_bytes') {
     rule.bytes = normNonNegInt(r.bytes, `${where}.bytes`, 1);
     if (rule.bytes < 1) fail(`${where}.bytes must be >= 1`);

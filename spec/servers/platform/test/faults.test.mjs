@@ -135,7 +135,52 @@ describe('HTTP faults', () => {
     const d = await g();
     assert.deepEqual([d.status, d.json], [404, { error: { message: 'Bucket not found', type: 'not_found' } }]);
   });
+  test('echo placeholders: the token and the request, in each encoding, inside a JSON error', async () => {
+    const forms = ['raw', 'json_slash', 'json_u', 'percent', 'percent_lower', 'form', 'base64', 'base64url'];
+    await srv.setFaults({
+      http: forms.map((f) => ({ route: 'create', status: 400, times: 1, message: `t={token:${f}} r={request:${f}}` })),
+    });
+    const body = { environmentId: 'e/1 é' };
+    const raw = JSON.stringify(body);
+    const want = {
+      raw: ['test-token', JSON.stringify(raw).slice(1, -1)],
+      json_slash: ['test-token', JSON.stringify(raw).slice(1, -1).replaceAll('/', '\\/')],
+      json_u: [[...'test-token'].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0').toUpperCase()}`).join(''), null],
+      percent: ['test-token', '%7B%22environmentId%22%3A%22e%2F1%20%C3%A9%22%7D'],
+      percent_lower: ['test-token', '%7b%22environmentid%22%3a%22e%2f1%20%c3%a9%22%7d'],
+      form: ['test-token', '%7B%22environmentId%22%3A%22e%2F1+%C3%A9%22%7D'],
+      base64: [Buffer.from('test-token').toString('base64'), Buffer.from(raw).toString('base64')],
+      base64url: [Buffer.from('test-token').toString('base64url'), Buffer.from(raw).toString('base64url')],
+    };
+    for (const f of forms) {
+      const r = await srv.api('POST', '/sandbox', { json: body });
+      assert.equal(r.status, 400, f);
+      assert.equal(r.json.error.type, 'invalid_request', f);
+      assert.ok(r.text.includes(`t=${want[f][0]}`), `${f}: ${r.text}`);
+      if (f === 'percent_lower') assert.ok(r.text.toLowerCase().includes(`r=${want[f][1]}`), `${f}: ${r.text}`);
+      else if (want[f][1]) assert.ok(r.text.includes(`r=${want[f][1]}`), `${f}: ${r.text}`);
+    }
+  });
+  test('endless body: streams until the client hangs up; declared_length sets content-length', async () => {
+    await srv.setFaults({ http: [{ route: 'create', body: 'endless', status: 200, declared_length: 1 << 30, times: 1 }] });
+    const ctl = new AbortController();
+    const res = await fetch(`${srv.base}/sandbox`, {
+      method: 'POST', headers: { authorization: 'Bearer test-token', 'content-type': 'application/json' },
+      body: '{}', signal: ctl.signal,
+    });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-length'), String(1 << 30));
+    const reader = res.body.getReader();
+    let got = 0;
+    while (got < 1 << 20) got += (await reader.read()).value.length;
+    ctl.abort();
+    await waitFor(async () => (await srv.log()).requests.at(-1)?.note === 'endless');
+    assert.ok((await srv.log()).requests.at(-1).response_bytes >= 1 << 20);
+    assert.equal((await srv.admin('POST', 'faults', { http: [{ route: 'get', declared_length: 5, status: 200 }] })).status, 400);
+    assert.equal((await srv.admin('POST', 'faults', { http: [{ route: 'get', status: 400, message: '{token:rot13}' }] })).status, 400);
+  });
   test('malformed JSON: 2xx with a truncated body (the real action still happens)', async () => {
+
     await srv.setFaults({ http: [{ route: 'create', body: 'malformed', times: 1 }] });
     const r = await srv.api('POST', '/sandbox', { json: { environmentId: 'e', env: {} } });
     assert.equal(r.status, 201);
@@ -287,6 +332,23 @@ describe('WebSocket faults', () => {
     assert.equal(r.exitCode, 0);
     const kinds = r.frames.map((f) => (f.binary ? `bin${f.data.length}:${f.data[0]}` : f.text.slice(0, 12)));
     assert.deepEqual(kinds.slice(0, 5), ['bin1:1', 'bin2:2', '{not json', '{"type":"hea', '{"type":"dur']);
+  });
+  test('flood: small control frames before the command, which then runs normally', async () => {
+    await srv.setFaults({ ws: [{ action: 'flood', delay_ms: 300 }] });
+    const r = await srv.run('echo real');
+    assert.equal(r.stdout.toString(), 'real\n');
+    assert.equal(r.exitCode, 0);
+    const ws = (await srv.log()).ws ?? [];
+    assert.ok(ws.some((e) => e.flood_frames > 100), JSON.stringify(ws.map((e) => e.flood_frames)));
+  });
+  test('close reason echoing the init_exec frame ({request:raw}), cut to 123 bytes', async () => {
+    await srv.setFaults({ ws: [{ action: 'close_before_exit', at: 'init', code: 1011, reason: 'bad {request:raw}' }] });
+    const sb = await srv.createSandbox();
+    const r = await execWs(await srv.lease(sb.id), { command: 'true', env: { A: 'x'.repeat(200) } });
+    assert.equal(r.closeCode, 1011);
+    // the encodings write text as it would sit inside a JSON string
+    assert.ok(r.closeReason.startsWith('bad {\\"type\\":\\"init_exec\\"'), r.closeReason);
+    assert.ok(Buffer.byteLength(r.closeReason) <= 123);
   });
   test('exit_without_code: {"type":"exit","data":{}}', async () => {
     await srv.setFaults({ ws: [{ action: 'exit_without_code' }] });
