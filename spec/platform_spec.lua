@@ -363,7 +363,8 @@ report({ ok = ok, err = err_table(e) })]]):format(TOKEN))
       assert.equal(0, assert(sb:exec("true")).exit_code)
       local routes = {}
       for _, q in ipairs(requests()) do routes[#routes + 1] = q.route end
-      assert.same({ "create", "get", "lease" }, routes)
+      -- each info() of a running sandbox is a GET too (§4.5)
+      assert.same({ "create", "get", "get", "get", "lease" }, routes)
     end)
 
     it("provisions afresh when the reattach target is 404 or destroyed", function()
@@ -474,8 +475,54 @@ report({ ok = ok, err = err_table(e) })]]):format(TOKEN))
       assert.equal(sb.id, info.id)
       assert.equal(rec.createdAt, info.created_at)
       assert.equal("Platform sandbox " .. rec.id .. ". Execute commands with the sandbox command APIs.", sb:instructions())
+      assert.equal(1, #requests("get")) -- info() of a running sandbox asked the platform
       local custom = new_sb({ instructions = function(a) return "[" .. a.default_instructions .. "]" end })
       assert.equal("[Platform sandbox. Execute commands with the sandbox command APIs.]", custom:instructions())
+    end)
+  end)
+
+  describe("info()", function()
+    it("asks the platform while running: platform_status is fresh, the local status stays", function()
+      local sb = new_sb()
+      assert.same({}, sb:info().metadata)
+      assert.equal(0, #requests("get")) -- pending: answered locally
+      assert(sb:start())
+      local pid = sb:info().metadata.sandbox_id
+      assert.equal("ready", sb:info().metadata.platform_status)
+      local gets = requests("get")
+      assert.equal(2, #gets)
+      assert.equal("/v1/railway/projects/proj_123/sandbox/" .. pid, gets[2].path)
+      -- torn down platform-side (idle GC): the next info() says so
+      srv:admin("POST", "/__admin/sandboxes/" .. pid .. "/destroy")
+      local info = assert(sb:info())
+      assert.equal("destroyed", info.metadata.platform_status)
+      assert.equal("running", info.status)
+      assert(sb:stop())
+      assert.is_nil(sb:info().metadata.sandbox_id)
+      assert.equal(3, #requests("get")) -- stopped: answered locally
+    end)
+
+    it("returns nil and the typed error when the GET fails, and works again after", function()
+      local sb = started()
+      faults({ http = { { route = "get", status = 500, times = 1 } } })
+      local info, err = sb:info()
+      assert.is_nil(info)
+      assert.equal("PlatformApiError", err.kind)
+      assert.equal(500, err.status)
+      assert.equal("running", sb.status)
+      faults({ http = { { route = "get", status = 404, times = 1 } } })
+      info, err = sb:info()
+      assert.is_nil(info)
+      assert.equal("not_found", err.code)
+      assert.equal("ready", assert(sb:info()).metadata.platform_status)
+      -- concurrent callers share one GET
+      local before = #requests("get")
+      local results = {}
+      for i = 1, 3 do sandkit.spawn(function() results[i] = sb:info() end) end
+      local t0 = now()
+      while #results < 3 and now() - t0 < 5000 do sandkit.step(0.05) end
+      assert.equal(3, #results)
+      assert.equal(before + 1, #requests("get"))
     end)
   end)
 
@@ -498,6 +545,33 @@ report({ ok = ok, err = err_table(e) })]]):format(TOKEN))
       assert.equal(1000, w.close.code)
       assert.equal("client", w.close.initiator)
       assert.is_true(w.close.after_exit)
+    end)
+
+    it("closes 1000 when the exit frame arrives, whatever comes next (process exit, destroy)", function()
+      -- a process that exits right after exec (no loop turn, no __close)
+      local env = { MASTRA_PLATFORM_ACCESS_TOKEN = TOKEN, MASTRA_PROJECT_ID = PROJECT,
+        MASTRA_ENVIRONMENT_ID = ENV_ID, MASTRA_WORKSPACE_PROXY_URL = srv.url }
+      for i = 1, 3 do
+        local r = child(env, CHILD_PRELUDE .. [[
+local sb = sandkit.PlatformSandbox {}
+local r, e = sb:exec("echo", { "last words" })
+report({ out = r and r.stdout, err = e and err_table(e) })
+io.stdout:flush()
+os.exit(0, false)]])
+        assert.equal("last words\n", r.out)
+        local w = closed_sockets(i)[i]
+        assert.same({ code = 1000, initiator = "client", after_exit = true },
+          { code = w.close.code, initiator = w.close.initiator, after_exit = w.close.after_exit })
+      end
+      -- destroy right after exec: the DELETE drops the platform's sockets
+      for i = 4, 6 do
+        local sb = started()
+        assert(sb:exec("true"))
+        assert(sb:destroy())
+        local w = closed_sockets(i)[i]
+        assert.equal(1000, w.close.code)
+        assert.equal("client", w.close.initiator)
+      end
     end)
 
     it("omits cwd, env and any timeout key when there are none", function()

@@ -351,8 +351,15 @@ end
 
 -- ---- the rest of the sandbox ---------------------------------------------------
 
+--- The sandbox's description. A running sandbox whose provider keeps
+-- state remotely asks it first (platform: GET /sandbox/{id}); when that
+-- fails, info() returns nil, err.
 function S:info()
   check(self, core.Sandbox, "info")
+  if self.status == "running" then
+    local err = lifecycle(self, "_refresh")
+    if err then return nil, err end
+  end
   return self:_info()
 end
 

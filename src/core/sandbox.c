@@ -326,6 +326,28 @@ void sk_sandbox_destroy(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
     sandbox_begin_destroy(sb);
 }
 
+static void sandbox_on_refreshed(sk_sandbox *sb, sk_error *err)
+{
+    sandbox_notify(sb, &sb->refresh_waiters, err);
+    sk_error_free(err);
+}
+
+void sk_sandbox_refresh(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
+{
+    if (!sb->provider->refresh || sb->status != SK_RUNNING) {
+        if (cb)
+            cb(sb, NULL, ud);
+        return;
+    }
+    bool first = !sb->refresh_waiters;
+    if (sandbox_wait(&sb->refresh_waiters, cb, ud) != 0) {
+        sandbox_fail_now(sb, cb, ud, sandbox_oom());
+        return;
+    }
+    if (first)
+        sb->provider->refresh(sb, sandbox_on_refreshed);
+}
+
 /* ---- processes ---------------------------------------------------------- */
 
 static void process_timer_closed(uv_handle_t *h) { free(h); }
@@ -596,6 +618,7 @@ void sk_sandbox_free(sk_sandbox *sb)
     sandbox_notify(sb, &sb->start_waiters, closed);
     sandbox_notify(sb, &sb->stop_waiters, closed);
     sandbox_notify(sb, &sb->destroy_waiters, closed);
+    sandbox_notify(sb, &sb->refresh_waiters, closed);
     sk_error_free(closed);
     if (sb->provider->free)
         sb->provider->free(sb);

@@ -116,6 +116,7 @@ static int sandbox_lifecycle(lua_State *L, void (*op)(sk_sandbox *, sk_lifecycle
 static int sandbox_start(lua_State *L) { return sandbox_lifecycle(L, sk_sandbox_start); }
 static int sandbox_stop(lua_State *L) { return sandbox_lifecycle(L, sk_sandbox_stop); }
 static int sandbox_destroy(lua_State *L) { return sandbox_lifecycle(L, sk_sandbox_destroy); }
+static int sandbox_refresh(lua_State *L) { return sandbox_lifecycle(L, sk_sandbox_refresh); }
 
 static void process_remember(lua_State *L, sk_process *p, int ud_idx)
 {
@@ -568,6 +569,7 @@ void skl_open_sandbox(lua_State *L)
         { "_state", sandbox_state },
         { "_mark_error", sandbox_mark_error },
         { "_info", sandbox_info },
+        { "_refresh", sandbox_refresh },
         { "_default_instructions", sandbox_default_instructions },
         { "_get", sandbox_get },
         { "_list", sandbox_list },
