@@ -414,6 +414,25 @@ report({ ok = ok, err = err_table(e) })]]):format(TOKEN))
       assert.not_equal(pid, sb:info().metadata.sandbox_id)
       assert(sb:destroy())
       assert.equal(2, #requests("delete"))
+      -- neither stop nor destroy drops the id's checkpoint (README, specs/platform.md §4)
+      assert.equal(0, #requests("checkpoint_delete"))
+    end)
+
+    it("stop keeps the checkpoint of a stable id: the next start is restored from it", function()
+      local sb = started({ id = "stable-recovery-key" })
+      assert(sb:exec("echo kept > state.txt"))
+      local pid = sb:info().metadata.sandbox_id
+      -- the platform captures a checkpoint (what its own agent would do)
+      local p = io.popen(("curl -s -o /dev/null -w '%%{http_code}' -X POST -H 'authorization: Bearer %s' "
+        .. "-H 'content-type: application/json' --data '{\"id\":\"stable-recovery-key\"}' "
+        .. "%s/v1/railway/projects/%s/sandbox/%s/checkpoint"):format(TOKEN, srv.url, PROJECT, pid))
+      assert.equal("200", p:read("a"))
+      p:close()
+      assert(sb:stop())
+      assert.equal("kept\n", assert(sb:exec("cat state.txt")).stdout)
+      assert.not_equal(pid, sb:info().metadata.sandbox_id)
+      assert(sb:destroy())
+      assert.equal(0, #requests("checkpoint_delete"))
     end)
 
     it("destroy before start and after stop makes no request", function()
