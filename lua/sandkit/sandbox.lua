@@ -109,7 +109,9 @@ function S:stop()
   check(self, core.Sandbox, "stop")
   return shared(self, "stop_slot", function()
     local s = self.status
-    if s == "pending" or s == "stopped" or s == "destroyed" then return nil end
+    if s == "destroyed" then return nil end
+    -- a provider whose stop addresses a resource by name stops from any state
+    if (s == "pending" or s == "stopped") and not state(self).stop_when_idle then return nil end
     local herr = run_hook(self, "on_stop")
     return lifecycle(self, "_stop") or herr
   end)

@@ -248,26 +248,19 @@ static void sandbox_begin_stop(sk_sandbox *sb)
 
 void sk_sandbox_stop(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
 {
-    switch (sb->status) {
-    case SK_PENDING:
-    case SK_STOPPED:
-    case SK_DESTROYED:
+    bool idle = sb->status == SK_PENDING || sb->status == SK_STOPPED || sb->status == SK_ERROR;
+    if (sb->status == SK_DESTROYED || (idle && !sb->provider->stop_when_idle)) {
+        if (sb->status == SK_ERROR)
+            sb->status = SK_STOPPED;
         if (cb)
             cb(sb, NULL, ud);
         return;
-    case SK_ERROR:
-        sb->status = SK_STOPPED;
-        if (cb)
-            cb(sb, NULL, ud);
-        return;
-    default:
-        break;
     }
     if (sandbox_wait(&sb->stop_waiters, cb, ud) != 0) {
         sandbox_fail_now(sb, cb, ud, sandbox_oom());
         return;
     }
-    if (sb->status == SK_RUNNING)
+    if (sb->status == SK_RUNNING || idle)
         sandbox_begin_stop(sb);
     /* STARTING: stops once the start settles; STOPPING: joins it;
      * DESTROYING: settles with the destroy. */

@@ -86,6 +86,8 @@ int skl_new_sandbox(lua_State *L)
     s->st = st;
     luaL_setmetatable(L, SKL_SANDBOX);
     lua_newtable(L);
+    lua_pushboolean(L, prov->stop_when_idle);
+    lua_setfield(L, -2, "stop_when_idle");
     lua_setiuservalue(L, -2, 1);
     sk_error *err = NULL;
     s->sb = sk_sandbox_new(st->loop, prov, opts, &err);
