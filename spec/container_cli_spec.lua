@@ -124,10 +124,21 @@ local function run_container(name, extra)
   return cli(args)
 end
 
+-- Live processes matching `needle` once they had (bounded) time to go: a
+-- killed process leaves /proc asynchronously.
+local function live_after(needle)
+  local left
+  eventually(function()
+    left = live_processes(needle)
+    return #left == 0
+  end, 10)
+  return left
+end
+
 describe("emulated container CLI", function()
   teardown(function()
     cli({ "_reap-all", "--delete" })
-    local left = live_processes(STATE)
+    local left = live_after(STATE)
     os.execute("rm -rf " .. q(STATE) .. " " .. q(SCRATCH))
     assert.are.same({}, left)
   end)
@@ -284,9 +295,10 @@ describe("emulated container CLI", function()
       local r = cli({ "exec", "c-run", "sh", "-lc", outer })
       assert.are.equal(124, r.code)
       assert.truthy(r.stderr:find("__MASTRA_APPLE_CONTAINER_TIMEOUT__", 1, true))
-      local p = cli({ "exec", "c-run", "sh", "-lc", "pgrep -af '[s]leep 4321'" })
-      assert.are.equal(1, p.code)
-      assert.are.same({}, live_processes("sleep 4321"))
+      assert.is_true(eventually(function()
+        return cli({ "exec", "c-run", "sh", "-lc", "pgrep -af '[s]leep 4321'" }).code == 1
+      end, 10), "sleep 4321 still runs in the container")
+      assert.are.same({}, live_after("sleep 4321"))
     end)
 
     it("fails for an unknown container with Apple's wording", function()
@@ -363,7 +375,7 @@ describe("emulated container CLI", function()
       local r = cli({ "inspect", "c-del" })
       assert.are_not.equal(0, r.code)
       assert.truthy(r.stderr:find("not found", 1, true))
-      assert.are.same({}, live_processes("sleep 8765"))
+      assert.are.same({}, live_after("sleep 8765"))
     end)
   end)
 
@@ -441,7 +453,7 @@ describe("emulated container CLI", function()
       write_file(STATE .. "/faults.json", cjson.encode({ { command = "list", hang = 4242 } }))
       local r = cli({ "list" }, { prefix = "timeout 0.5" })
       assert.are.equal(124, r.code)
-      assert.are.same({}, live_processes("sleep 4242"))
+      assert.are.same({}, live_after("sleep 4242"))
     end)
   end)
 end)

@@ -79,9 +79,9 @@ row { provider = "platform", fault = "lease for another provider (e2b)", when = 
     providerResourceId = "x", jwt = "j", wsEndpoint = "ws://127.0.0.1:1/ws/exec", subprotocol = "railway-shell",
     expiresAt = NULL } } } },
   expect = "PlatformApiError", within_ms = 5000 }
-row { provider = "platform", fault = "lease delayed 3 s past request_timeout_ms 300", when = "exec",
-  opts = { request_timeout_ms = 300 },
-  setup = pf { http = { { route = "lease", delay_ms = 3000, times = 1 } } }, expect = "TimeoutError", within_ms = 2500 }
+row { provider = "platform", fault = "lease delayed 6 s past request_timeout_ms 1000", when = "exec",
+  opts = { request_timeout_ms = 1000 },
+  setup = pf { http = { { route = "lease", delay_ms = 6000, times = 1 } } }, expect = "TimeoutError", within_ms = 4500 }
 row { provider = "platform", fault = "lease delayed 100 ms", when = "exec",
   setup = pf { http = { { route = "lease", delay_ms = 100, times = 1 } } }, expect = "recovers", within_ms = 5000 }
 row { provider = "platform", fault = "lease minted already expired", when = "exec",
@@ -447,7 +447,7 @@ describe("fault matrix", function()
         env:cli({ "_reap-all", "--delete" })
         if not ok then error(e, 0) end
         assert.same({}, new_children(before))
-        assert.same({}, ac.live_processes(env.state_dir))
+        assert.same({}, ac.wait_live_processes_gone(env.state_dir))
       end)
     end
   end)

@@ -49,14 +49,17 @@ describe("resource hygiene", function()
     for w = 1, 16 do tasks[w] = sandkit.spawn(worker) end
     for w = 1, 16 do tasks[w]:wait() end
     assert.equal(n, counts.normal + counts.timeout + counts.kill + counts.stdin + counts.background)
-    -- let the loop reap what the last kills left
-    for _ = 1, 20 do sandkit.step(0.01) end
+    -- the last kills are reaped by the loop: wait (bounded) for that
     collectgarbage()
-    local kids, zombies = procs.children()
+    local kids, zombies
+    procs.wait_for(function()
+      kids, zombies = procs.children()
+      return #kids == 0 and zombies == 0
+    end)
     assert.equal(0, #kids, "leftover children: " .. #kids)
     assert.equal(0, zombies)
     for _, marker in ipairs({ "sleep 45.5", "sleep 46.5", "sleep 47.5" }) do
-      assert.equal(0, procs.matching(marker), marker)
+      assert.equal(0, procs.wait_gone(marker), marker)
     end
     -- libuv may close a lazily made descriptor meanwhile: never more after
     local fds_after = procs.fd_count()
