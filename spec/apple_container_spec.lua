@@ -502,9 +502,12 @@ describe("AppleContainerSandbox", function()
   end)
 
   it("kills a command past its timeout inside the container: 124, marker handled, nothing left", function()
+    local procs = require "helpers.procs"
+    -- a sleep no other run on this machine has: the host-wide check sees only ours
+    local secs = "30." .. procs.self_pid()
     local sb = started()
     local streamed = {}
-    local r = assert(sb:exec("sleep 30", nil, { timeout = 100, on_stderr = function(c) streamed[#streamed + 1] = c end }))
+    local r = assert(sb:exec("sleep " .. secs, nil, { timeout = 100, on_stderr = function(c) streamed[#streamed + 1] = c end }))
     assert.are.equal(124, r.exit_code)
     assert.is_true(r.timed_out)
     assert.is_true(r.killed)
@@ -513,12 +516,11 @@ describe("AppleContainerSandbox", function()
     assert.is_nil(table.concat(streamed):find("__MASTRA", 1, true))
     -- the in-container command is killed by the wrapper, and leaves /proc
     -- asynchronously: wait (bounded) for it to be gone, inside and on the host
-    local procs = require "helpers.procs"
     local gone_inside = procs.wait_for(function()
-      return assert(sb:exec("pgrep -af '[s]leep 30'")).exit_code == 1
+      return assert(sb:exec("pgrep -af '[s]leep " .. secs .. "'")).exit_code == 1
     end)
-    assert.is_true(gone_inside, "sleep 30 still runs in the container")
-    assert.are.same({}, ac.wait_live_processes_gone("sleep 30"))
+    assert.is_true(gone_inside, "sleep " .. secs .. " still runs in the container")
+    assert.are.same({}, ac.wait_live_processes_gone("sleep " .. secs))
     sb:destroy()
   end)
 
@@ -690,13 +692,15 @@ describe("AppleContainerSandbox", function()
   end)
 
   it("bounds each lifecycle CLI call by the sandbox timeout", function()
-    env:faults({ { command = "inspect", hang = true } })
+    -- a hang no other run on this machine has: the host-wide check sees only ours
+    local hang = tonumber("3600." .. require("helpers.procs").self_pid())
+    env:faults({ { command = "inspect", hang = hang } })
     local sb = new_sandbox({ timeout = 300 })
     local ok, err = sb:start()
     assert.is_nil(ok)
     assert.are.equal(137, err.exit_code)
     assert.truthy(err.message:find("^inspect Apple container apple%-test failed with exit code 137"))
-    assert.are.same({}, ac.wait_live_processes_gone("sleep 3600"))
+    assert.are.same({}, ac.wait_live_processes_gone("sleep " .. tostring(hang)))
   end)
 
   it("ends an exec the CLI never answers at the host bound (timeout + 10 s)", function()

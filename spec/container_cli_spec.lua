@@ -35,6 +35,12 @@ end
 
 local STATE = sh("mktemp -d /tmp/sandkit-container-spec.XXXXXX"):gsub("%s+$", "")
 local SCRATCH = STATE .. "-scratch"
+-- sleeps no other run on this machine has: the host-wide process checks
+-- see only ours (a pid taken by this run makes them unique)
+local RUN = sh("echo $$"):gsub("%s+$", "")
+local INNER_SECS = "4321." .. RUN
+local DELETED_SECS = "8765." .. RUN
+local HANG_SECS = tonumber("4242." .. RUN)
 os.execute("mkdir -p " .. q(SCRATCH))
 
 -- Runs the CLI. opts.env: variables for this call (written to a file and sourced,
@@ -283,7 +289,7 @@ describe("emulated container CLI", function()
     end)
 
     it("runs the in-container timeout wrapper: 124 with the marker, nothing left", function()
-      local inner = "sh -lc 'sleep 4321' & child=$!; trap 'kill -TERM \"$child\" 2>/dev/null; " ..
+      local inner = "sh -lc 'sleep " .. INNER_SECS .. "' & child=$!; trap 'kill -TERM \"$child\" 2>/dev/null; " ..
         "wait \"$child\" 2>/dev/null; exit 124' TERM INT; wait \"$child\"; code=$?; trap - TERM INT; " ..
         "printf %s \"$code\" > \"$MASTRA_TIMEOUT_RESULT_FILE\"; exit \"$code\""
       local outer = "result_file=/tmp/.mastra-apple-container-exit-$$; rm -f \"$result_file\"; " ..
@@ -296,9 +302,9 @@ describe("emulated container CLI", function()
       assert.are.equal(124, r.code)
       assert.truthy(r.stderr:find("__MASTRA_APPLE_CONTAINER_TIMEOUT__", 1, true))
       assert.is_true(eventually(function()
-        return cli({ "exec", "c-run", "sh", "-lc", "pgrep -af '[s]leep 4321'" }).code == 1
-      end, 10), "sleep 4321 still runs in the container")
-      assert.are.same({}, live_after("sleep 4321"))
+        return cli({ "exec", "c-run", "sh", "-lc", "pgrep -af '[s]leep " .. INNER_SECS .. "'" }).code == 1
+      end, 10), "sleep " .. INNER_SECS .. " still runs in the container")
+      assert.are.same({}, live_after("sleep " .. INNER_SECS))
     end)
 
     it("fails for an unknown container with Apple's wording", function()
@@ -370,12 +376,12 @@ describe("emulated container CLI", function()
     end)
 
     it("deletes with --force and the container is gone", function()
-      ok(cli({ "run", "-d", "--name", "c-del", "--init", "alpine", "sleep", "8765" }))
+      ok(cli({ "run", "-d", "--name", "c-del", "--init", "alpine", "sleep", DELETED_SECS }))
       assert.are.equal("c-del\n", ok(cli({ "delete", "--force", "c-del" })).stdout)
       local r = cli({ "inspect", "c-del" })
       assert.are_not.equal(0, r.code)
       assert.truthy(r.stderr:find("not found", 1, true))
-      assert.are.same({}, live_after("sleep 8765"))
+      assert.are.same({}, live_after("sleep " .. DELETED_SECS))
     end)
   end)
 
@@ -450,10 +456,10 @@ describe("emulated container CLI", function()
     end)
 
     it("hangs until killed, leaving no process behind", function()
-      write_file(STATE .. "/faults.json", cjson.encode({ { command = "list", hang = 4242 } }))
+      write_file(STATE .. "/faults.json", cjson.encode({ { command = "list", hang = HANG_SECS } }))
       local r = cli({ "list" }, { prefix = "timeout 0.5" })
       assert.are.equal(124, r.code)
-      assert.are.same({}, live_after("sleep 4242"))
+      assert.are.same({}, live_after("sleep " .. tostring(HANG_SECS)))
     end)
   end)
 end)

@@ -300,8 +300,9 @@ describe("ModalSandbox", function()
 
   describe("deadlines", function()
     it("retries a control-plane call that outlives rpc_timeout_ms", function()
-      srv:faults({ delay = { rpc = "AppGetOrCreate", ms = 1500, count = 2 } })
-      local sb = started({ rpc_timeout_ms = 400 })
+      -- room for a loaded machine: the calls that are not delayed must fit
+      srv:faults({ delay = { rpc = "AppGetOrCreate", ms = 3000, count = 2 } })
+      local sb = started({ rpc_timeout_ms = 1000 })
       local apps = calls("AppGetOrCreate")
       assert.equal(3, #apps)
       for i, e in ipairs(apps) do
