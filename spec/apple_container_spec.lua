@@ -781,12 +781,10 @@ describe("AppleContainerSandbox", function()
     local long = assert(sb.processes:spawn("sleep 30"))
     assert.is_true(long:kill())
     assert.is_false(assert(long:wait()).success)
-    -- the background wrapper forwards the kill to the command in the container
-    local gone = false
-    for _ = 1, 40 do
-      if assert(sb:exec("pgrep -f '[s]leep 30'")).exit_code == 1 then gone = true break end
-      sandkit.sleep(0.05)
-    end
+    -- the CLI forwards the kill to the command in the container (README)
+    local gone = require("helpers.procs").wait_for(function()
+      return assert(sb:exec("pgrep -f '[s]leep 30'")).exit_code == 1
+    end)
     assert.is_true(gone)
     sb:destroy()
   end)
