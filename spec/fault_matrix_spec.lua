@@ -282,7 +282,7 @@ local function new_children(before)
     for pid, args in pairs(child_set()) do
       if not before[pid] then extra[#extra + 1] = pid .. " " .. args end
     end
-    if #extra == 0 or sandkit.now() - t0 > 5000 then return extra end
+    if #extra == 0 or sandkit.now() - t0 > 15000 then return extra end
     sandkit.sleep(0.05)
   end
 end

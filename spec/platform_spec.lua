@@ -122,7 +122,7 @@ describe("PlatformSandbox", function()
     while true do
       local ws, done = sockets(), 0
       for _, w in ipairs(ws) do if w.close and w.close ~= NULL then done = done + 1 end end
-      if done >= n or now() - t0 > 5000 then return ws end
+      if done >= n or now() - t0 > 15000 then return ws end
       sandkit.sleep(0.05)
     end
   end
