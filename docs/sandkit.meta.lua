@@ -147,6 +147,9 @@ function Operation:timeout() end
 local Process = {}
 ---@return sandkit.Result|nil, sandkit.Error|nil
 function Process:wait() end
+--- Ends the command; what that means depends on the provider (README:
+--- local SIGKILL to the group, platform closes the socket, modal local only,
+--- apple-container signals the exec CLI).
 ---@return boolean killed false once exited
 function Process:kill() end
 ---@param data string
@@ -207,7 +210,9 @@ function Sandbox:exec_async(command, args, opts) end
 ---@param overrides? sandkit.LocalSandboxOptions|sandkit.PlatformSandboxOptions|sandkit.ModalSandboxOptions|sandkit.AppleContainerSandboxOptions
 ---@return sandkit.Sandbox
 function Sandbox:clone(overrides) end
----@return sandkit.Info
+--- A running Platform sandbox asks the platform first (GET /sandbox/{id});
+--- nil, err when that request fails.
+---@return sandkit.Info|nil, sandkit.Error|nil
 function Sandbox:info() end
 ---@param context? any
 ---@return string

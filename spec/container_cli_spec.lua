@@ -35,6 +35,12 @@ end
 
 local STATE = sh("mktemp -d /tmp/sandkit-container-spec.XXXXXX"):gsub("%s+$", "")
 local SCRATCH = STATE .. "-scratch"
+-- sleeps no other run on this machine has: the host-wide process checks
+-- see only ours (a pid taken by this run makes them unique)
+local RUN = sh("echo $$"):gsub("%s+$", "")
+local INNER_SECS = "4321." .. RUN
+local DELETED_SECS = "8765." .. RUN
+local HANG_SECS = tonumber("4242." .. RUN)
 os.execute("mkdir -p " .. q(SCRATCH))
 
 -- Runs the CLI. opts.env: variables for this call (written to a file and sourced,
@@ -124,10 +130,21 @@ local function run_container(name, extra)
   return cli(args)
 end
 
+-- Live processes matching `needle` once they had (bounded) time to go: a
+-- killed process leaves /proc asynchronously.
+local function live_after(needle)
+  local left
+  eventually(function()
+    left = live_processes(needle)
+    return #left == 0
+  end, 10)
+  return left
+end
+
 describe("emulated container CLI", function()
   teardown(function()
     cli({ "_reap-all", "--delete" })
-    local left = live_processes(STATE)
+    local left = live_after(STATE)
     os.execute("rm -rf " .. q(STATE) .. " " .. q(SCRATCH))
     assert.are.same({}, left)
   end)
@@ -272,7 +289,7 @@ describe("emulated container CLI", function()
     end)
 
     it("runs the in-container timeout wrapper: 124 with the marker, nothing left", function()
-      local inner = "sh -lc 'sleep 4321' & child=$!; trap 'kill -TERM \"$child\" 2>/dev/null; " ..
+      local inner = "sh -lc 'sleep " .. INNER_SECS .. "' & child=$!; trap 'kill -TERM \"$child\" 2>/dev/null; " ..
         "wait \"$child\" 2>/dev/null; exit 124' TERM INT; wait \"$child\"; code=$?; trap - TERM INT; " ..
         "printf %s \"$code\" > \"$MASTRA_TIMEOUT_RESULT_FILE\"; exit \"$code\""
       local outer = "result_file=/tmp/.mastra-apple-container-exit-$$; rm -f \"$result_file\"; " ..
@@ -284,9 +301,10 @@ describe("emulated container CLI", function()
       local r = cli({ "exec", "c-run", "sh", "-lc", outer })
       assert.are.equal(124, r.code)
       assert.truthy(r.stderr:find("__MASTRA_APPLE_CONTAINER_TIMEOUT__", 1, true))
-      local p = cli({ "exec", "c-run", "sh", "-lc", "pgrep -af '[s]leep 4321'" })
-      assert.are.equal(1, p.code)
-      assert.are.same({}, live_processes("sleep 4321"))
+      assert.is_true(eventually(function()
+        return cli({ "exec", "c-run", "sh", "-lc", "pgrep -af '[s]leep " .. INNER_SECS .. "'" }).code == 1
+      end, 10), "sleep " .. INNER_SECS .. " still runs in the container")
+      assert.are.same({}, live_after("sleep " .. INNER_SECS))
     end)
 
     it("fails for an unknown container with Apple's wording", function()
@@ -358,12 +376,12 @@ describe("emulated container CLI", function()
     end)
 
     it("deletes with --force and the container is gone", function()
-      ok(cli({ "run", "-d", "--name", "c-del", "--init", "alpine", "sleep", "8765" }))
+      ok(cli({ "run", "-d", "--name", "c-del", "--init", "alpine", "sleep", DELETED_SECS }))
       assert.are.equal("c-del\n", ok(cli({ "delete", "--force", "c-del" })).stdout)
       local r = cli({ "inspect", "c-del" })
       assert.are_not.equal(0, r.code)
       assert.truthy(r.stderr:find("not found", 1, true))
-      assert.are.same({}, live_processes("sleep 8765"))
+      assert.are.same({}, live_after("sleep " .. DELETED_SECS))
     end)
   end)
 
@@ -438,10 +456,10 @@ describe("emulated container CLI", function()
     end)
 
     it("hangs until killed, leaving no process behind", function()
-      write_file(STATE .. "/faults.json", cjson.encode({ { command = "list", hang = 4242 } }))
+      write_file(STATE .. "/faults.json", cjson.encode({ { command = "list", hang = HANG_SECS } }))
       local r = cli({ "list" }, { prefix = "timeout 0.5" })
       assert.are.equal(124, r.code)
-      assert.are.same({}, live_processes("sleep 4242"))
+      assert.are.same({}, live_after("sleep " .. tostring(HANG_SECS)))
     end)
   end)
 end)

@@ -79,9 +79,9 @@ row { provider = "platform", fault = "lease for another provider (e2b)", when = 
     providerResourceId = "x", jwt = "j", wsEndpoint = "ws://127.0.0.1:1/ws/exec", subprotocol = "railway-shell",
     expiresAt = NULL } } } },
   expect = "PlatformApiError", within_ms = 5000 }
-row { provider = "platform", fault = "lease delayed 3 s past request_timeout_ms 300", when = "exec",
-  opts = { request_timeout_ms = 300 },
-  setup = pf { http = { { route = "lease", delay_ms = 3000, times = 1 } } }, expect = "TimeoutError", within_ms = 2500 }
+row { provider = "platform", fault = "lease delayed 6 s past request_timeout_ms 1000", when = "exec",
+  opts = { request_timeout_ms = 1000 },
+  setup = pf { http = { { route = "lease", delay_ms = 6000, times = 1 } } }, expect = "TimeoutError", within_ms = 4500 }
 row { provider = "platform", fault = "lease delayed 100 ms", when = "exec",
   setup = pf { http = { { route = "lease", delay_ms = 100, times = 1 } } }, expect = "recovers", within_ms = 5000 }
 row { provider = "platform", fault = "lease minted already expired", when = "exec",
@@ -174,9 +174,9 @@ for _, mode in ipairs({ "status", "rst" }) do
       assert.equal("20000\n", r.stdout:sub(-6))
     end, expect = "recovers", within_ms = 15000 }
 end
-row { provider = "modal", fault = "AppGetOrCreate delayed 1.5 s x2 (rpc_timeout_ms 400)", when = "start",
-  opts = { rpc_timeout_ms = 400 },
-  setup = mf { delay = { rpc = "AppGetOrCreate", ms = 1500, count = 2 } }, expect = "recovers", within_ms = 15000 }
+row { provider = "modal", fault = "AppGetOrCreate delayed 3 s x2 (rpc_timeout_ms 1000)", when = "start",
+  opts = { rpc_timeout_ms = 1000 },
+  setup = mf { delay = { rpc = "AppGetOrCreate", ms = 3000, count = 2 } }, expect = "recovers", within_ms = 15000 }
 row { provider = "modal", fault = "AppGetOrCreate always too slow (rpc_timeout_ms 200)", when = "start",
   opts = { rpc_timeout_ms = 200 },
   setup = mf { delay = { rpc = "AppGetOrCreate", ms = 1500, count = 10 } }, expect = "ModalError", within_ms = 15000 }
@@ -221,8 +221,8 @@ row { provider = "container", fault = "inspect exits 7", when = "start",
   expect = "ContainerCliError", within_ms = 10000 }
 row { provider = "container", fault = "inspect prints garbage (not json)", when = "start",
   setup = cf { { command = "inspect", stdout = "not json" } }, expect = "ContainerCliError", within_ms = 10000 }
-row { provider = "container", fault = "inspect hangs (timeout 300)", when = "start",
-  opts = { timeout = 300 },
+row { provider = "container", fault = "inspect hangs (timeout 2000)", when = "start",
+  opts = { timeout = 2000 },
   setup = cf { { command = "inspect", hang = true } }, expect = "ContainerCliError", within_ms = 10000 }
 row { provider = "container", fault = "inspect delayed 200 ms", when = "start",
   setup = cf { { command = "inspect", delay_ms = 200 } }, expect = "recovers", within_ms = 10000 }
@@ -247,11 +247,11 @@ row { provider = "container", fault = "delete exits 4", when = "destroy",
   expect = "ContainerCliError", within_ms = 10000 }
 row { provider = "container", fault = "delete: container not found (race)", when = "destroy",
   setup = cf { { command = "delete", exit = 1, stderr = "container not found" } }, expect = "recovers", within_ms = 10000 }
-row { provider = "container", fault = "run hangs (timeout 300)", when = "start",
-  opts = { timeout = 300 },
+row { provider = "container", fault = "run hangs (timeout 2000)", when = "start",
+  opts = { timeout = 2000 },
   setup = cf { { command = "run", hang = true } }, expect = "ContainerCliError", within_ms = 10000 }
-row { provider = "container", fault = "stop hangs (timeout 300)", when = "stop",
-  opts = { timeout = 300 },
+row { provider = "container", fault = "stop hangs (timeout 2000)", when = "stop",
+  opts = { timeout = 2000 },
   setup = cf { { command = "stop", hang = true } }, expect = "ContainerCliError", within_ms = 10000 }
 row { provider = "container", fault = "exec exits 9 with garbage output", when = "exec",
   setup = cf { { command = "exec", exit = 9, stdout = "\1garbage", stderr = "not an error format" } },
@@ -282,7 +282,7 @@ local function new_children(before)
     for pid, args in pairs(child_set()) do
       if not before[pid] then extra[#extra + 1] = pid .. " " .. args end
     end
-    if #extra == 0 or sandkit.now() - t0 > 5000 then return extra end
+    if #extra == 0 or sandkit.now() - t0 > 15000 then return extra end
     sandkit.sleep(0.05)
   end
 end
@@ -447,7 +447,7 @@ describe("fault matrix", function()
         env:cli({ "_reap-all", "--delete" })
         if not ok then error(e, 0) end
         assert.same({}, new_children(before))
-        assert.same({}, ac.live_processes(env.state_dir))
+        assert.same({}, ac.wait_live_processes_gone(env.state_dir))
       end)
     end
   end)

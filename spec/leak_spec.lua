@@ -4,6 +4,11 @@ local sandkit = require "sandkit"
 local procs = require "helpers.procs"
 local tmp = require "helpers.tmp"
 
+-- sleeps no other run on this machine has: process checks see only ours
+local TIMEOUT_SECS = "45.5" .. procs.self_pid()
+local CANCEL_SECS = "46.5" .. procs.self_pid()
+local BACKGROUND_SECS = "47.5" .. procs.self_pid()
+
 teardown(tmp.cleanup)
 
 describe("resource hygiene", function()
@@ -23,11 +28,11 @@ describe("resource hygiene", function()
         local sb = sandboxes[i % #sandboxes + 1]
         local kind = i % 10
         if kind == 0 then
-          local r = assert(sb:exec("sh", { "-c", "sleep 45.5 & sleep 45.5" }, { timeout = 30 }))
+          local r = assert(sb:exec("sh", { "-c", "sleep " .. TIMEOUT_SECS .. " & sleep " .. TIMEOUT_SECS }, { timeout = 30 }))
           assert.equal(124, r.exit_code)
           counts.timeout = counts.timeout + 1
         elseif kind == 1 then
-          local op = sb:exec_async("sh", { "-c", "sleep 46.5 & exec sleep 46.5" })
+          local op = sb:exec_async("sh", { "-c", "sleep " .. CANCEL_SECS .. " & exec sleep " .. CANCEL_SECS })
           op:cancel()
           assert.is_true(assert(op:wait()).killed)
           counts.kill = counts.kill + 1
@@ -35,7 +40,7 @@ describe("resource hygiene", function()
           assert.equal("in", assert(sb:exec("cat", nil, { stdin = "in" })).stdout)
           counts.stdin = counts.stdin + 1
         elseif kind == 3 then
-          local h = assert(sb.processes:spawn("exec sleep 47.5"))
+          local h = assert(sb.processes:spawn("exec sleep " .. BACKGROUND_SECS))
           assert.is_true(sb.processes:kill(h.pid))
           counts.background = counts.background + 1
         else
@@ -49,14 +54,17 @@ describe("resource hygiene", function()
     for w = 1, 16 do tasks[w] = sandkit.spawn(worker) end
     for w = 1, 16 do tasks[w]:wait() end
     assert.equal(n, counts.normal + counts.timeout + counts.kill + counts.stdin + counts.background)
-    -- let the loop reap what the last kills left
-    for _ = 1, 20 do sandkit.step(0.01) end
+    -- the last kills are reaped by the loop: wait (bounded) for that
     collectgarbage()
-    local kids, zombies = procs.children()
+    local kids, zombies
+    procs.wait_for(function()
+      kids, zombies = procs.children()
+      return #kids == 0 and zombies == 0
+    end)
     assert.equal(0, #kids, "leftover children: " .. #kids)
     assert.equal(0, zombies)
-    for _, marker in ipairs({ "sleep 45.5", "sleep 46.5", "sleep 47.5" }) do
-      assert.equal(0, procs.matching(marker), marker)
+    for _, marker in ipairs({ "sleep " .. TIMEOUT_SECS, "sleep " .. CANCEL_SECS, "sleep " .. BACKGROUND_SECS }) do
+      assert.equal(0, procs.wait_gone(marker), marker)
     end
     -- libuv may close a lazily made descriptor meanwhile: never more after
     local fds_after = procs.fd_count()

@@ -5,6 +5,12 @@ local errors = sandkit.errors
 local procs = require "helpers.procs"
 local tmp = require "helpers.tmp"
 
+-- sleeps no other run on this machine has: process checks see only ours
+local TIMEOUT_TREE_SECS = "41.5" .. procs.self_pid()
+local TERM_IGNORER_SECS = "42.5" .. procs.self_pid()
+local STOP_SECS = "43.5" .. procs.self_pid()
+local DESTROY_SECS = "44.5" .. procs.self_pid()
+
 teardown(tmp.cleanup)
 
 local function trim(s) return (s:gsub("%s+$", "")) end
@@ -99,16 +105,16 @@ describe("process groups", function()
   teardown(function() sb:destroy() end)
 
   it("a timeout kills the whole tree, grandchildren included", function()
-    local r = assert(sb:exec("sh", { "-c", "sleep 41.5 & sleep 41.5 & sleep 41.5" }, { timeout = 200 }))
+    local r = assert(sb:exec("sh", { "-c", "sleep " .. TIMEOUT_TREE_SECS .. " & sleep " .. TIMEOUT_TREE_SECS .. " & sleep " .. TIMEOUT_TREE_SECS }, { timeout = 200 }))
     assert.equal(124, r.exit_code)
     assert.is_true(r.timed_out)
-    assert.equal(0, procs.matching("sleep 41.5"))
+    assert.equal(0, procs.wait_gone("sleep " .. TIMEOUT_TREE_SECS))
   end)
 
   it("a process that ignores SIGTERM is killed after the grace period", function()
-    local r = assert(sb:exec("sh", { "-c", "trap '' TERM; sleep 42.5 & wait" }, { timeout = 100 }))
+    local r = assert(sb:exec("sh", { "-c", "trap '' TERM; sleep " .. TERM_IGNORER_SECS .. " & wait" }, { timeout = 100 }))
     assert.equal(124, r.exit_code)
-    assert.equal(0, procs.matching("sleep 42.5"))
+    assert.equal(0, procs.wait_gone("sleep " .. TERM_IGNORER_SECS))
   end)
 
   it("a signal death reports 128 + N and killed", function()
@@ -119,12 +125,12 @@ describe("process groups", function()
 
   it("stop and destroy kill background processes and their children", function()
     local s2 = sandkit.LocalSandbox { working_directory = tmp.dir() }
-    assert(s2.processes:spawn("sleep 43.5 & exec sleep 43.5"))
+    assert(s2.processes:spawn("sleep " .. STOP_SECS .. " & exec sleep " .. STOP_SECS))
     assert(s2:stop())
-    assert.equal(0, procs.matching("sleep 43.5"))
-    assert(s2.processes:spawn("sleep 44.5 & exec sleep 44.5"))
+    assert.equal(0, procs.wait_gone("sleep " .. STOP_SECS))
+    assert(s2.processes:spawn("sleep " .. DESTROY_SECS .. " & exec sleep " .. DESTROY_SECS))
     assert(s2:destroy())
-    assert.equal(0, procs.matching("sleep 44.5"))
+    assert.equal(0, procs.wait_gone("sleep " .. DESTROY_SECS))
   end)
 
   it("output is not lost when the command exits at once", function()

@@ -2,6 +2,7 @@
 -- the SDK's metadata, auth refresh, retries, every fault switch, deadlines,
 -- snapshot/restore, reconnect by name from a second Lua state, config
 -- resolution, and secrets kept out of errors and info.
+local cjson = require "cjson"
 local sandkit = require "sandkit"
 local errors = require "sandkit.errors"
 local server = require "helpers.server"
@@ -300,8 +301,9 @@ describe("ModalSandbox", function()
 
   describe("deadlines", function()
     it("retries a control-plane call that outlives rpc_timeout_ms", function()
-      srv:faults({ delay = { rpc = "AppGetOrCreate", ms = 1500, count = 2 } })
-      local sb = started({ rpc_timeout_ms = 400 })
+      -- room for a loaded machine: the calls that are not delayed must fit
+      srv:faults({ delay = { rpc = "AppGetOrCreate", ms = 3000, count = 2 } })
+      local sb = started({ rpc_timeout_ms = 1000 })
       local apps = calls("AppGetOrCreate")
       assert.equal(3, #apps)
       for i, e in ipairs(apps) do
@@ -332,7 +334,7 @@ describe("ModalSandbox", function()
       assert.equal(124, r.exit_code)
       assert.is_true(r.timed_out)
       assert.is_true(elapsed < 15000, "took " .. elapsed .. " ms")
-      srv:faults({ delay = require("cjson").null })
+      srv:faults({ delay = cjson.null })
     end)
   end)
 
@@ -357,6 +359,20 @@ describe("ModalSandbox", function()
       assert(sb:destroy())
       assert.equal("ubuntu:22.04", sb:info().metadata.image)
       assert.equal(0, running_named(sb.id))
+    end)
+
+    it("runs in a workdir outside /tmp (Mastra's /app), with the sandbox's own /tmp; 127 for a missing command", function()
+      local sb = started({ workdir = "/app" })
+      assert.equal("/app\n", assert(sb:exec("pwd")).stdout)
+      assert(sb:exec("echo mine > /tmp/own.txt && echo here > here.txt"))
+      assert.equal("here\n", assert(sb:exec("cat /app/here.txt")).stdout)
+      local other = started()
+      assert.equal(1, assert(other:exec("cat /tmp/own.txt")).exit_code)
+      assert.equal("/workspace\n", assert(other:exec("pwd", nil, { cwd = "/workspace" })).stdout)
+      local r = assert(sb:exec("no-such-command-xyz"))
+      assert.equal(127, r.exit_code)
+      assert(sb:destroy())
+      assert(other:destroy())
     end)
 
     it("reconnects by name from a second Lua state", function()
@@ -390,6 +406,44 @@ describe("ModalSandbox", function()
       assert.equal("again\n", r.stdout)
       assert.equal("running", sb.status)
       assert.equal(2, #calls("SandboxCreate"))
+    end)
+  end)
+
+  describe("kill", function()
+    -- README: SDK 0.7.x has no kill RPC, so kill only ends the local side
+    local function remote_execs(sb)
+      for _, s in ipairs(srv:admin("GET", "/__admin/sandboxes")) do
+        if s.running and s.name == sb.id then return srv:admin("GET", "/__admin/sandboxes/" .. s.id).execs end
+      end
+      return {}
+    end
+    local function remote_exit(sb, marker)
+      for _, e in ipairs(remote_execs(sb)) do
+        if table.concat(e.argv, " "):find(marker, 1, true) then return e.exit ~= cjson.null and e.exit or false end
+      end
+    end
+
+    it("is local only: the handle ends at once, the command runs on until its timeout_secs backstop", function()
+      local procs = require "helpers.procs"
+      local sb = started()
+      local forever = "sleep 30.1" .. procs.self_pid()
+      local bounded = "sleep 30.2" .. procs.self_pid()
+      local h1 = assert(sb.processes:spawn(forever))
+      local h2 = assert(sb.processes:spawn(bounded, { timeout = 3000 }))
+      assert.is_true(procs.wait_for(function()
+        return remote_exit(sb, forever) == false and remote_exit(sb, bounded) ~= nil
+      end), "both commands reached the sandbox: " .. cjson.encode(remote_execs(sb)))
+      assert.is_true(h1:kill())
+      assert.is_true(assert(h1:wait()).killed)
+      h2:kill() -- false if its local timeout came first on a loaded machine
+      local r2 = assert(h2:wait())
+      assert.is_true(r2.killed or r2.timed_out)
+      -- the timeout_secs backstop (ceil(3000 ms) + 1 s) ends the bounded one remotely
+      local ended = procs.wait_for(function() return remote_exit(sb, bounded) end, 20)
+      assert.truthy(ended, "the bounded command still runs remotely")
+      -- the killed one was never told: it still runs after the bounded one ended
+      assert.is_false(remote_exit(sb, forever))
+      assert(sb:destroy())
     end)
   end)
 

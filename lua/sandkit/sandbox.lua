@@ -124,7 +124,9 @@ function S:stop()
   check(self, core.Sandbox, "stop")
   return shared(self, "stop_slot", function()
     local s = self.status
-    if s == "pending" or s == "stopped" or s == "destroyed" then return nil end
+    if s == "destroyed" then return nil end
+    -- a provider whose stop addresses a resource by name stops from any state
+    if (s == "pending" or s == "stopped") and not state(self).stop_when_idle then return nil end
     local herr = run_hook(self, "on_stop")
     return lifecycle(self, "_stop") or herr
   end)
@@ -444,8 +446,15 @@ end
 
 -- ---- the rest of the sandbox ---------------------------------------------------
 
+--- The sandbox's description. A running sandbox whose provider keeps
+-- state remotely asks it first (platform: GET /sandbox/{id}); when that
+-- fails, info() returns nil, err.
 function S:info()
   check(self, core.Sandbox, "info")
+  if self.status == "running" then
+    local err = lifecycle(self, "_refresh")
+    if err then return nil, err end
+  end
   return self:_info()
 end
 

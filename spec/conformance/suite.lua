@@ -159,7 +159,7 @@ return function(config, env)
           op:cancel()
           local r = assert(op:wait())
           assert.is_false(r.success)
-          assert.is_true(now_ms() - t0 < 2000)
+          assert.is_true(now_ms() - t0 < 5000) -- anti-hang bound, generous for a loaded machine
         end)
 
         it("captures partial output before abort", function()
@@ -576,7 +576,7 @@ return function(config, env)
           h:kill()
           local r = assert(h:wait())
           assert.is_false(r.success)
-          assert.is_true(now_ms() - t0 < 2000)
+          assert.is_true(now_ms() - t0 < 5000) -- anti-hang bound, generous for a loaded machine
         end)
 
         it("abort: captures partial output before abort", function()
@@ -653,7 +653,7 @@ return function(config, env)
           local got = false
           local h = spawn(cmd, { on_stdout = function() got = true end })
           local t0 = now_ms()
-          while not got and now_ms() - t0 < 5000 do sandkit.step(0.05) end
+          while not got and now_ms() - t0 < 15000 do sandkit.step(0.05) end
           assert.is_true(got)
           return h
         end
@@ -677,7 +677,7 @@ return function(config, env)
         it("get: first get() after natural exit returns output, second returns undefined (pruned)", function()
           local h = spawn("echo prune-test")
           local t0 = now_ms()
-          while h.exit_code == nil and now_ms() - t0 < 5000 do sandkit.step(0.05) end
+          while h.exit_code == nil and now_ms() - t0 < 15000 do sandkit.step(0.05) end
           local g = P:get(h.pid)
           assert.truthy(g)
           assert.truthy(g.stdout:find("prune-test", 1, true))
@@ -752,7 +752,7 @@ return function(config, env)
           local t0 = now_ms()
           local r = assert(spawn("echo done", { on_stdout = function() end }):wait())
           assert.equal(0, r.exit_code)
-          assert.is_true(now_ms() - t0 < 2000)
+          assert.is_true(now_ms() - t0 < 5000) -- anti-hang bound, generous for a loaded machine
         end)
 
         it_if(caps.supports_streaming and caps.supports_stdin, "streams: writer stream sends data to stdin", function()

@@ -140,11 +140,24 @@ function M.live_processes(needle)
   return found
 end
 
+--- Waits (bounded: `seconds`, default 10) until no live process's command
+-- line contains `needle`; returns those still alive (expected: none). A
+-- killed process leaves /proc asynchronously, so this never samples once.
+function M.wait_live_processes_gone(needle, seconds)
+  local procs = require "helpers.procs"
+  local left
+  procs.wait_for(function()
+    left = M.live_processes(needle)
+    return #left == 0
+  end, seconds)
+  return left
+end
+
 --- Kills and removes every container, then the directory. Returns the
 -- processes still referring to the state directory (expected: none).
 function Env:teardown()
   self:cli({ "_reap-all", "--delete" })
-  local left = M.live_processes(self.state_dir)
+  local left = M.wait_live_processes_gone(self.state_dir)
   os.execute("rm -rf " .. q(self.dir))
   return left
 end

@@ -65,6 +65,32 @@ function M.matching(needle)
   return n
 end
 
+--- Polls `pred` until it returns a truthy value or `seconds` (default 10)
+-- pass, turning the sandkit loop meanwhile (so our own children get
+-- reaped); returns pred's last value. A killed process leaves /proc
+-- asynchronously (its parent, or init for an orphan, reaps it), so a check
+-- right after a kill samples a race: wait for the state instead.
+function M.wait_for(pred, seconds)
+  local sandkit = require "sandkit"
+  local deadline = sandkit.now() + (seconds or 10) * 1000
+  while true do
+    local v = pred()
+    if v or sandkit.now() > deadline then return v end
+    sandkit.step(0.02)
+  end
+end
+
+--- Waits (bounded) until no process's command line contains `needle`;
+-- returns how many are left (0: all gone).
+function M.wait_gone(needle, seconds)
+  local left = 0
+  M.wait_for(function()
+    left = M.matching(needle)
+    return left == 0
+  end, seconds)
+  return left
+end
+
 --- Pids of live (non-zombie) processes anywhere whose command line
 -- (/proc/<pid>/cmdline, arguments joined by spaces) contains `needle`;
 -- read from /proc directly, so nothing started to look matches.

@@ -256,26 +256,19 @@ static void sandbox_begin_stop(sk_sandbox *sb)
 
 void sk_sandbox_stop(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
 {
-    switch (sb->status) {
-    case SK_PENDING:
-    case SK_STOPPED:
-    case SK_DESTROYED:
+    bool idle = sb->status == SK_PENDING || sb->status == SK_STOPPED || sb->status == SK_ERROR;
+    if (sb->status == SK_DESTROYED || (idle && !sb->provider->stop_when_idle)) {
+        if (sb->status == SK_ERROR)
+            sb->status = SK_STOPPED;
         if (cb)
             cb(sb, NULL, ud);
         return;
-    case SK_ERROR:
-        sb->status = SK_STOPPED;
-        if (cb)
-            cb(sb, NULL, ud);
-        return;
-    default:
-        break;
     }
     if (sandbox_wait(&sb->stop_waiters, cb, ud) != 0) {
         sandbox_fail_now(sb, cb, ud, sandbox_oom());
         return;
     }
-    if (sb->status == SK_RUNNING)
+    if (sb->status == SK_RUNNING || idle)
         sandbox_begin_stop(sb);
     /* STARTING: stops once the start settles; STOPPING: joins it;
      * DESTROYING: settles with the destroy. */
@@ -353,6 +346,28 @@ void sk_sandbox_destroy(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
     if (sb->status == SK_STARTING || sb->status == SK_STOPPING || sb->status == SK_DESTROYING)
         return; /* after the operation in flight */
     sandbox_begin_destroy(sb);
+}
+
+static void sandbox_on_refreshed(sk_sandbox *sb, sk_error *err)
+{
+    sandbox_notify(sb, &sb->refresh_waiters, err);
+    sk_error_free(err);
+}
+
+void sk_sandbox_refresh(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
+{
+    if (!sb->provider->refresh || sb->status != SK_RUNNING) {
+        if (cb)
+            cb(sb, NULL, ud);
+        return;
+    }
+    bool first = !sb->refresh_waiters;
+    if (sandbox_wait(&sb->refresh_waiters, cb, ud) != 0) {
+        sandbox_fail_now(sb, cb, ud, sandbox_oom());
+        return;
+    }
+    if (first)
+        sb->provider->refresh(sb, sandbox_on_refreshed);
 }
 
 /* ---- processes ---------------------------------------------------------- */
@@ -699,6 +714,7 @@ void sk_sandbox_free(sk_sandbox *sb)
     sandbox_notify(sb, &sb->start_waiters, closed);
     sandbox_notify(sb, &sb->stop_waiters, closed);
     sandbox_notify(sb, &sb->destroy_waiters, closed);
+    sandbox_notify(sb, &sb->refresh_waiters, closed);
     sk_error_free(closed);
     if (sb->provider->free)
         sb->provider->free(sb);

@@ -95,6 +95,11 @@ typedef struct sk_provider {
     const char *id;           /* "local", "platform", "modal", "apple-container" */
     const char *name;         /* "LocalSandbox", ... */
     bool handles_timeout;     /* provider enforces spawn timeouts itself */
+    /* stop() reaches the provider from pending, stopped and error too: it
+     * addresses a resource that may exist without this object having
+     * started it (a named container made by another process, or one a
+     * start refused to adopt). Otherwise stop() does nothing there. */
+    bool stop_when_idle;
     /* Parse and keep the options (validated by the binding for key names and
      * types; the provider checks values). Sync, no I/O. */
     int (*init)(sk_sandbox *sb, const json_t *options, sk_error **err);
@@ -112,6 +117,10 @@ typedef struct sk_provider {
     int (*close_stdin)(sk_process *p);
     /* Free per-process state (after finish, or when the sandbox is freed). */
     void (*release)(sk_process *p);
+    /* Optional, async: refresh what metadata reports from the provider's
+     * side (info() of a running sandbox); done exactly once, possibly
+     * synchronously, never after free. */
+    void (*refresh)(sk_sandbox *sb, sk_provider_done done);
     /* info().metadata; NULL for none. New reference. */
     json_t *(*metadata)(sk_sandbox *sb);
     /* Default instructions text (malloc'd), or NULL. */
@@ -140,7 +149,7 @@ struct sk_sandbox {
     sk_process *procs;
     unsigned next_local_pid;
     /* lifecycle waiters */
-    struct sk_waiter *start_waiters, *stop_waiters, *destroy_waiters;
+    struct sk_waiter *start_waiters, *stop_waiters, *destroy_waiters, *refresh_waiters;
 };
 
 typedef void (*sk_lifecycle_cb)(sk_sandbox *sb, const sk_error *err, void *ud);
@@ -155,6 +164,9 @@ char *sk_sandbox_default_id(const char *prefix);
 void sk_sandbox_start(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud);
 void sk_sandbox_stop(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud);
 void sk_sandbox_destroy(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud);
+/* Refreshes provider-side metadata of a running sandbox (concurrent calls
+ * share one refresh); settles at once when there is nothing to ask. */
+void sk_sandbox_refresh(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud);
 
 /* Spawns on a running sandbox (callers ensure running first). Returns a
  * process holding one reference for the caller, or NULL with *err. tracked:

@@ -413,44 +413,72 @@ static void ws_want_write(sk_ws *ws)
         lws_callback_on_writable(ws->wsi);
 }
 
+/* Writes the head of the queue. false when the write failed (the
+ * connection is being dropped). */
+static bool ws_write_head(sk_ws *ws, struct lws *wsi)
+{
+    ws_msg *m = ws->q_head;
+    ws->q_head = m->next;
+    if (!ws->q_head)
+        ws->q_tail = NULL;
+    ws->q_bytes -= m->len;
+    int n = lws_write(wsi, m->buf + LWS_PRE, m->len, m->binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT);
+    free(m);
+    if (n < 0) {
+        ws_set_error(ws, "websocket %s: write failed%s", NULL);
+        lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+        return false;
+    }
+    return true;
+}
+
+/* Our own CLOSE frame (event-core §8): lws' close path would hard-close the
+ * socket before the frame leaves. */
+static void ws_write_close(sk_ws *ws, struct lws *wsi)
+{
+    unsigned char buf[LWS_PRE + 2 + sizeof ws->close_reason];
+    unsigned char *p = buf + LWS_PRE;
+    p[0] = (unsigned char)(ws->close_code >> 8);
+    p[1] = (unsigned char)(ws->close_code & 0xff);
+    memcpy(p + 2, ws->close_reason, ws->close_reason_len);
+    int n = lws_write(wsi, p, 2 + ws->close_reason_len, (enum lws_write_protocol)WS_LWS_WRITE_CLOSE);
+    ws->state = WS_CLOSE_SENT;
+    if (n < 0) {
+        lws_set_timeout(wsi, PENDING_TIMEOUT_CLOSE_ACK, LWS_TO_KILL_ASYNC);
+        return;
+    }
+    lws_set_timer_usecs(wsi, (lws_usec_t)ws->close_timeout_ms * 1000);
+}
+
 static int ws_on_writeable(sk_ws *ws, struct lws *wsi)
 {
     if (ws->state != WS_OPEN)
         return 0;
-    ws_msg *m = ws->q_head;
-    if (m) {
-        ws->q_head = m->next;
-        if (!ws->q_head)
-            ws->q_tail = NULL;
-        ws->q_bytes -= m->len;
-        int n = lws_write(wsi, m->buf + LWS_PRE, m->len, m->binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT);
-        free(m);
-        if (n < 0) {
-            ws_set_error(ws, "websocket %s: write failed%s", NULL);
-            lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
-            return 0;
-        }
-        if (ws->q_head || ws->close_requested)
+    if (ws->q_head) {
+        if (ws_write_head(ws, wsi) && (ws->q_head || ws->close_requested))
             lws_callback_on_writable(wsi);
         return 0;
     }
-    if (ws->close_requested) {
-        /* Our own CLOSE frame (event-core §8): lws' close path would hard-
-         * close the socket before the frame leaves. */
-        unsigned char buf[LWS_PRE + 2 + sizeof ws->close_reason];
-        unsigned char *p = buf + LWS_PRE;
-        p[0] = (unsigned char)(ws->close_code >> 8);
-        p[1] = (unsigned char)(ws->close_code & 0xff);
-        memcpy(p + 2, ws->close_reason, ws->close_reason_len);
-        int n = lws_write(wsi, p, 2 + ws->close_reason_len, (enum lws_write_protocol)WS_LWS_WRITE_CLOSE);
-        ws->state = WS_CLOSE_SENT;
-        if (n < 0) {
-            lws_set_timeout(wsi, PENDING_TIMEOUT_CLOSE_ACK, LWS_TO_KILL_ASYNC);
-            return 0;
-        }
-        lws_set_timer_usecs(wsi, (lws_usec_t)ws->close_timeout_ms * 1000);
-    }
+    if (ws->close_requested)
+        ws_write_close(ws, wsi);
     return 0;
+}
+
+/* Writes what is queued and our CLOSE now rather than on the next writable
+ * callback: a caller that exits (or tears the peer down) right after
+ * closing would otherwise leave the peer with no CLOSE at all (1006). Only
+ * while lws holds no partial frame: a frame written behind one would be
+ * taken for its continuation. What cannot go now goes when writable. */
+static void ws_flush_close_now(sk_ws *ws)
+{
+    struct lws *wsi = ws->wsi;
+    while (ws->state == WS_OPEN && ws->q_head && !lws_partial_buffered(wsi))
+        if (!ws_write_head(ws, wsi))
+            return;
+    if (ws->state == WS_OPEN && !ws->q_head && !lws_partial_buffered(wsi))
+        ws_write_close(ws, wsi);
+    else if (ws->state == WS_OPEN)
+        lws_callback_on_writable(wsi);
 }
 
 static void ws_request_close(sk_ws *ws, int code, const char *reason, size_t reason_len)
@@ -467,7 +495,8 @@ static void ws_request_close(sk_ws *ws, int code, const char *reason, size_t rea
     }
     memcpy(ws->close_reason, reason, reason_len);
     ws->close_reason_len = reason_len;
-    ws_want_write(ws);
+    if (ws->wsi && ws->state == WS_OPEN)
+        ws_flush_close_now(ws);
 }
 
 /* ---- the lws protocol callback -------------------------------------------- */

@@ -86,6 +86,8 @@ int skl_new_sandbox(lua_State *L)
     s->st = st;
     luaL_setmetatable(L, SKL_SANDBOX);
     lua_newtable(L);
+    lua_pushboolean(L, prov->stop_when_idle);
+    lua_setfield(L, -2, "stop_when_idle");
     lua_setiuservalue(L, -2, 1);
     sk_error *err = NULL;
     s->sb = sk_sandbox_new(st->loop, prov, opts, &err);
@@ -117,6 +119,7 @@ static int sandbox_lifecycle(lua_State *L, void (*op)(sk_sandbox *, sk_lifecycle
 static int sandbox_start(lua_State *L) { return sandbox_lifecycle(L, sk_sandbox_start); }
 static int sandbox_stop(lua_State *L) { return sandbox_lifecycle(L, sk_sandbox_stop); }
 static int sandbox_destroy(lua_State *L) { return sandbox_lifecycle(L, sk_sandbox_destroy); }
+static int sandbox_refresh(lua_State *L) { return sandbox_lifecycle(L, sk_sandbox_refresh); }
 
 static void process_remember(lua_State *L, sk_process *p, int ud_idx)
 {
@@ -602,6 +605,7 @@ void skl_open_sandbox(lua_State *L)
         { "_state", sandbox_state },
         { "_mark_error", sandbox_mark_error },
         { "_info", sandbox_info },
+        { "_refresh", sandbox_refresh },
         { "_default_instructions", sandbox_default_instructions },
         { "_get", sandbox_get },
         { "_list", sandbox_list },

@@ -8,7 +8,8 @@
 // flags, faults and the admin API.
 //
 // Layout of the state dir:
-//   sandboxes/<sb-id>/fs   the sandbox filesystem (default cwd; /tmp under bwrap)
+//   sandboxes/<sb-id>/fs   the sandbox filesystem: the root its processes see
+//                          (view.mjs), default cwd /
 //   images/<im-id>         filesystem snapshots (copies of a sandbox fs)
 
 import { spawn, execFile } from 'node:child_process';
@@ -22,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import grpc from '@grpc/grpc-js';
 import protoLoader from '@grpc/proto-loader';
+import { checkLauncher, ensureDir, findExecutable, launchArgv, prepareRoot } from './view.mjs';
 
 const execFileP = promisify(execFile);
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -100,6 +102,14 @@ const stateDir = opts.stateDir
   : fs.mkdtempSync(path.join(os.tmpdir(), 'sandkit-modal-'));
 fs.mkdirSync(path.join(stateDir, 'sandboxes'), { recursive: true });
 fs.mkdirSync(path.join(stateDir, 'images'), { recursive: true });
+{
+  const why = checkLauncher(opts.isolation, stateDir);
+  if (why) {
+    process.stderr.write(`modal server: --isolation ${opts.isolation}: ${why}\n`);
+    if (ownStateDir) fs.rmSync(stateDir, { recursive: true, force: true });
+    process.exit(2);
+  }
+}
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 function newId(prefix) {
@@ -487,7 +497,7 @@ function sandboxFsDir(sb) { return path.join(stateDir, 'sandboxes', sb.id, 'fs')
 function baseEnv(sb) {
   return {
     PATH: process.env.PATH || '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-    HOME: opts.isolation === 'bwrap' ? '/tmp' : sb.fsDir,
+    HOME: '/root',
     MODAL_SANDBOX_ID: sb.id,
     MODAL_TASK_ID: sb.taskId,
   };
@@ -503,32 +513,27 @@ function secretEnv(ids) {
   return env;
 }
 
-// Absolute paths that exist (as the process sees them) are used as they
-// are; others are created inside the sandbox filesystem.
+// A workdir is a path of the sandbox's own filesystem (relative: to the
+// sandbox's cwd); it is created when missing, as Modal does.
 function resolveWorkdir(sb, wd) {
   if (!wd) return sb.cwd;
-  const abs = path.isAbsolute(wd) ? wd : path.resolve(sb.cwd, wd);
-  if (opts.isolation === 'bwrap' && (abs === '/tmp' || abs.startsWith('/tmp/'))) {
-    fs.mkdirSync(path.join(sb.fsDir, abs), { recursive: true });
-    return abs;
-  }
-  try { if (fs.statSync(abs).isDirectory()) return abs; } catch { /* fall through */ }
-  const inside = path.join(sb.fsDir, abs);
-  fs.mkdirSync(inside, { recursive: true });
-  return inside;
+  const abs = path.posix.resolve(sb.cwd, wd);
+  ensureDir(sb.fsDir, abs);
+  return abs;
 }
 
 function spawnIn(sb, argv, { cwd, env, stdin, stdout, stderr, mergeStderr }) {
   let cmd = argv;
-  if (mergeStderr) cmd = ['/bin/sh', '-c', 'exec "$@" 2>&1', 'sh', ...argv];
-  if (opts.isolation === 'bwrap') {
-    cmd = ['bwrap', '--bind', '/', '/', '--bind', path.join(sb.fsDir, 'tmp'), '/tmp',
-      '--dev', '/dev', '--proc', '/proc', '--die-with-parent', '--chdir', cwd, '--', ...cmd];
+  if (!findExecutable(sb.fsDir, cwd, argv[0], env.PATH)) {
+    // What a shell says (exit 127), in both isolation modes; a launcher
+    // would report its own execvp failure instead.
+    cmd = ['/bin/sh', '-c', 'printf "%s: command not found\\n" "$1" >&2; exit 127', 'sh', argv[0]];
+    if (mergeStderr) cmd = ['/bin/sh', '-c', 'exec "$@" 2>&1', 'sh', ...cmd];
+    return spawn(cmd[0], cmd.slice(1), { cwd: '/', env, detached: true, stdio: [stdin, stdout, stderr] });
   }
-  return spawn(cmd[0], cmd.slice(1), {
-    cwd: opts.isolation === 'bwrap' ? '/' : cwd, env, detached: true,
-    stdio: [stdin, stdout, stderr],
-  });
+  if (mergeStderr) cmd = ['/bin/sh', '-c', 'exec "$@" 2>&1', 'sh', ...argv];
+  cmd = launchArgv(opts.isolation, sb.fsDir, cwd, cmd);
+  return spawn(cmd[0], cmd.slice(1), { cwd: '/', env, detached: true, stdio: [stdin, stdout, stderr] });
 }
 
 function finishSandbox(sb, result) {
@@ -587,8 +592,8 @@ async function createSandbox(req) {
   try {
     fs.mkdirSync(sb.fsDir, { recursive: true });
     if (image.kind === 'snapshot') await execFileP('cp', ['-a', `${image.dir}/.`, sb.fsDir]);
-    fs.mkdirSync(path.join(sb.fsDir, 'tmp'), { recursive: true });
-    sb.cwd = opts.isolation === 'bwrap' ? '/tmp' : sb.fsDir;
+    prepareRoot(sb.fsDir);
+    sb.cwd = '/';
     if (def.workdir) sb.cwd = resolveWorkdir(sb, def.workdir);
   } catch (e) {
     finishSandbox(sb, { status: GS.INIT_FAILURE, exception: String(e.message) });

@@ -823,6 +823,9 @@ const sk_provider sk_provider_apple_container = {
     .id = "apple-container",
     .name = "AppleContainerSandbox",
     .handles_timeout = true,
+    /* upstream runs every stop(): a container of this name left by another
+     * process is stopped, and a refused one is refused again (spec §4.4) */
+    .stop_when_idle = true,
     .init = ac_init,
     .start = ac_start,
     .stop = ac_stop,

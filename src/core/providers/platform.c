@@ -6,9 +6,10 @@
  * metadata and the default instructions.
  *
  * The Railway lease path only: the E2B path needs the envd protocol the
- * spec does not cover, so SANDBOX_PROVIDER is not read. info() answers from
- * the last record the proxy returned (start), without a request: the
- * binding's info() is synchronous. */
+ * spec does not cover, so SANDBOX_PROVIDER is not read. info() of a running
+ * sandbox asks the proxy (GET /sandbox/{id}, §4.5) so platform_status is
+ * current; a failed GET fails info() with its typed error, as upstream's
+ * getInfo() rejects. Otherwise info() answers locally. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,8 @@ static void platform_free(sk_sandbox *sb)
         return;
     platform_api_cancel(ps->op_call);
     ps->op_call = NULL;
+    platform_api_cancel(ps->refresh_call);
+    ps->refresh_call = NULL;
     if (ps->op_timer)
         uv_close((uv_handle_t *)ps->op_timer, platform_timer_closed);
     platform_exec_free_all(ps);
@@ -455,6 +458,50 @@ static void platform_teardown(sk_sandbox *sb, sk_provider_done done)
 
 /* ---- info / instructions --------------------------------------------------- */
 
+static void platform_on_refreshed(int status, json_t *json, sk_error *err, void *ud)
+{
+    (void)status;
+    platform_sandbox *ps = ud;
+    ps->refresh_call = NULL;
+    sk_provider_done done = ps->refresh_done;
+    ps->refresh_done = NULL;
+    /* a teardown or a 410 since the GET left: the record is stale */
+    if (!err && ps->refresh_gen == ps->gen && ps->platform_id) {
+        const char *id = json_string_value(json_object_get(json, "id"));
+        if (!id || strcmp(id, ps->platform_id) != 0)
+            err = sk_error_new("PlatformApiError", json_pack("{s:b,s:s}", "malformed", 1, "sandbox_id", ps->platform_id),
+                               "Platform proxy answered GET /sandbox/%s with the record of another sandbox",
+                               ps->platform_id);
+        else if (platform_take_record(ps, json) != 0)
+            err = platform_oom();
+    }
+    done(ps->sb, err);
+}
+
+/* §4.5 S3: any non-2xx fails (PlatformApiError, NetworkError, TimeoutError). */
+static void platform_refresh(sk_sandbox *sb, sk_provider_done done)
+{
+    platform_sandbox *ps = sb->impl;
+    if (!ps->platform_id) {
+        done(sb, NULL);
+        return;
+    }
+    char *path = platform_sandbox_path(ps->platform_id, NULL);
+    if (!path) {
+        done(sb, platform_oom());
+        return;
+    }
+    sk_error *err = NULL;
+    ps->refresh_done = done;
+    ps->refresh_gen = ps->gen;
+    ps->refresh_call = platform_api_call(ps->api, "GET", path, NULL, platform_on_refreshed, ps, &err);
+    free(path);
+    if (!ps->refresh_call) {
+        ps->refresh_done = NULL;
+        done(sb, err);
+    }
+}
+
 static json_t *platform_metadata(sk_sandbox *sb)
 {
     platform_sandbox *ps = sb->impl;
@@ -498,6 +545,7 @@ const sk_provider sk_provider_platform = {
     .write_stdin = platform_exec_write_stdin,
     .close_stdin = platform_exec_close_stdin,
     .release = platform_exec_release,
+    .refresh = platform_refresh,
     .metadata = platform_metadata,
     .instructions = platform_instructions,
     .free = platform_free,

@@ -54,6 +54,10 @@ typedef struct platform_sandbox {
     sk_provider_done op_done;
     int op_attempt;
     double op_t0, op_req_t0, op_req_ms;
+    /* info() of a running sandbox: the GET in flight */
+    platform_call *refresh_call;
+    sk_provider_done refresh_done;
+    unsigned refresh_gen;
     /* exec plane */
     platform_lease *lease;     /* the cached lease, if any */
     platform_call *mint_call;  /* the one in-flight POST /exec-lease */

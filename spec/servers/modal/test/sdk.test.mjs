@@ -5,6 +5,7 @@
 import { after, before, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -18,7 +19,9 @@ let adminPort;
 let modal; // the SDK module, imported once the environment is set
 
 async function startServer() {
-  srv = spawn(process.execPath, [SERVER, '--port', '0'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  // sdk_bwrap.test.mjs runs this file again under --isolation bwrap
+  const isolation = process.env.MODAL_TEST_ISOLATION || 'none';
+  srv = spawn(process.execPath, [SERVER, '--port', '0', '--isolation', isolation], { stdio: ['pipe', 'pipe', 'pipe'] });
   srv.stderr.on('data', (d) => { if (process.env.MODAL_TEST_VERBOSE) process.stderr.write(d); });
   const line = await new Promise((resolve, reject) => {
     srv.once('exit', (c) => reject(new Error(`server exited early (${c})`)));
@@ -161,6 +164,38 @@ test('exec options: workdir, stdin, exec timeout, large binary output', async ()
   assert.equal(bytes.length, 3 * 1024 * 1024);
   assert.equal(await big.wait(), 0);
   await sb.terminate();
+});
+
+test('sandbox view: its own root, any workdir, a private /tmp, HOME, 127 for a missing executable', async () => {
+  const mc = new modal.ModalClient();
+  const sb = await newSandbox(mc, { workdir: '/workspace' });
+  assert.deepEqual(await run(sb, ['pwd']), { stdout: '/workspace\n', stderr: '', code: 0 });
+  assert.equal((await run(sb, ['sh', '-c', 'echo here > f && cat /workspace/f'])).stdout, 'here\n');
+  assert.equal((await run(sb, ['pwd'], { workdir: '/app' })).stdout, '/app\n'); // Mastra's workingDirectory
+  assert.equal((await run(sb, ['pwd'], { workdir: 'sub/dir' })).stdout, '/workspace/sub/dir\n');
+  assert.equal((await run(sb, ['sh', '-c', 'echo "$HOME"'])).stdout, '/root\n');
+  // /tmp is the sandbox's own: neither another sandbox's nor the host's
+  const hostFile = `/tmp/sandkit-host-${process.pid}-${seq}`;
+  fs.writeFileSync(hostFile, 'host\n');
+  try {
+    assert.equal((await run(sb, ['cat', hostFile])).code, 1);
+  } finally {
+    fs.rmSync(hostFile, { force: true });
+  }
+  assert.equal((await run(sb, ['sh', '-c', 'echo mine > /tmp/private && cat /tmp/private'])).stdout, 'mine\n');
+  assert.equal(fs.existsSync('/tmp/private'), false);
+  const other = await newSandbox(mc);
+  assert.equal((await run(other, ['cat', '/tmp/private'])).code, 1);
+  assert.equal((await run(other, ['pwd'])).stdout, '/\n');
+  // a missing executable: 127 and what a shell says, by name or by path
+  assert.deepEqual(await run(sb, ['no-such-command-xyz']),
+    { stdout: '', stderr: 'no-such-command-xyz: command not found\n', code: 127 });
+  assert.equal((await run(sb, ['/workspace/nope'])).code, 127);
+  // the system is the host's, read-only
+  assert.notEqual((await run(sb, ['sh', '-c', 'echo x > /usr/sandkit-write-test'])).code, 0);
+  assert.equal(fs.existsSync('/usr/sandkit-write-test'), false);
+  await sb.terminate();
+  await other.terminate();
 });
 
 test('sandbox lifetime: entrypoint exit code and timeout', async () => {
