@@ -50,6 +50,7 @@ build = {
       sources = {
         "src/core/buf.c",
         "src/core/error.c",
+        "src/core/fs_local.c",
         "src/core/grpc.c",
         "src/core/grpc_frame.c",
         "src/core/http.c",
@@ -75,6 +76,7 @@ build = {
         "src/core/providers/platform_api.c",
         "src/core/providers/platform_exec.c",
         "src/lua/core.c",
+        "src/lua/fs_ud.c",
         "src/lua/sandbox_ud.c",
       },
       defines = { "_GNU_SOURCE" },

@@ -52,5 +52,6 @@ int skl_raise_error(lua_State *L, skl_state *st, const sk_error *err);
 
 void skl_open_sandbox(lua_State *L); /* registers the classes; expects the state upvalue on top */
 int skl_new_sandbox(lua_State *L);
+void skl_open_fs(lua_State *L); /* adds fs_root & co. to the module table on top */
 
 #endif

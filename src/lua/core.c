@@ -506,6 +506,7 @@ int luaopen_sandkit_core(lua_State *L)
     luaL_setfuncs(L, funcs, 1);
     lua_pushvalue(L, state_idx);
     skl_open_sandbox(L); /* adds Sandbox/Process metatables; pops the state */
+    skl_open_fs(L);
     lua_pushliteral(L, "0.1.0");
     lua_setfield(L, -2, "_VERSION");
     return 1;
