@@ -596,8 +596,12 @@ static void local_release(sk_process *p)
 static json_t *local_metadata(sk_sandbox *sb)
 {
     local_sandbox *ls = sb->impl;
-    return json_pack("{s:s,s:s}", "working_directory", ls->workdir, "isolation",
-                     ls->bwrap ? "bwrap" : "none");
+    json_t *m = json_pack("{s:s,s:s}", "working_directory", ls->workdir, "isolation",
+                          ls->bwrap ? "bwrap" : "none");
+    /* where the sandbox's /tmp lives on the host (sb.fs reaches it there) */
+    if (m && ls->tmpdir)
+        json_object_set_new(m, "tmp_directory", json_string(ls->tmpdir));
+    return m;
 }
 
 static char *local_instructions(sk_sandbox *sb)

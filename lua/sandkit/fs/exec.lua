@@ -1,0 +1,1 @@
+return { backend = function() return {} end }
