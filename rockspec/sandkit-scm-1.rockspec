@@ -77,6 +77,7 @@ build = {
         "src/core/providers/platform_exec.c",
         "src/lua/core.c",
         "src/lua/fs_ud.c",
+        "src/lua/http_ud.c",
         "src/lua/sandbox_ud.c",
       },
       defines = { "_GNU_SOURCE" },

@@ -470,6 +470,8 @@ int luaopen_sandkit_core(lua_State *L)
         { "now", core_now },
         { "provider_ids", core_provider_ids },
         { "new_sandbox", skl_new_sandbox },
+        { "http_request", skl_http_request },
+        { "json_decode", skl_json_decode },
         { NULL, NULL },
     };
     /* One state per Lua state: a second require returns the same module,
