@@ -93,6 +93,7 @@ build = {
       libraries = { "uv", "curl", "jansson", "websockets", "protobuf-c", "m" },
     },
     ["sandkit.cli"] = "lua/sandkit/cli.lua",
+    ["sandkit.cli_cp"] = "lua/sandkit/cli_cp.lua",
     ["sandkit.errors"] = "lua/sandkit/errors.lua",
     ["sandkit.fleet"] = "lua/sandkit/fleet.lua",
     ["sandkit.fs"] = "lua/sandkit/fs/init.lua",
