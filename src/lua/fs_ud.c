@@ -278,26 +278,43 @@ static int file_read(lua_State *L)
     return 1;
 }
 
-/* file:read_all(size_hint): the rest of the file as one string. */
+/* file:read_all(size_hint): the rest of the file as one string. The
+ * buffer is sized from the hint once; it grows only for a file that grew
+ * (a probe read tells EOF apart from "more than the hint"). */
 static int file_read_all(lua_State *L)
 {
     int fd = check_open(L, 1, FILE_NAME)->fd;
     lua_Integer hint = luaL_optinteger(L, 2, 0);
     luaL_Buffer b;
     luaL_buffinit(L, &b);
-    size_t chunk = hint > 0 ? (size_t)hint + 1 : 65536;
+    size_t room = hint > 0 ? (size_t)hint : 65536;
     for (;;) {
-        char *p = luaL_prepbuffsize(&b, chunk);
-        ssize_t n = read(fd, p, chunk);
-        if (n < 0 && errno == EINTR)
-            continue;
+        char *p = luaL_prepbuffsize(&b, room);
+        size_t got = 0;
+        while (got < room) {
+            ssize_t n = read(fd, p + got, room - got);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0)
+                return push_fail(L, -errno);
+            if (n == 0)
+                break;
+            got += (size_t)n;
+        }
+        luaL_addsize(&b, got);
+        if (got < room)
+            break;
+        char probe[4096];
+        ssize_t n;
+        do
+            n = read(fd, probe, sizeof probe);
+        while (n < 0 && errno == EINTR);
         if (n < 0)
             return push_fail(L, -errno);
         if (n == 0)
             break;
-        luaL_addsize(&b, (size_t)n);
-        if (chunk < (1u << 24))
-            chunk = 1u << 24;
+        luaL_addlstring(&b, probe, (size_t)n);
+        room = room < (1u << 24) ? (1u << 24) : room;
     }
     luaL_pushresult(&b);
     return 1;
