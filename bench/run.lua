@@ -761,6 +761,41 @@ rows[#rows + 1] = {
   end,
 }
 
+rows[#rows + 1] = {
+  id = "platform_fanout", label = "platform fan-out", target = "≤ 1.5×", remote = true,
+  run = function(ctx)
+    return platform_row(ctx, function(srv)
+      local width, rounds = ctx.quick and 20 or 100, ctx.quick and 2 or 10
+      local sb = platform_sandbox(ctx, srv)
+      local jwt = srv.lease(sb and sb:info().metadata.sandbox_id)
+      local function sk_round()
+        local failures = {}
+        local t0 = now()
+        for i = 1, width do
+          ctx.sk.spawn(function()
+            local r, err = sb:exec("true")
+            if not r or r.exit_code ~= 0 then failures[#failures + 1] = tostring(err or r.exit_code) end
+          end)
+        end
+        ctx.sk.run()
+        if #failures > 0 then error("platform fan-out: " .. failures[1], 0) end
+        return (now() - t0) * 1000
+      end
+      if sb then sk_round() end -- warm-up; caches the lease
+      local base, sk = {}, {}
+      interleave({ sk = sb and ctx.sk }, rounds, function()
+        local j = run_json(floor_cmd("floor_platform", { "fanout", srv.ws, jwt, 1, 1, width }))
+        if j.failures ~= 0 then error("floor_platform fanout: " .. j.failures .. " failed", 0) end
+        append(base, j.samples_ms)
+      end, function()
+        sk[#sk + 1] = sk_round()
+      end)
+      if sb then sb:destroy() end
+      return { compare(string.format("platform fan-out (%d at once)", width), sk, base, fmt_ms, 1.5,
+        rounds .. " rounds, one sandbox, lease cached") }
+    end)
+  end,
+}
 -- ---- modal (spec/servers/modal on 127.0.0.1) -------------------------------------
 
 -- The Modal reference server, started like platform_server(); its first
@@ -934,41 +969,6 @@ rows[#rows + 1] = {
   end,
 }
 
-rows[#rows + 1] = {
-  id = "platform_fanout", label = "platform fan-out", target = "≤ 1.5×", remote = true,
-  run = function(ctx)
-    return platform_row(ctx, function(srv)
-      local width, rounds = ctx.quick and 20 or 100, ctx.quick and 2 or 10
-      local sb = platform_sandbox(ctx, srv)
-      local jwt = srv.lease(sb and sb:info().metadata.sandbox_id)
-      local function sk_round()
-        local failures = {}
-        local t0 = now()
-        for i = 1, width do
-          ctx.sk.spawn(function()
-            local r, err = sb:exec("true")
-            if not r or r.exit_code ~= 0 then failures[#failures + 1] = tostring(err or r.exit_code) end
-          end)
-        end
-        ctx.sk.run()
-        if #failures > 0 then error("platform fan-out: " .. failures[1], 0) end
-        return (now() - t0) * 1000
-      end
-      if sb then sk_round() end -- warm-up; caches the lease
-      local base, sk = {}, {}
-      interleave({ sk = sb and ctx.sk }, rounds, function()
-        local j = run_json(floor_cmd("floor_platform", { "fanout", srv.ws, jwt, 1, 1, width }))
-        if j.failures ~= 0 then error("floor_platform fanout: " .. j.failures .. " failed", 0) end
-        append(base, j.samples_ms)
-      end, function()
-        sk[#sk + 1] = sk_round()
-      end)
-      if sb then sb:destroy() end
-      return { compare(string.format("platform fan-out (%d at once)", width), sk, base, fmt_ms, 1.5,
-        rounds .. " rounds, one sandbox, lease cached") }
-    end)
-  end,
-}
 -- ---- table -----------------------------------------------------------------------
 
 local function display_width(s)
