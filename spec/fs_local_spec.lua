@@ -55,3 +55,37 @@ for _, isolation in ipairs({ "none", "bwrap" }) do
     },
   }, _ENV)
 end
+
+describe("LocalSandbox sb.fs under bwrap binds", function()
+  teardown(tmp.cleanup)
+
+  it("reads but never writes a read-only path, writes a read-write one, and nothing else", function()
+    local ws, rw, ro_out = tmp.dir() .. "/ws", tmp.dir(), tmp.dir()
+    assert(os.execute("mkdir -p '" .. ws .. "/ro' && echo keep > '" .. ws .. "/ro/f.txt' && echo out > '" .. ro_out .. "/o.txt'"))
+    local sb = sandkit.LocalSandbox { working_directory = ws, isolation = "bwrap",
+      read_only_paths = { ws .. "/ro", ro_out }, read_write_paths = { rw } }
+    assert(sb:start())
+    -- what the sandbox's commands see, for comparison
+    assert.is_false(sb:exec("echo x > ro/f.txt").success)
+    assert.equal("keep\n", sb.fs:read_file("ro/f.txt"))
+    assert.equal("out\n", sb.fs:read_file(ro_out .. "/o.txt"))
+    for _, attempt in ipairs({
+      function() return sb.fs:write_file("ro/f.txt", "x") end,
+      function() return sb.fs:append_file(ro_out .. "/o.txt", "x") end,
+      function() return sb.fs:delete_file("ro/f.txt") end,
+      function() return sb.fs:mkdir("ro/sub") end,
+      function() return sb.fs:copy_file("ro/f.txt", ro_out .. "/copy.txt") end,
+      function() return sb.fs:move_file("ro/f.txt", "moved.txt") end,
+      function() return sb.fs:rmdir("ro", { recursive = true }) end,
+    }) do
+      local ok, err = attempt()
+      assert.is_nil(ok)
+      assert.equal("PermissionError", err.kind)
+    end
+    assert.equal("keep\n", sb.fs:read_file("ro/f.txt"))
+    assert.is_true(sb.fs:copy_file("ro/f.txt", rw .. "/f.txt"))
+    assert.equal("keep\n", assert(io.open(rw .. "/f.txt")):read("a"))
+    assert.equal("PermissionError", select(2, sb.fs:read_file("/etc/hostname")).kind)
+    sb:destroy()
+  end)
+end)

@@ -238,7 +238,7 @@ end
 function Backend:copy_file(src, dest, opts)
   local ra, rela = self.resolve(src, "copy")
   if not ra then return nil, rela end
-  local rb, relb = self.resolve(dest, "copy")
+  local rb, relb = self.resolve(dest, "write")
   if not rb then return nil, relb end
   local st, code, msg = ra:stat(rela)
   if not st then return nil, map(code, msg, src, "copy") end

@@ -17,6 +17,36 @@ local function under(abs, dir)
   return nil
 end
 
+-- Operations that change the file system (a read-only bind refuses them).
+local WRITES = { write = true, delete = true, mkdir = true, rmdir = true, move = true }
+
+local function host_abs(p)
+  if p:sub(1, 1) ~= "/" then p = core.fs_getcwd() .. "/" .. p end
+  return pathmod.normalize(p)
+end
+
+-- What the sandbox's commands may touch, as { dir (as they see it), host
+-- directory, ro }: the working directory, and under bwrap its /tmp and the
+-- read_write_paths / read_only_paths binds.
+local function binds_of(sb)
+  local meta = sb:info().metadata
+  local wd = pathmod.normalize(meta.working_directory)
+  local list = { { dir = wd, host = wd, ro = false } }
+  if meta.isolation == "bwrap" then
+    if meta.tmp_directory then list[#list + 1] = { dir = "/tmp", host = meta.tmp_directory, ro = false } end
+    local o = sb:_state().options
+    for _, p in ipairs(o.read_write_paths or {}) do
+      local a = host_abs(p)
+      list[#list + 1] = { dir = a, host = a, ro = false }
+    end
+    for _, p in ipairs(o.read_only_paths or {}) do
+      local a = host_abs(p)
+      list[#list + 1] = { dir = a, host = a, ro = true }
+    end
+  end
+  return list
+end
+
 local function local_backend(sb)
   local roots = {} -- host directory -> root userdata
   local function root_for(dir, path, op)
@@ -32,24 +62,24 @@ local function local_backend(sb)
   local function resolve(path, op)
     local ok, err = sb:ensure_running()
     if not ok then return nil, err end
-    local meta = sb:info().metadata
-    local wd = pathmod.normalize(meta.working_directory)
+    local binds = binds_of(sb)
     local abs
     if path:sub(1, 1) == "/" then
       abs = pathmod.normalize(path)
     else
       local segs, escaped = pathmod.segments(path)
       if escaped then return nil, fserrors.PermissionError(path, op) end
-      abs = pathmod.normalize(wd .. "/" .. table.concat(segs, "/"))
+      abs = pathmod.normalize(binds[1].dir .. "/" .. table.concat(segs, "/"))
     end
-    local rel = under(abs, wd)
-    local dir = wd
-    if not rel and meta.tmp_directory then
-      rel = under(abs, "/tmp")
-      dir = meta.tmp_directory
+    -- the innermost bind wins (bwrap mounts nested binds over outer ones;
+    -- the same path given read-only and writable ends up read-only)
+    local best, rel
+    for _, b in ipairs(binds) do
+      local r = under(abs, b.dir)
+      if r and (not best or #b.dir > #best.dir or (#b.dir == #best.dir and b.ro)) then best, rel = b, r end
     end
-    if not rel then return nil, fserrors.PermissionError(path, op) end
-    local root, rerr = root_for(dir, path, op)
+    if not best or (best.ro and WRITES[op]) then return nil, fserrors.PermissionError(path, op) end
+    local root, rerr = root_for(best.host, path, op)
     if not root then return nil, rerr end
     return root, rel, abs
   end
