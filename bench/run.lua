@@ -969,6 +969,65 @@ rows[#rows + 1] = {
   end,
 }
 
+rows[#rows + 1] = {
+  id = "fs_platform_sb", label = "platform sb.fs read 10 MiB", target = "≤ 1.5×", remote = true,
+  run = function(ctx)
+    return platform_row(ctx, function(srv)
+      local rounds, size = ctx.quick and 1 or 5, 10485760
+      local sb = platform_sandbox(ctx, srv)
+      local jwt = srv.lease(sb and sb:info().metadata.sandbox_id)
+      if sb then check(sb.fs:write_file("bench.bin", ("\0\1\2\255"):rep(size // 4))) end
+      local base, sk = {}, {}
+      interleave({ sk = sb and ctx.sk }, rounds, function()
+        local j = run_json(floor_cmd("floor_platform", { "bytes", srv.ws, jwt, 1, 1, size }))
+        if j.failures ~= 0 or j.bytes ~= size then error("floor_platform bytes: got " .. tostring(j.bytes), 0) end
+        append(base, j.samples_ms)
+      end, function()
+        local t0 = now()
+        local data = check(sb.fs:read_file("bench.bin"))
+        sk[#sk + 1] = (now() - t0) * 1000
+        if #data ~= size then error("platform sb.fs: read " .. #data .. " bytes", 0) end
+      end)
+      if sb then sb:destroy() end
+      return { compare("platform sb.fs: read 10 MiB vs C exec client", sk, base, fmt_ms, 1.5,
+        "sandkit: sb.fs:read_file (exec streams, one piece); baseline: floor_platform bytes, 10 MiB of stdout") }
+    end)
+  end,
+}
+
+rows[#rows + 1] = {
+  id = "fs_modal", label = "modal sb.fs read 10 MiB", target = "≤ 1.5×", remote = true,
+  run = function(ctx)
+    local srv = modal_server()
+    local ok, res = pcall(function()
+      local rounds, size = ctx.quick and 1 or 3, 10485760
+      local sb
+      if ctx.sk and provider_ids().modal then
+        sb = ctx.sk.ModalSandbox({ server_url = srv.url, token_id = "ak-test", token_secret = "as-test" })
+        check(sb:start())
+        check(sb.fs:write_file("bench.bin", ("\0\1\2\255"):rep(size // 4)))
+      end
+      local sdk_cmd = ("MODAL_TOKEN_ID=ak-test MODAL_TOKEN_SECRET=as-test MODAL_LOGLEVEL=error node %s %s 1"):format(
+        shell_quote(ROOT .. "/spec/servers/modal/bench_sdk.mjs"), shell_quote(srv.url))
+      local base, sk = {}, {}
+      interleave({ sk = sb and ctx.sk }, rounds, function()
+        base[#base + 1] = run_json(sdk_cmd).stdout_10mib_ms
+      end, function()
+        local t0 = now()
+        local data = check(sb.fs:read_file("bench.bin"))
+        sk[#sk + 1] = (now() - t0) * 1000
+        if #data ~= size then error("modal sb.fs: read " .. #data .. " bytes", 0) end
+      end)
+      if sb then sb:destroy() end
+      return { compare("modal sb.fs: read 10 MiB vs SDK exec stdout", sk, base, fmt_ms, 1.5,
+        "sandkit: sb.fs:read_file (exec streams, 8 MiB pieces); SDK: 10 MiB of exec stdout drained") }
+    end)
+    srv.stop()
+    if not ok then error(res, 0) end
+    return res
+  end,
+}
+
 -- ---- table -----------------------------------------------------------------------
 
 local function display_width(s)

@@ -4,8 +4,8 @@
 -- safe, never on a command line), and a script reports a typed failure as
 -- one stderr line "sandkit-fs: <Kind> <which>" (which: 1 or 2 = the first or
 -- second path, p = the first path's parent). Writes go in pieces of at most
--- PIECE bytes (the first creates or truncates, the rest append), so neither
--- side ever holds a whole large file.
+-- PIECE bytes (the first creates or truncates, the rest append), reads in
+-- pieces too, so neither side ever holds a whole large file.
 local core = require "sandkit.core"
 local fserrors = require "sandkit.fs.errors"
 local pathmod = require "sandkit.fs.path"
@@ -13,6 +13,10 @@ local pathmod = require "sandkit.fs.path"
 local M = {}
 
 local PIECE = 8 << 20
+-- Reads go in larger pieces (one command each) except on Modal, where a
+-- command's large output can stall in the exec stream (seen from 16 MiB).
+local READ_PIECE = { modal = 8 << 20 }
+local READ_PIECE_DEFAULT = 64 << 20
 
 local PRELUDE = [[e(){ printf 'sandkit-fs: %s %s\n' "$1" "$2" >&2; exit 3; }; ]]
 
@@ -102,16 +106,17 @@ function Backend:run(name, args, paths, opts)
   return nil, fserrors.FilesystemError(paths[1], "EIO", msg)
 end
 
--- Reads in pieces of PIECE bytes (one command each) until a short piece:
--- bounded output per command, and each piece streams to on_chunk.
+-- Reads in pieces (one command each) until a short piece: bounded output
+-- per command, and each piece streams to on_chunk.
 function Backend:read_file(path, opts)
   local p = fix(path)
+  local piece = READ_PIECE[self.sb.provider] or READ_PIECE_DEFAULT
   local parts = {}
   local emit = opts.on_chunk or function(c) parts[#parts + 1] = c end
   local offset = 0
   while true do
     local got, cb_err = 0, nil
-    local r, err = self:run("read", { p, tostring(offset + 1), tostring(PIECE) }, { path }, {
+    local r, err = self:run("read", { p, tostring(offset + 1), tostring(piece) }, { path }, {
       capture = false,
       on_stdout = function(chunk)
         if cb_err then return end
@@ -123,7 +128,7 @@ function Backend:read_file(path, opts)
     if cb_err then error(cb_err, 0) end
     if not r then return nil, err end
     offset = offset + got
-    if got < PIECE then break end
+    if got < piece then break end
   end
   if opts.on_chunk then return true end
   return table.concat(parts)
