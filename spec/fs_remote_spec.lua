@@ -30,6 +30,18 @@ describe("remote sb.fs", function()
       return sandkit.AppleContainerSandbox { container_binary = ac.binary, timeout = 60000 }
     end,
   }
+  it("turns a command that does not finish in time into a TimeoutError", function()
+    -- 1 ms: a WebSocket exec on the reference server needs more than that
+    local sb = sandkit.PlatformSandbox { access_token = "test-token", project_id = "proj_fs", environment_id = "env_fs",
+      base_url = psrv.url, timeout = 1 }
+    assert(sb:start())
+    local r, err = sb.fs:read_file("anything.txt")
+    assert.is_nil(r)
+    assert.equal("TimeoutError", err.kind)
+    assert.equal("anything.txt", err.path)
+    sb:destroy()
+  end)
+
   for _, name in ipairs({ "PlatformSandbox", "ModalSandbox", "AppleContainerSandbox" }) do
     local sb
     suite({
@@ -40,8 +52,9 @@ describe("remote sb.fs", function()
         return sb.fs
       end,
       cleanup = function() if sb then sb:destroy() end end,
-      -- Modal: a large command output sometimes stalls in the exec stream
-      -- (also with plain sb:exec("cat big"), reported separately)
+      -- Modal: under CPU load the tail of a command's output sometimes
+      -- never arrives (e.g. 8347648 of 8388608 bytes, then the exec times
+      -- out), with plain sb:exec too: an exec-stream bug, reported apart
       big = name ~= "ModalSandbox",
     }, _ENV)
   end

@@ -7,6 +7,7 @@
 -- PIECE bytes (the first creates or truncates, the rest append), reads in
 -- pieces too, so neither side ever holds a whole large file.
 local core = require "sandkit.core"
+local errors = require "sandkit.errors"
 local fserrors = require "sandkit.fs.errors"
 local pathmod = require "sandkit.fs.path"
 
@@ -17,6 +18,7 @@ local PIECE = 8 << 20
 -- command's large output can stall in the exec stream (seen from 16 MiB).
 local READ_PIECE = { modal = 8 << 20 }
 local READ_PIECE_DEFAULT = 64 << 20
+local PIECE_TIMEOUT_MS = 600000
 
 local PRELUDE = [[e(){ printf 'sandkit-fs: %s %s\n' "$1" "$2" >&2; exit 3; }; ]]
 
@@ -86,14 +88,22 @@ end
 function Backend:run(name, args, paths, opts)
   local line = "sh -c " .. core.quote(PRELUDE .. SCRIPTS[name]) .. " sandkit-fs"
   for _, a in ipairs(args) do line = line .. " " .. core.quote(a) end
+  opts = opts or {}
+  -- a piece that never finishes (a stalled stream) must not hang the
+  -- caller: the sandbox's own command timeout, else PIECE_TIMEOUT_MS
+  opts.timeout = self.sb:_state().options.timeout or PIECE_TIMEOUT_MS
   local stderr = {}
-  if opts and opts.capture == false then
+  if opts.capture == false then
     -- output is streamed, not kept: keep stderr (the failure report) here
     opts.on_stderr = function(c) if #stderr < 64 then stderr[#stderr + 1] = c end end
   end
   local r, err = self.sb:exec(line, nil, opts)
   if not r then return nil, err end
   if r.exit_code == 0 then return r end
+  if r.timed_out then
+    return nil, errors.new("TimeoutError", ("%s of %s did not finish in time"):format(name, paths[1]),
+      { path = paths[1] })
+  end
   if #stderr > 0 then r.stderr = table.concat(stderr) end
   local kind, which = (r.stderr or ""):match("sandkit%-fs: (%a+) ([12p])")
   if kind and fserrors[kind] then
