@@ -19,7 +19,7 @@ describe("sandkit cp", function()
   setup(function()
     sb = sandkit.PlatformSandbox { access_token = "test-token", project_id = "proj_cp", environment_id = "env_cp", base_url = srv.url }
     assert(sb:start())
-    opts = { "--opt", "access_token=test-token", "--opt", "project_id=proj_cp", "--opt", "base_url=" .. srv.url,
+    opts = { "--opt", "project_id=proj_cp", "--opt", "base_url=" .. srv.url,
       "--opt", "sandbox_id=" .. sb:info().metadata.sandbox_id }
   end)
   teardown(function()
@@ -33,7 +33,8 @@ describe("sandkit cp", function()
     local argv = { "cp" }
     for _, a in ipairs(opts) do argv[#argv + 1] = a end
     for _, a in ipairs(args) do argv[#argv + 1] = a end
-    local code = cli.main(argv, { stdout = out, stderr = err, isatty = function() return tty == true end })
+    local code = cli.main(argv, { stdout = out, stderr = err, isatty = function() return tty == true end,
+      getenv = function(name) if name == "MASTRA_PLATFORM_ACCESS_TOKEN" then return "test-token" end return os.getenv(name) end })
     return code, out:text(), err:text()
   end
 
@@ -71,6 +72,11 @@ describe("sandkit cp", function()
     assert.equal(cli.EXIT_USAGE, code)
     code = run({ "only-one" })
     assert.equal(cli.EXIT_USAGE, code)
+    -- secrets are refused on the command line
+    code, _, err = run({ "--opt", "access_token=sk_on_argv", "local:x", "platform:y" })
+    assert.equal(cli.EXIT_USAGE, code)
+    assert.truthy(err:find("MASTRA_PLATFORM_ACCESS_TOKEN", 1, true))
+    assert.is_nil(err:find("sk_on_argv", 1, true))
     -- no token in any message
     code, _, err = run({ "platform:/no/such/file", "/tmp/x" })
     assert.is_nil(err:find("test-token", 1, true))

@@ -53,7 +53,9 @@ cp: copies a file between this machine (local:PATH or a plain path) and a
 sandbox (PROVIDER:PATH, e.g. platform:/data/x.bin), streaming; a progress
 line shows on a terminal for files of 8 MiB and more. --opt KEY=VALUE sets a
 provider option (repeatable), e.g. --opt sandbox_id=ID to reach a running
-Platform sandbox. The sandbox is left running.
+Platform sandbox; tokens come from the environment only
+(MASTRA_PLATFORM_ACCESS_TOKEN, MODAL_TOKEN_SECRET). The sandbox is left
+running.
 
 Exit status: the command's (exec), 0/1 (fleet), 2 for usage errors, 125 when
 sandkit itself failed, 130 when interrupted.

@@ -16,6 +16,11 @@ local function usage_error(msg) error({ usage = msg }, 0) end
 
 local PROVIDERS = { platform = true, modal = true, ["apple-container"] = true }
 
+-- Secrets never travel on a command line: these come from the environment.
+local SECRETS = {
+  access_token = "MASTRA_PLATFORM_ACCESS_TOKEN", token_secret = "MODAL_TOKEN_SECRET",
+}
+
 -- "platform:/x" -> { provider = "platform", path = "/x" }; host paths -> { path }.
 local function side(s, which)
   if s == nil or s == "" then usage_error("cp expects SRC and DST") end
@@ -48,6 +53,9 @@ function M.parse(argv)
       local kv = argv[i + 1]
       local k, v = (kv or ""):match("^([%w_]+)=(.*)$")
       if not k then usage_error("--opt expects KEY=VALUE") end
+      if SECRETS[k] then
+        usage_error(("--opt %s: secrets stay off the command line; set %s instead"):format(k, SECRETS[k]))
+      end
       o.opts[k] = option_value(v)
       i = i + 2
     elseif a == "--" then
@@ -74,6 +82,9 @@ local function mib(n) return ("%.1f MiB"):format(n / (1 << 20)) end
 function M.run(o, env, exits)
   local errout = env.stderr
   local provider = o.src.provider or o.dst.provider
+  -- through env.getenv (tests inject it); the providers read the same variables
+  if provider == "platform" then o.opts.access_token = env.getenv("MASTRA_PLATFORM_ACCESS_TOKEN") end
+  if provider == "modal" then o.opts.token_secret = env.getenv("MODAL_TOKEN_SECRET") end
   local ok, sb = pcall(sandkit.new, provider, o.opts)
   if not ok then
     errout:write("sandkit: ", tostring(sb), "\n")
