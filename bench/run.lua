@@ -889,6 +889,163 @@ rows[#rows + 1] = {
   end,
 }
 
+-- ---- files (issue 13) ------------------------------------------------------------
+
+-- A file of `size` bytes (every byte value) at path; returns its contents.
+local function make_file(path, size)
+  local t = {}
+  for i = 0, 255 do t[#t + 1] = string.char(i) end
+  local block = table.concat(t):rep(4096) -- 1 MiB
+  local data = block:rep(size // #block) .. block:sub(1, size % #block)
+  local f = assert(io.open(path, "wb"))
+  f:write(data)
+  f:close()
+  return data
+end
+
+rows[#rows + 1] = {
+  id = "fs_local", label = "local sb.fs 100 MiB", target = "≤ 1.3×",
+  run = function(ctx)
+    local size = ctx.quick and (4 << 20) or (100 << 20)
+    local rounds = ctx.quick and 1 or 5
+    local dir = ctx.tmp .. "/fs_local"
+    os.execute("mkdir -p " .. shell_quote(dir))
+    local data = make_file(dir .. "/src.bin", size)
+    local sb = ctx.sk and local_sandbox(dir)
+    local base, sk = {}, {}
+    interleave(ctx, rounds, function()
+      local t0 = now()
+      assert(os.execute("cp " .. shell_quote(dir .. "/src.bin") .. " " .. shell_quote(dir .. "/cp.bin")))
+      base[#base + 1] = (now() - t0) * 1000
+    end, function()
+      -- streamed both ways (the large-file path): 1 MiB chunks in and out
+      local block, left = data:sub(1, 1 << 20), size
+      local t0 = now()
+      check(sb.fs:write_file("copy.bin", function()
+        if left <= 0 then return nil end
+        local c = left >= #block and block or block:sub(1, left)
+        left = left - #c
+        return c
+      end))
+      local got = 0
+      check(sb.fs:read_file("copy.bin", { on_chunk = function(c) got = got + #c end }))
+      sk[#sk + 1] = (now() - t0) * 1000
+      if got ~= size then error("fs_local: read back " .. got .. " bytes", 0) end
+    end)
+    local whole = {}
+    if sb then
+      for _ = 1, rounds do
+        local t0 = now()
+        check(sb.fs:write_file("whole.bin", data))
+        local back = check(sb.fs:read_file("whole.bin"))
+        whole[#whole + 1] = (now() - t0) * 1000
+        if #back ~= size then error("fs_local: read back " .. #back .. " bytes", 0) end
+      end
+      sb:destroy()
+    end
+    local mib = size >> 20
+    return {
+      compare(("local sb.fs: write+read %d MiB streamed vs cp"):format(mib), sk, base, fmt_ms, 1.3,
+        "1 MiB chunks in (chunk source) and out (on_chunk); cp(1) copies file to file in the kernel"),
+      line(("local sb.fs: write+read %d MiB as whole strings"):format(mib), #whole > 0 and fmt_ms(median(whole)) or "pending",
+        fmt_ms(median(base)), #whole > 0 and median(whole) / median(base) or nil, "info", "n/a",
+        "the read allocates and fills a 100 MiB Lua string (twice the memory traffic)"),
+    }
+  end,
+}
+
+rows[#rows + 1] = {
+  id = "fs_platform", label = "PlatformFilesystem 100 MiB", target = "≤ 1.5×", remote = true,
+  run = function(ctx)
+    return platform_row(ctx, function(srv)
+      local size = ctx.quick and (4 << 20) or (100 << 20)
+      local rounds = ctx.quick and 1 or 3
+      local dir = make_temp_dir("sandkit-bench-fs")
+      local data = make_file(dir .. "/src.bin", size)
+      local fs = ctx.sk and ctx.sk.PlatformFilesystem({ access_token = "test-token", project_id = "bench",
+        bucket_name = "bench", base_url = srv.url })
+      local url = srv.url .. "/v1/railway/projects/bench/fs/bench/"
+      local base, sk = {}, {}
+      interleave({ sk = fs and ctx.sk }, rounds, function()
+        -- the raw transport: curl (libcurl, as sandkit) PUT then GET
+        local t0 = now()
+        local auth = "-H 'authorization: Bearer test-token'"
+        assert(os.execute(("curl -sf %s -T %s %s >/dev/null"):format(auth, shell_quote(dir .. "/src.bin"), url .. "raw.bin")))
+        assert(os.execute(("curl -sf %s -o /dev/null %s"):format(auth, url .. "raw.bin")))
+        base[#base + 1] = (now() - t0) * 1000
+      end, function()
+        local t0 = now()
+        check(fs:write_file("sk.bin", data))
+        local back = check(fs:read_file("sk.bin"))
+        sk[#sk + 1] = (now() - t0) * 1000
+        if #back ~= size then error("fs_platform: read back " .. #back .. " bytes", 0) end
+      end)
+      remove_tree(dir)
+      return { compare(("PlatformFilesystem: PUT+GET %d MiB vs curl"):format(size >> 20), sk, base, fmt_ms, 1.5,
+        "curl reads/writes files; sandkit writes from and reads into memory") }
+    end)
+  end,
+}
+
+rows[#rows + 1] = {
+  id = "fs_platform_sb", label = "platform sb.fs read 10 MiB", target = "≤ 1.5×", remote = true,
+  run = function(ctx)
+    return platform_row(ctx, function(srv)
+      local rounds, size = ctx.quick and 1 or 5, 10485760
+      local sb = platform_sandbox(ctx, srv)
+      local jwt = srv.lease(sb and sb:info().metadata.sandbox_id)
+      if sb then check(sb.fs:write_file("bench.bin", ("\0\1\2\255"):rep(size // 4))) end
+      local base, sk = {}, {}
+      interleave({ sk = sb and ctx.sk }, rounds, function()
+        local j = run_json(floor_cmd("floor_platform", { "bytes", srv.ws, jwt, 1, 1, size }))
+        if j.failures ~= 0 or j.bytes ~= size then error("floor_platform bytes: got " .. tostring(j.bytes), 0) end
+        append(base, j.samples_ms)
+      end, function()
+        local t0 = now()
+        local data = check(sb.fs:read_file("bench.bin"))
+        sk[#sk + 1] = (now() - t0) * 1000
+        if #data ~= size then error("platform sb.fs: read " .. #data .. " bytes", 0) end
+      end)
+      if sb then sb:destroy() end
+      return { compare("platform sb.fs: read 10 MiB vs C exec client", sk, base, fmt_ms, 1.5,
+        "sandkit: sb.fs:read_file (exec streams, one piece); baseline: floor_platform bytes, 10 MiB of stdout") }
+    end)
+  end,
+}
+
+rows[#rows + 1] = {
+  id = "fs_modal", label = "modal sb.fs read 10 MiB", target = "≤ 1.5×", remote = true,
+  run = function(ctx)
+    local srv = modal_server()
+    local ok, res = pcall(function()
+      local rounds, size = ctx.quick and 1 or 3, 10485760
+      local sb
+      if ctx.sk and provider_ids().modal then
+        sb = ctx.sk.ModalSandbox({ server_url = srv.url, token_id = "ak-test", token_secret = "as-test" })
+        check(sb:start())
+        check(sb.fs:write_file("bench.bin", ("\0\1\2\255"):rep(size // 4)))
+      end
+      local sdk_cmd = ("MODAL_TOKEN_ID=ak-test MODAL_TOKEN_SECRET=as-test MODAL_LOGLEVEL=error node %s %s 1"):format(
+        shell_quote(ROOT .. "/spec/servers/modal/bench_sdk.mjs"), shell_quote(srv.url))
+      local base, sk = {}, {}
+      interleave({ sk = sb and ctx.sk }, rounds, function()
+        base[#base + 1] = run_json(sdk_cmd).stdout_10mib_ms
+      end, function()
+        local t0 = now()
+        local data = check(sb.fs:read_file("bench.bin"))
+        sk[#sk + 1] = (now() - t0) * 1000
+        if #data ~= size then error("modal sb.fs: read " .. #data .. " bytes", 0) end
+      end)
+      if sb then sb:destroy() end
+      return { compare("modal sb.fs: read 10 MiB vs SDK exec stdout", sk, base, fmt_ms, 1.5,
+        "sandkit: sb.fs:read_file (exec streams, 8 MiB pieces); SDK: 10 MiB of exec stdout drained") }
+    end)
+    srv.stop()
+    if not ok then error(res, 0) end
+    return res
+  end,
+}
+
 -- ---- table -----------------------------------------------------------------------
 
 local function display_width(s)

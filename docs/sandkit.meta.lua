@@ -182,12 +182,85 @@ function ProcessManager:kill(pid) end
 ---@field created_at string ISO 8601
 ---@field metadata table
 
+---@class sandkit.FileStat
+---@field name string
+---@field path string
+---@field type "file"|"directory"
+---@field size integer       0 for directories
+---@field created_at string  ISO-8601 UTC
+---@field modified_at string ISO-8601 UTC
+---@field mime_type? string  PlatformFilesystem: the stored content-type
+
+---@class sandkit.FileEntry
+---@field name string         relative to the listed directory ("sub/x.lua" when recursive)
+---@field type "file"|"directory"
+---@field size? integer       files
+---@field is_symlink? boolean
+---@field symlink_target? string
+
+---@class sandkit.ReadOptions
+---@field on_chunk? fun(chunk: string) stream the file: read_file then returns true
+---@field chunk_size? integer  local: bytes per chunk (default 1 MiB)
+
+---@class sandkit.WriteOptions
+---@field overwrite? boolean   default true; false: FileExistsError when the file exists
+---@field recursive? boolean   create missing parent directories (default true)
+---@field mime_type? string    PlatformFilesystem: sent as content-type
+
+---@class sandkit.Filesystem
+---@field id string
+---@field name string
+---@field provider string
+---@field read_only boolean
+---@field base_path? string   LocalFilesystem
+local Filesystem = {}
+---@param path string
+---@param opts? sandkit.ReadOptions
+---@return string|true|nil, sandkit.Error|nil
+function Filesystem:read_file(path, opts) end
+---@param path string
+---@param content string|fun(): string|nil  a string, or a chunk source returning strings until nil
+---@param opts? sandkit.WriteOptions
+---@return true|nil, sandkit.Error|nil
+function Filesystem:write_file(path, content, opts) end
+---@param path string
+---@param content string|fun(): string|nil
+---@return true|nil, sandkit.Error|nil
+function Filesystem:append_file(path, content) end
+---@param opts? { force?: boolean, recursive?: boolean }
+---@return true|nil, sandkit.Error|nil
+function Filesystem:delete_file(path, opts) end
+---@param opts? { overwrite?: boolean, recursive?: boolean }
+---@return true|nil, sandkit.Error|nil
+function Filesystem:copy_file(src, dest, opts) end
+---@param opts? { overwrite?: boolean }
+---@return true|nil, sandkit.Error|nil
+function Filesystem:move_file(src, dest, opts) end
+---@param opts? { recursive?: boolean }  recursive defaults to true
+---@return true|nil, sandkit.Error|nil
+function Filesystem:mkdir(path, opts) end
+---@param opts? { force?: boolean, recursive?: boolean }
+---@return true|nil, sandkit.Error|nil
+function Filesystem:rmdir(path, opts) end
+---@param opts? { recursive?: boolean, extension?: string|string[], max_depth?: integer }
+---@return sandkit.FileEntry[]|nil, sandkit.Error|nil
+function Filesystem:readdir(path, opts) end
+---@return boolean|nil, sandkit.Error|nil
+function Filesystem:exists(path) end
+---@return sandkit.FileStat|nil, sandkit.Error|nil
+function Filesystem:stat(path) end
+---@return { id: string, name: string, provider: string, status: string, read_only: boolean, base_path?: string, icon?: string, metadata?: table }
+function Filesystem:info() end
+---@return string
+function Filesystem:instructions() end
+
 ---@class sandkit.Sandbox
 ---@field id string
 ---@field name string
 ---@field provider string  "local" | "platform" | "modal" | "apple-container"
 ---@field status string    pending starting running stopping stopped destroying destroyed error
 ---@field processes sandkit.ProcessManager
+---@field fs sandkit.Filesystem   the sandbox's files as its commands see them
 local Sandbox = {}
 ---@return true|nil, sandkit.Error|nil
 function Sandbox:start() end
@@ -263,6 +336,12 @@ function sandkit.ModalSandbox(opts) end
 ---@param opts? sandkit.AppleContainerSandboxOptions
 ---@return sandkit.Sandbox
 function sandkit.AppleContainerSandbox(opts) end
+---@param opts { base_path: string, read_only?: boolean, id?: string }
+---@return sandkit.Filesystem
+function sandkit.LocalFilesystem(opts) end
+---@param opts { access_token?: string, project_id?: string, bucket_name?: string, base_url?: string, acting_user_id?: string, read_only?: boolean, id?: string, display_name?: string, description?: string, icon?: string, request_timeout_ms?: integer }
+---@return sandkit.Filesystem
+function sandkit.PlatformFilesystem(opts) end
 ---@param id "local"|"platform"|"modal"|"apple-container"
 ---@param opts? sandkit.LocalSandboxOptions|sandkit.PlatformSandboxOptions|sandkit.ModalSandboxOptions|sandkit.AppleContainerSandboxOptions
 ---@return sandkit.Sandbox

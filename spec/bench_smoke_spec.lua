@@ -32,6 +32,11 @@ local EXPECTED = {
   { prefix = "platform fan-out", remote = true },
   { prefix = "modal exec", remote = true },
   { prefix = "modal exec, ", remote = true }, -- its MiB-of-stdout line
+  { prefix = "local sb.fs: write+read" },
+  { prefix = "local sb.fs: write+read", may_be_na = true }, -- whole strings: informative
+  { prefix = "PlatformFilesystem: PUT+GET", remote = true },
+  { prefix = "platform sb.fs: read", remote = true },
+  { prefix = "modal sb.fs: read", remote = true },
 }
 
 local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end

@@ -20,6 +20,7 @@ Usage:
   sandkit exec [options] [--] CMD [ARG...]
   sandkit fleet N [options] [--] CMD [ARG...]
   sandkit providers [ID]
+  sandkit cp [--opt KEY=VALUE]... SRC DST
   sandkit --help | --version
 
 CMD is a shell command string used as it is ('ls | wc -l' works); each ARG
@@ -47,6 +48,14 @@ Exits 0 when every command exited 0, 1 when any did not.
   --isolation, --timeout, --cwd, --env   as for exec
   --workdir DIR       parent of the N working directories, kept afterwards
                       (default: a temporary directory, removed after)
+
+cp: copies a file between this machine (local:PATH or a plain path) and a
+sandbox (PROVIDER:PATH, e.g. platform:/data/x.bin), streaming; a progress
+line shows on a terminal for files of 8 MiB and more. --opt KEY=VALUE sets a
+provider option (repeatable), e.g. --opt sandbox_id=ID to reach a running
+Platform sandbox; tokens come from the environment only
+(MASTRA_PLATFORM_ACCESS_TOKEN, MODAL_TOKEN_SECRET). The sandbox is left
+running.
 
 Exit status: the command's (exec), 0/1 (fleet), 2 for usage errors, 125 when
 sandkit itself failed, 130 when interrupted.
@@ -162,10 +171,16 @@ function M.parse(argv, getenv)
     end
     return { command = "providers", id = argv[2] }
   end
+  if first == "cp" then
+    if argv[2] == "--help" or argv[2] == "-h" then return { command = "help" } end
+    local o = require("sandkit.cli_cp").parse(table.move(argv, 2, #argv, 1, {}))
+    o.command = "cp"
+    return o
+  end
   local flags = FLAGS[first]
   if not flags then
     if first:sub(1, 1) == "-" then usage_error(("unknown flag '%s'"):format(first)) end
-    usage_error(("unknown command '%s' (expected exec, fleet or providers)"):format(first))
+    usage_error(("unknown command '%s' (expected exec, fleet, providers or cp)"):format(first))
   end
   local o = { command = first, args = {} }
   local i = 2
@@ -584,6 +599,8 @@ function M.main(argv, env)
     return run_providers(o, env)
   elseif o.command == "exec" then
     return run_exec(o, env)
+  elseif o.command == "cp" then
+    return require("sandkit.cli_cp").run(o, env, { usage = M.EXIT_USAGE, failure = M.EXIT_FAILURE })
   end
   return run_fleet(o, env)
 end

@@ -150,6 +150,10 @@ end
 --- n clones of template, started together (see Fleet).
 function M.fleet(template, n, opts) return fleet.new(template, n, opts) end
 
+--- Filesystems (upstream's WorkspaceFilesystem; see lua/sandkit/fs).
+M.LocalFilesystem = function(opts) return require("sandkit.fs.local").LocalFilesystem(opts) end
+M.PlatformFilesystem = function(opts) return require("sandkit.fs.platform").PlatformFilesystem(opts) end
+
 --- Monotonic milliseconds (for measuring; not wall-clock time).
 M.now = core.now
 

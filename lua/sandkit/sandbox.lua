@@ -510,6 +510,7 @@ function M.new(id, opts)
   st.options = o
   st.clone_drops = desc.clone_drops
   st.processes = setmetatable({ sandbox = sb }, Manager)
+  st.fs = require("sandkit.fs.sandbox").for_sandbox(sb)
   return sb
 end
 

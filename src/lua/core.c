@@ -488,6 +488,8 @@ int luaopen_sandkit_core(lua_State *L)
         { "now", core_now },
         { "provider_ids", core_provider_ids },
         { "new_sandbox", skl_new_sandbox },
+        { "http_request", skl_http_request },
+        { "json_decode", skl_json_decode },
         { NULL, NULL },
     };
     /* One state per Lua state: a second require returns the same module,
@@ -524,5 +526,6 @@ int luaopen_sandkit_core(lua_State *L)
     luaL_setfuncs(L, funcs, 1);
     lua_pushvalue(L, state_idx);
     skl_open_sandbox(L); /* adds Sandbox/Process metatables; pops the state */
+    skl_open_fs(L);
     return 1;
 }

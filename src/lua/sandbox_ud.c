@@ -333,10 +333,11 @@ static int sandbox_index(lua_State *L)
         lua_pushstring(L, s->sb->provider->id);
     else if (strcmp(key, "status") == 0)
         lua_pushstring(L, sk_status_name(s->sb->status));
-    else if (strcmp(key, "processes") == 0) {
-        /* the process manager is a Lua object kept in the state table */
+    else if (strcmp(key, "processes") == 0 || strcmp(key, "fs") == 0) {
+        /* the process manager and the filesystem are Lua objects kept in
+         * the state table */
         lua_getiuservalue(L, 1, 1);
-        lua_getfield(L, -1, "processes");
+        lua_getfield(L, -1, key);
     } else
         return 0;
     return 1;

@@ -1369,6 +1369,9 @@ static json_t *local_metadata(sk_sandbox *sb)
     if (meta && ls->cgroup)
         json_object_set_new(meta, "cgroup", json_pack("{s:s,s:s}", "version", sk_cgroup_backend(), "path",
                                                       sk_cgroup_path(ls->cgroup)));
+    /* where the sandbox's /tmp lives on the host (sb.fs reaches it there) */
+    if (meta && ls->tmpdir)
+        json_object_set_new(meta, "tmp_directory", json_string(ls->tmpdir));
     return meta;
 }
 

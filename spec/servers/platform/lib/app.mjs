@@ -158,7 +158,9 @@ export class App {
     };
     let body;
     try {
-      body = await readBody(req);
+      // bucket objects may be large (an object store takes GiB-sized PUTs)
+      const isFsPut = req.method === 'PUT' && /^\/v1\/[^/]+\/projects\/[^/]+\/fs\//.test(url.pathname);
+      body = await readBody(req, isFsPut ? 1024 * 1024 * 1024 : undefined);
     } catch (e) {
       return finish(errorRes(e.status ?? 400, e.message));
     }

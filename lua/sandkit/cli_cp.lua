@@ -1,0 +1,156 @@
+--- `sandkit cp SRC DST`: copies one file between the local machine and a
+-- sandbox's filesystem (sb.fs). A side is `local:PATH` (or a plain path) on
+-- this machine, or `PROVIDER:PATH` in a sandbox of that provider, made from
+-- the --opt KEY=VALUE options (e.g. --opt sandbox_id=... reattaches to a
+-- Platform sandbox). Data streams in chunks both ways; on a terminal a
+-- progress line shows for files of 8 MiB and more. The sandbox is started
+-- (or reattached) and left as it is.
+local sandkit = require "sandkit"
+
+local M = {}
+
+local CHUNK = 1 << 20
+local PROGRESS_MIN = 8 << 20
+
+local function usage_error(msg) error({ usage = msg }, 0) end
+
+local PROVIDERS = { platform = true, modal = true, ["apple-container"] = true }
+
+-- Secrets never travel on a command line: these come from the environment.
+local SECRETS = {
+  access_token = "MASTRA_PLATFORM_ACCESS_TOKEN", token_secret = "MODAL_TOKEN_SECRET",
+}
+
+-- "platform:/x" -> { provider = "platform", path = "/x" }; host paths -> { path }.
+local function side(s, which)
+  if s == nil or s == "" then usage_error("cp expects SRC and DST") end
+  if s:find("\0", 1, true) then usage_error(which .. " contains a NUL byte") end
+  local prefix, rest = s:match("^([%w%-]+):(.*)$")
+  if prefix == "local" then return { path = rest } end
+  if prefix and PROVIDERS[prefix] then
+    if rest == "" then usage_error(which .. " names no path after '" .. prefix .. ":'") end
+    return { provider = prefix, path = rest }
+  end
+  if prefix and prefix ~= "" and #prefix > 1 then
+    usage_error(("%s: unknown prefix '%s:' (expected local:, platform:, modal: or apple-container:)"):format(which, prefix))
+  end
+  return { path = s }
+end
+
+local function option_value(v)
+  if v == "true" then return true end
+  if v == "false" then return false end
+  return math.tointeger(tonumber(v)) or v
+end
+
+--- Parses argv after "cp": { src, dst, opts }.
+function M.parse(argv)
+  local o = { opts = {}, positional = {} }
+  local i = 1
+  while i <= #argv do
+    local a = argv[i]
+    if a == "--opt" then
+      local kv = argv[i + 1]
+      local k, v = (kv or ""):match("^([%w_]+)=(.*)$")
+      if not k then usage_error("--opt expects KEY=VALUE") end
+      if SECRETS[k] then
+        usage_error(("--opt %s: secrets stay off the command line; set %s instead"):format(k, SECRETS[k]))
+      end
+      o.opts[k] = option_value(v)
+      i = i + 2
+    elseif a == "--" then
+      for j = i + 1, #argv do o.positional[#o.positional + 1] = argv[j] end
+      break
+    elseif a:sub(1, 2) == "--" then
+      usage_error(("unknown flag '%s' for cp"):format(a))
+    else
+      o.positional[#o.positional + 1] = a
+      i = i + 1
+    end
+  end
+  if #o.positional ~= 2 then usage_error("cp expects exactly SRC and DST") end
+  o.src, o.dst = side(o.positional[1], "SRC"), side(o.positional[2], "DST")
+  if (o.src.provider == nil) == (o.dst.provider == nil) then
+    usage_error("cp copies between this machine (local:PATH) and a sandbox (PROVIDER:PATH)")
+  end
+  return o
+end
+
+local function mib(n) return ("%.1f MiB"):format(n / (1 << 20)) end
+
+--- Runs the copy; returns the exit status.
+function M.run(o, env, exits)
+  local errout = env.stderr
+  local provider = o.src.provider or o.dst.provider
+  -- through env.getenv (tests inject it); the providers read the same variables
+  if provider == "platform" then o.opts.access_token = env.getenv("MASTRA_PLATFORM_ACCESS_TOKEN") end
+  if provider == "modal" then o.opts.token_secret = env.getenv("MODAL_TOKEN_SECRET") end
+  local ok, sb = pcall(sandkit.new, provider, o.opts)
+  if not ok then
+    errout:write("sandkit: ", tostring(sb), "\n")
+    return exits.usage
+  end
+  local started, err = sb:start()
+  if not started then
+    errout:write("sandkit: ", tostring(err), "\n")
+    return exits.failure
+  end
+  local total, done = 0, 0
+  local show = env.isatty()
+  local function progress(final)
+    if not show or total < PROGRESS_MIN then return end
+    errout:write(("\rcopied %s of %s (%d%%)%s"):format(mib(done), mib(total),
+      total > 0 and math.floor(done * 100 / total) or 100, final and "\n" or ""))
+    errout:flush()
+  end
+  local result
+  if o.dst.provider then
+    local f, ferr = io.open(o.src.path, "rb")
+    if not f then
+      errout:write("sandkit: cannot read ", o.src.path, ": ", tostring(ferr), "\n")
+      return exits.failure
+    end
+    total = f:seek("end") or 0
+    f:seek("set")
+    local dst = o.dst.path
+    if dst:sub(-1) == "/" then dst = dst .. o.src.path:match("([^/]*)$") end
+    result, err = sb.fs:write_file(dst, function()
+      local chunk = f:read(CHUNK)
+      if chunk then
+        done = done + #chunk
+        progress(false)
+      end
+      return chunk
+    end)
+    f:close()
+  else
+    local st, serr = sb.fs:stat(o.src.path)
+    if not st then
+      errout:write("sandkit: ", tostring(serr), "\n")
+      return exits.failure
+    end
+    total = st.size
+    local dst = o.dst.path
+    if dst:sub(-1) == "/" then dst = dst .. (o.src.path:match("([^/]*)$")) end
+    local f, ferr = io.open(dst, "wb")
+    if not f then
+      errout:write("sandkit: cannot write ", dst, ": ", tostring(ferr), "\n")
+      return exits.failure
+    end
+    result, err = sb.fs:read_file(o.src.path, { on_chunk = function(chunk)
+      assert(f:write(chunk))
+      done = done + #chunk
+      progress(false)
+    end })
+    if not f:close() and result then result, err = nil, "cannot finish writing " .. dst end
+  end
+  if not result then
+    if show and total >= PROGRESS_MIN then errout:write("\n") end
+    errout:write("sandkit: ", tostring(err), "\n")
+    return exits.failure
+  end
+  progress(true)
+  return 0
+end
+
+return M

@@ -1,0 +1,138 @@
+-- PlatformFilesystem against the reference server's bucket routes
+-- (spec/servers/platform, docs/platform-filesystem.md): the conformance
+-- suite, then the wire format of §2.6 from the server's request log.
+local sandkit = require "sandkit"
+local errors = require "sandkit.errors"
+local server = require "helpers.server"
+local suite = require "conformance.fs_suite"
+
+describe("PlatformFilesystem", function()
+  local srv = server.start("spec/servers/platform/server.mjs", { "--quiet" })
+  teardown(function() srv:stop() end)
+
+  local n = 0
+  local function make(extra)
+    local o = { access_token = "test-token", project_id = "proj_fs", bucket_name = "bucket-1", base_url = srv.url }
+    for k, v in pairs(extra or {}) do o[k] = v end
+    return sandkit.PlatformFilesystem(o)
+  end
+
+  local bucket
+  suite({
+    name = "PlatformFilesystem (reference server)",
+    create = function()
+      n = n + 1
+      bucket = "suite-" .. n
+      return make({ bucket_name = bucket })
+    end,
+    create_read_only = function() return make({ bucket_name = bucket, read_only = true }) end,
+    refuses_no_overwrite = true,
+  }, _ENV)
+
+  local function last(method)
+    local log = srv:log()
+    local reqs = log.requests or log
+    for i = #reqs, 1, -1 do
+      if reqs[i].method == method then return reqs[i] end
+    end
+  end
+
+  it("speaks the §2.6 wire format", function()
+    local fs = make()
+    srv:reset()
+    assert.is_true(fs:write_file("/dir with space/a&b.txt", "x", { mime_type = "text/plain" }))
+    local put = last("PUT")
+    assert.equal("/v1/railway/projects/proj_fs/fs/bucket-1/dir%20with%20space/a%26b.txt", put.path)
+    assert.equal("text/plain", put.headers["content-type"])
+    assert.equal("Bearer test-token", put.headers.authorization)
+    assert.is_nil(put.headers["if-none-match"])
+    assert.is_true(fs:write_file("why?.txt", "q", { overwrite = false }))
+    put = last("PUT")
+    assert.equal("/v1/railway/projects/proj_fs/fs/bucket-1/why%3F.txt", put.path)
+    assert.equal("*", put.headers["if-none-match"])
+    assert.is_true(fs:mkdir("newdir"))
+    local post = last("POST")
+    assert.equal("/v1/railway/projects/proj_fs/fs/bucket-1/newdir/", post.path)
+    assert.equal("mkdir", post.query.op)
+    assert.is_true(fs:copy_file("why?.txt", "/c d.txt"))
+    post = last("POST")
+    assert.equal("/v1/railway/projects/proj_fs/fs/bucket-1/why%3F.txt", post.path)
+    assert.equal("copy", post.query.op)
+    assert.same({ destination = "c d.txt" }, post.body.json)
+    assert.equal("application/json", post.headers["content-type"])
+    assert.is_true(fs:delete_file("/c d.txt"))
+    assert.is_nil(last("DELETE").query.recursive)
+    assert(fs:readdir("/dir with space"))
+    local get = last("GET")
+    assert.equal("/v1/railway/projects/proj_fs/fs/bucket-1/", get.path)
+    assert.equal("dir with space/", get.query.prefix)
+    assert.equal("/", get.query.delimiter)
+  end)
+
+  it("keeps .. inside the bucket", function()
+    local fs = make({ bucket_name = "confined" })
+    srv:reset()
+    assert.is_true(fs:write_file("../../other/../../x.txt", "x"))
+    assert.equal("/v1/railway/projects/proj_fs/fs/confined/x.txt", last("PUT").path)
+    assert.equal("x", fs:read_file("/x.txt"))
+    assert.same({ { name = "x.txt", type = "file", size = 1 } }, fs:readdir("/"))
+  end)
+
+  it("maps statuses to typed errors and reads prefix-only folders", function()
+    local fs = make({ bucket_name = "prefix-only" })
+    assert.is_true(fs:write_file("/foo/bar.md", "abc"))
+    local st = assert(fs:stat("/foo"))
+    assert.equal("directory", st.type)
+    assert.is_true(fs:exists("foo"))
+    assert.same({ { name = "bar.md", type = "file", size = 3 } }, fs:readdir("/foo"))
+    assert.same({ { name = "foo", type = "directory" } }, fs:readdir("/"))
+    local fst = assert(fs:stat("/foo/bar.md"))
+    assert.equal("file", fst.type)
+    assert.equal(3, fst.size)
+    local r, err = fs:read_file("/nope")
+    assert.is_nil(r)
+    assert.is_true(errors.is(err, "FileNotFoundError"))
+  end)
+
+  it("refuses copy with overwrite = false without a request", function()
+    local fs = make()
+    assert.is_true(fs:write_file("a.txt", "a"))
+    srv:reset()
+    local r, err = fs:copy_file("a.txt", "b.txt", { overwrite = false })
+    assert.is_nil(r)
+    assert.truthy(err.message:find("overwrite: false", 1, true))
+    local log = srv:log()
+    assert.equal(0, #(log.requests or log))
+  end)
+
+  it("needs its settings and never shows the token", function()
+    assert.has_error(function() sandkit.PlatformFilesystem { project_id = "p", bucket_name = "b", access_token = "" } end)
+    assert.has_error(function() sandkit.PlatformFilesystem { access_token = "t", bucket_name = "b", project_id = "" } end)
+    assert.has_error(function() sandkit.PlatformFilesystem { access_token = "t", project_id = "p", bucket_name = "" } end)
+    assert.has_error(function() sandkit.PlatformFilesystem { access_token = "t", project_id = "p", bucket_name = "b", bogus = 1 } end)
+    local fs = make({ access_token = "sk_secret_value" })
+    local i = fs:info()
+    assert.equal("PlatformFilesystem", i.name)
+    assert.equal("platform", i.provider)
+    assert.equal("bucket-1", i.metadata.bucket_name)
+    assert.truthy(i.id:match("^platform%-fs%-"))
+    assert.equal("Platform filesystem backed by Mastra Platform bucket bucket-1. Use absolute workspace paths.", fs:instructions())
+    local function scan(v, seen)
+      if type(v) == "string" then assert.is_nil(v:find("sk_secret_value", 1, true)) end
+      if type(v) == "table" and not seen[v] then
+        seen[v] = true
+        for k, x in pairs(v) do if k ~= "_b" then scan(x, seen) end end
+      end
+    end
+    scan(i, {})
+    scan(fs, {})
+    assert.is_nil(tostring(fs):find("sk_secret", 1, true))
+    -- a refused token: PlatformApiError 401, the token not in the error
+    local bad = make({ access_token = "sk_wrong_token" })
+    local r, err = bad:read_file("x")
+    assert.is_nil(r)
+    assert.equal("PlatformApiError", err.kind)
+    assert.equal(401, err.status)
+    assert.is_nil(tostring(err):find("sk_wrong", 1, true))
+  end)
+end)

@@ -1,0 +1,48 @@
+/* Confined file access: every path resolves beneath a root directory
+ * descriptor, so neither ".." nor a symlink can reach outside the root.
+ * openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) where the kernel has it;
+ * otherwise a component-by-component walk that refuses symlinks and "..".
+ * Functions return 0 (or a descriptor) on success and -errno on failure;
+ * -EXDEV means "the path leads outside the root". Blocking system calls. */
+#ifndef SK_FS_LOCAL_H
+#define SK_FS_LOCAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+/* Opens `path` as a root (O_PATH directory). Creates it first (mkdir -p)
+ * when `create` is set. Returns the descriptor or -errno. */
+int sk_fs_root_open(const char *path, bool create);
+
+/* Opens `rel` (relative; "" or "." is the root) beneath `rootfd`. */
+int sk_fs_open(int rootfd, const char *rel, int flags, mode_t mode);
+
+/* Opens the directory holding `rel`'s last component and points `*leaf`
+ * into `rel` at that component. The leaf itself is never followed.
+ * -EINVAL when the leaf is empty, "." or "..". */
+int sk_fs_open_parent(int rootfd, const char *rel, const char **leaf);
+
+/* stat of `rel`: follows a final symlink (beneath the root) unless `nofollow`. */
+int sk_fs_stat(int rootfd, const char *rel, bool nofollow, struct stat *st);
+
+int sk_fs_mkdir(int rootfd, const char *rel, mode_t mode);
+int sk_fs_unlink(int rootfd, const char *rel);
+int sk_fs_rmdir(int rootfd, const char *rel);
+/* Renames; with `noreplace` an existing destination gives -EEXIST; across
+ * mounts -ENOTSUP (the caller copies instead). */
+int sk_fs_rename(int rootfd, const char *from, const char *to, bool noreplace);
+/* readlink of `rel` into buf (NUL-terminated); returns the length. */
+ssize_t sk_fs_readlink(int rootfd, const char *rel, char *buf, size_t size);
+
+/* Copies a regular file; with `excl` an existing destination gives -EEXIST. */
+int sk_fs_copy(int rootfd, const char *from, const char *to, bool excl);
+
+/* Writes all of buf to fd (retrying short writes and EINTR). */
+int sk_fs_write_all(int fd, const void *buf, size_t len);
+
+/* Test hook: use the fallback walk even where openat2 exists. */
+void sk_fs_force_fallback(bool on);
+
+#endif

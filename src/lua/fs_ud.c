@@ -1,0 +1,373 @@
+/* The Lua face of src/core/fs_local.c: core.fs_root(path, create) gives a
+ * root object whose methods take paths relative to it; failures return
+ * nil, errno name ("ENOENT", ...), message. lua/sandkit/fs maps those to
+ * typed errors. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <lauxlib.h>
+#include <lua.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/fs_local.h"
+#include "binding.h"
+
+#define ROOT_NAME "sandkit.FsRoot"
+#define FILE_NAME "sandkit.FsFile"
+
+typedef struct {
+    int fd;
+} fs_handle;
+
+static const struct {
+    int code;
+    const char *name;
+} errno_names[] = {
+    { ENOENT, "ENOENT" },   { EEXIST, "EEXIST" },   { ENOTDIR, "ENOTDIR" }, { EISDIR, "EISDIR" },
+    { ENOTEMPTY, "ENOTEMPTY" }, { EXDEV, "EXDEV" }, { EACCES, "EACCES" },   { EPERM, "EPERM" },
+    { ELOOP, "ELOOP" },     { EINVAL, "EINVAL" },   { EBUSY, "EBUSY" },     { ENOSPC, "ENOSPC" },
+    { EROFS, "EROFS" },     { ENAMETOOLONG, "ENAMETOOLONG" }, { ENXIO, "ENXIO" }, { EMLINK, "EMLINK" },
+    { EDQUOT, "EDQUOT" },   { ENOTSUP, "ENOTSUP" },   { EFBIG, "EFBIG" },     { ENOMEM, "ENOMEM" },
+};
+
+static int push_fail(lua_State *L, int neg)
+{
+    int code = -neg;
+    lua_pushnil(L);
+    const char *name = NULL;
+    for (size_t i = 0; i < sizeof errno_names / sizeof errno_names[0]; i++)
+        if (errno_names[i].code == code)
+            name = errno_names[i].name;
+    if (name)
+        lua_pushstring(L, name);
+    else
+        lua_pushfstring(L, "errno %d", code);
+    lua_pushstring(L, strerror(code));
+    return 3;
+}
+
+static int push_result(lua_State *L, int rc)
+{
+    if (rc < 0)
+        return push_fail(L, rc);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static fs_handle *check_open(lua_State *L, int idx, const char *tname)
+{
+    fs_handle *h = luaL_checkudata(L, idx, tname);
+    if (h->fd < 0)
+        luaL_error(L, "%s is closed", tname);
+    return h;
+}
+
+static int root_fd(lua_State *L) { return check_open(L, 1, ROOT_NAME)->fd; }
+
+/* Paths with NUL bytes would be cut short by the system call: refuse. */
+static const char *check_rel(lua_State *L, int idx)
+{
+    size_t n;
+    const char *s = luaL_checklstring(L, idx, &n);
+    if (strlen(s) != n)
+        luaL_argerror(L, idx, "path contains a NUL byte");
+    return s;
+}
+
+static int handle_close(lua_State *L, const char *tname)
+{
+    fs_handle *h = luaL_checkudata(L, 1, tname);
+    int rc = 0;
+    if (h->fd >= 0) {
+        rc = close(h->fd) == 0 ? 0 : -errno;
+        h->fd = -1;
+    }
+    return push_result(L, rc);
+}
+
+static int root_close(lua_State *L) { return handle_close(L, ROOT_NAME); }
+static int file_close(lua_State *L) { return handle_close(L, FILE_NAME); }
+
+static int fs_root(lua_State *L)
+{
+    const char *path = check_rel(L, 1);
+    int fd = sk_fs_root_open(path, lua_toboolean(L, 2));
+    if (fd < 0)
+        return push_fail(L, fd);
+    fs_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
+    h->fd = fd;
+    luaL_setmetatable(L, ROOT_NAME);
+    return 1;
+}
+
+static int fs_getcwd(lua_State *L)
+{
+    char buf[4096];
+    if (!getcwd(buf, sizeof buf))
+        return push_fail(L, -errno);
+    lua_pushstring(L, buf);
+    return 1;
+}
+
+static int fs_force_fallback(lua_State *L)
+{
+    sk_fs_force_fallback(lua_toboolean(L, 1));
+    return 0;
+}
+
+/* root:open(rel, mode): "r" read, "w" create/truncate, "x" create only,
+ * "a" create/append. Only regular files open. */
+static int root_open(lua_State *L)
+{
+    int rfd = root_fd(L);
+    const char *rel = check_rel(L, 2);
+    const char *mode = luaL_checkstring(L, 3);
+    int flags;
+    switch (mode[0]) {
+    case 'r': flags = O_RDONLY; break;
+    case 'w': flags = O_WRONLY | O_CREAT | O_TRUNC; break;
+    case 'x': flags = O_WRONLY | O_CREAT | O_EXCL; break;
+    case 'a': flags = O_WRONLY | O_CREAT | O_APPEND; break;
+    default: return luaL_argerror(L, 3, "mode must be r, w, x or a");
+    }
+    /* O_NONBLOCK while opening: a FIFO planted by sandboxed code must not
+     * hang the caller; it is refused below. O_TRUNC waits for the check. */
+    int fd = sk_fs_open(rfd, rel, (flags & ~O_TRUNC) | O_NONBLOCK | O_NOCTTY, 0666);
+    if (fd < 0)
+        return push_fail(L, fd);
+    struct stat st;
+    int rc = fstat(fd, &st) == 0 ? 0 : -errno;
+    if (rc == 0 && !S_ISREG(st.st_mode))
+        rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+    if (rc == 0 && fcntl(fd, F_SETFL, flags & O_APPEND) != 0)
+        rc = -errno;
+    if (rc == 0 && (flags & O_TRUNC) && ftruncate(fd, 0) != 0)
+        rc = -errno;
+    if (rc < 0) {
+        close(fd);
+        return push_fail(L, rc);
+    }
+    fs_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
+    h->fd = fd;
+    luaL_setmetatable(L, FILE_NAME);
+    lua_pushinteger(L, (lua_Integer)st.st_size);
+    return 2;
+}
+
+static const char *type_of(mode_t m)
+{
+    return S_ISREG(m) ? "file" : S_ISDIR(m) ? "directory" : S_ISLNK(m) ? "symlink" : "other";
+}
+
+static int root_stat(lua_State *L)
+{
+    int rfd = root_fd(L);
+    const char *rel = check_rel(L, 2);
+    struct stat st;
+    int rc = sk_fs_stat(rfd, rel, lua_toboolean(L, 3), &st);
+    if (rc < 0)
+        return push_fail(L, rc);
+    lua_createtable(L, 0, 6);
+    lua_pushstring(L, type_of(st.st_mode));
+    lua_setfield(L, -2, "type");
+    lua_pushinteger(L, (lua_Integer)st.st_size);
+    lua_setfield(L, -2, "size");
+    lua_pushinteger(L, (lua_Integer)(st.st_mode & 07777));
+    lua_setfield(L, -2, "mode");
+    lua_pushinteger(L, (lua_Integer)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000);
+    lua_setfield(L, -2, "mtime_ms");
+    lua_pushinteger(L, (lua_Integer)st.st_ctim.tv_sec * 1000 + st.st_ctim.tv_nsec / 1000000);
+    lua_setfield(L, -2, "ctime_ms");
+    return 1;
+}
+
+static int root_mkdir(lua_State *L) { return push_result(L, sk_fs_mkdir(root_fd(L), check_rel(L, 2), 0777)); }
+static int root_unlink(lua_State *L) { return push_result(L, sk_fs_unlink(root_fd(L), check_rel(L, 2))); }
+static int root_rmdir(lua_State *L) { return push_result(L, sk_fs_rmdir(root_fd(L), check_rel(L, 2))); }
+
+static int root_rename(lua_State *L)
+{
+    int rfd = root_fd(L);
+    return push_result(L, sk_fs_rename(rfd, check_rel(L, 2), check_rel(L, 3), lua_toboolean(L, 4)));
+}
+
+static int root_copy(lua_State *L)
+{
+    int rfd = root_fd(L);
+    return push_result(L, sk_fs_copy(rfd, check_rel(L, 2), check_rel(L, 3), lua_toboolean(L, 4)));
+}
+
+static int root_readlink(lua_State *L)
+{
+    int rfd = root_fd(L);
+    char buf[4096];
+    ssize_t n = sk_fs_readlink(rfd, check_rel(L, 2), buf, sizeof buf);
+    if (n < 0)
+        return push_fail(L, (int)n);
+    lua_pushlstring(L, buf, (size_t)n);
+    return 1;
+}
+
+/* root:readdir(rel): array of { name, type } (type as in stat, the entry
+ * itself: a symlink is "symlink"). */
+static int root_readdir(lua_State *L)
+{
+    int rfd = root_fd(L);
+    int fd = sk_fs_open(rfd, check_rel(L, 2), O_RDONLY | O_DIRECTORY, 0);
+    if (fd < 0)
+        return push_fail(L, fd);
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int rc = -errno;
+        close(fd);
+        return push_fail(L, rc);
+    }
+    lua_newtable(L);
+    lua_Integer i = 0;
+    struct dirent *e;
+    errno = 0;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        const char *type;
+        struct stat st;
+        switch (e->d_type) {
+        case DT_REG: type = "file"; break;
+        case DT_DIR: type = "directory"; break;
+        case DT_LNK: type = "symlink"; break;
+        case DT_UNKNOWN:
+            type = fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? type_of(st.st_mode) : "other";
+            break;
+        default: type = "other"; break;
+        }
+        lua_createtable(L, 0, 2);
+        lua_pushstring(L, e->d_name);
+        lua_setfield(L, -2, "name");
+        lua_pushstring(L, type);
+        lua_setfield(L, -2, "type");
+        lua_rawseti(L, -2, ++i);
+        errno = 0;
+    }
+    int rc = errno ? -errno : 0;
+    closedir(d);
+    if (rc < 0)
+        return push_fail(L, rc);
+    return 1;
+}
+
+/* file:read(n): up to n bytes, nil at the end. */
+static int file_read(lua_State *L)
+{
+    int fd = check_open(L, 1, FILE_NAME)->fd;
+    lua_Integer want = luaL_checkinteger(L, 2);
+    luaL_argcheck(L, want > 0, 2, "positive byte count expected");
+    luaL_Buffer b;
+    char *p = luaL_buffinitsize(L, &b, (size_t)want);
+    ssize_t n;
+    do
+        n = read(fd, p, (size_t)want);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return push_fail(L, -errno);
+    if (n == 0) {
+        lua_pushnil(L);
+        return 1;
+    }
+    luaL_pushresultsize(&b, (size_t)n);
+    return 1;
+}
+
+/* file:read_all(size_hint): the rest of the file as one string. The
+ * buffer is sized from the hint once; it grows only for a file that grew
+ * (a probe read tells EOF apart from "more than the hint"). */
+static int file_read_all(lua_State *L)
+{
+    int fd = check_open(L, 1, FILE_NAME)->fd;
+    lua_Integer hint = luaL_optinteger(L, 2, 0);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    size_t room = hint > 0 ? (size_t)hint : 65536;
+    for (;;) {
+        char *p = luaL_prepbuffsize(&b, room);
+        size_t got = 0;
+        while (got < room) {
+            ssize_t n = read(fd, p + got, room - got);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0)
+                return push_fail(L, -errno);
+            if (n == 0)
+                break;
+            got += (size_t)n;
+        }
+        luaL_addsize(&b, got);
+        if (got < room)
+            break;
+        char probe[4096];
+        ssize_t n;
+        do
+            n = read(fd, probe, sizeof probe);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+            return push_fail(L, -errno);
+        if (n == 0)
+            break;
+        luaL_addlstring(&b, probe, (size_t)n);
+        room = room < (1u << 24) ? (1u << 24) : room;
+    }
+    luaL_pushresult(&b);
+    return 1;
+}
+
+static int file_write(lua_State *L)
+{
+    int fd = check_open(L, 1, FILE_NAME)->fd;
+    size_t n;
+    const char *s = luaL_checklstring(L, 2, &n);
+    return push_result(L, sk_fs_write_all(fd, s, n));
+}
+
+static int handle_gc(lua_State *L)
+{
+    fs_handle *h = lua_touserdata(L, 1);
+    if (h->fd >= 0)
+        close(h->fd);
+    h->fd = -1;
+    return 0;
+}
+
+void skl_open_fs(lua_State *L)
+{
+    static const luaL_Reg root_methods[] = {
+        { "open", root_open },   { "stat", root_stat },       { "mkdir", root_mkdir },
+        { "unlink", root_unlink }, { "rmdir", root_rmdir },   { "rename", root_rename },
+        { "copy", root_copy },   { "readlink", root_readlink }, { "readdir", root_readdir },
+        { "close", root_close }, { NULL, NULL },
+    };
+    static const luaL_Reg file_methods[] = {
+        { "read", file_read }, { "read_all", file_read_all }, { "write", file_write },
+        { "close", file_close }, { NULL, NULL },
+    };
+    struct {
+        const char *name;
+        const luaL_Reg *methods;
+    } classes[] = { { ROOT_NAME, root_methods }, { FILE_NAME, file_methods } };
+    for (int i = 0; i < 2; i++) {
+        luaL_newmetatable(L, classes[i].name);
+        lua_pushcfunction(L, handle_gc);
+        lua_setfield(L, -2, "__gc");
+        lua_pushcfunction(L, handle_gc);
+        lua_setfield(L, -2, "__close");
+        lua_newtable(L);
+        luaL_setfuncs(L, classes[i].methods, 0);
+        lua_setfield(L, -2, "__index");
+        lua_pop(L, 1);
+    }
+    lua_pushcfunction(L, fs_root);
+    lua_setfield(L, -2, "fs_root");
+    lua_pushcfunction(L, fs_getcwd);
+    lua_setfield(L, -2, "fs_getcwd");
+    lua_pushcfunction(L, fs_force_fallback);
+    lua_setfield(L, -2, "fs_force_fallback");
+}

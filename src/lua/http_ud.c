@@ -1,0 +1,141 @@
+/* core.http_request(opts, token): one HTTP request on the loop for Lua
+ * (PlatformFilesystem). Events to the token: "output" stream 0 = the
+ * response head ("<status>\n" then "name: value\n" lines), stream 1 = body
+ * bytes as they arrive; then "lifecycle" with nil or a transport error
+ * (kind HttpTransportError; the message never holds header values). The
+ * returned handle cancels the request when closed or collected. */
+#include <lauxlib.h>
+#include <lua.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/buf.h"
+#include "../core/http.h"
+#include "binding.h"
+
+#define HTTP_NAME "sandkit.HttpRequest"
+
+typedef struct {
+    sk_http *req;
+    skl_target target;
+} http_box;
+
+static void on_head(sk_http *req, int status, const sk_http_header *h, size_t n, void *ud)
+{
+    (void)req;
+    http_box *box = ud;
+    sk_buf b = { 0 };
+    char line[32];
+    int len = snprintf(line, sizeof line, "%d\n", status);
+    int rc = sk_buf_append(&b, line, (size_t)len);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        rc |= sk_buf_append(&b, h[i].name, strlen(h[i].name));
+        rc |= sk_buf_append(&b, ": ", 2);
+        rc |= sk_buf_append(&b, h[i].value, strlen(h[i].value));
+        rc |= sk_buf_append(&b, "\n", 1);
+    }
+    if (rc == 0)
+        skl_queue(box->target.st, SKL_EV_OUTPUT, box->target.token, 0, b.data, b.len, NULL, NULL);
+    sk_buf_free(&b);
+}
+
+static void on_data(sk_http *req, const char *data, size_t len, void *ud)
+{
+    (void)req;
+    http_box *box = ud;
+    skl_queue(box->target.st, SKL_EV_OUTPUT, box->target.token, 1, data, len, NULL, NULL);
+}
+
+static void on_done(sk_http *req, const sk_http_result *res, void *ud)
+{
+    (void)req;
+    http_box *box = ud;
+    box->req = NULL; /* freed when this returns */
+    sk_error *err = NULL;
+    if (res->err != SK_HTTP_OK)
+        err = sk_error_new("HttpTransportError", json_pack("{s:s}", "reason", sk_http_err_name(res->err)),
+                           "HTTP request failed: %s", res->error ? res->error : sk_http_err_name(res->err));
+    skl_queue(box->target.st, SKL_EV_LIFECYCLE, box->target.token, 0, NULL, 0, err, NULL);
+    sk_error_free(err);
+}
+
+static int http_close(lua_State *L)
+{
+    http_box *box = luaL_checkudata(L, 1, HTTP_NAME);
+    if (box->req) {
+        sk_http_cancel(box->req);
+        box->req = NULL;
+    }
+    return 0;
+}
+
+/* opts: method, url, headers (array of { name, value }), body, timeout_ms */
+int skl_http_request(lua_State *L)
+{
+    skl_state *st = skl_state_get(L);
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_Integer token = luaL_checkinteger(L, 2);
+    lua_getfield(L, 1, "method");
+    const char *method = luaL_checkstring(L, -1);
+    lua_getfield(L, 1, "url");
+    const char *url = luaL_checkstring(L, -1);
+    lua_getfield(L, 1, "body");
+    size_t body_len = 0;
+    const char *body = lua_isnil(L, -1) ? NULL : luaL_checklstring(L, -1, &body_len);
+    lua_getfield(L, 1, "timeout_ms");
+    long timeout = (long)luaL_optinteger(L, -1, 0);
+    lua_getfield(L, 1, "headers");
+    size_t n = lua_istable(L, -1) ? lua_rawlen(L, -1) : 0;
+    int hidx = lua_gettop(L);
+    sk_http_header *h = lua_newuserdatauv(L, (n ? n : 1) * sizeof *h, 0); /* owned by Lua */
+    for (size_t i = 0; i < n; i++) {
+        lua_rawgeti(L, hidx, (lua_Integer)i + 1);
+        lua_rawgeti(L, -1, 1);
+        lua_rawgeti(L, -2, 2);
+        h[i].name = luaL_checkstring(L, -2);
+        h[i].value = luaL_checkstring(L, -1);
+        /* the strings stay alive: the header table holds them until return */
+        lua_pop(L, 3);
+    }
+    http_box *box = lua_newuserdatauv(L, sizeof *box, 0);
+    memset(box, 0, sizeof *box);
+    if (luaL_newmetatable(L, HTTP_NAME)) {
+        lua_pushcfunction(L, http_close);
+        lua_setfield(L, -2, "__gc");
+        lua_newtable(L);
+        lua_pushcfunction(L, http_close);
+        lua_setfield(L, -2, "cancel");
+        lua_setfield(L, -2, "__index");
+    }
+    lua_setmetatable(L, -2);
+    box->target.st = st;
+    box->target.token = token;
+    sk_http_request rq = {
+        .method = method, .url = url, .headers = h, .n_headers = n,
+        .body = body, .body_len = body_len, .timeout_ms = timeout,
+    };
+    static const sk_http_callbacks cb = { .head = on_head, .data = on_data, .done = on_done };
+    const char *msg = NULL;
+    box->req = sk_http_start(st->loop, &rq, &cb, box, &msg);
+    if (!box->req)
+        return luaL_error(L, "http request not started: %s", msg ? msg : "unknown error");
+    return 1;
+}
+
+/* core.json_decode(s): the value, or nil, message. */
+int skl_json_decode(lua_State *L)
+{
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    json_error_t e;
+    json_t *v = json_loadb(s, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+    if (!v) {
+        lua_pushnil(L);
+        lua_pushstring(L, e.text);
+        return 2;
+    }
+    skl_push_json(L, v);
+    json_decref(v);
+    return 1;
+}
