@@ -52,6 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     sk_process *p = calloc(1, sizeof *p);
     p->capture = true;
+    p->max_output = SK_MAX_OUTPUT_DEFAULT; /* as sk_process_new sets it from the options */
     p->refs = 1;
     platform_exec ex = { .p = p };
     platform_conn conn = { .ex = &ex };
