@@ -70,6 +70,10 @@ for _, isolation in ipairs(ISOLATIONS) do
       local short = sb:exec_async("echo done")
       short = nil -- luacheck: ignore
       full_gc()
+      -- the command starts on the loop: wait for it (a deadline, not a sample)
+      local deadline = core.now() + 30000
+      while #procs.pids_matching(m) == 0 and core.now() < deadline do sandkit.step(0.02) end
+      full_gc()
       assert.is_true(#procs.pids_matching(m) >= 1, "the dropped command was killed")
       assert(sb:exec("true")) -- the loop keeps working with dropped operations around
       assert(sb:destroy())
