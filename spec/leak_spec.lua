@@ -67,7 +67,12 @@ describe("resource hygiene", function()
       assert.equal(0, procs.wait_gone(marker), marker)
     end
     -- libuv may close a lazily made descriptor meanwhile: never more after
-    local fds_after = procs.fd_count()
+    -- (a reaped command's descriptors close on a later loop turn: wait)
+    local fds_after
+    procs.wait_for(function()
+      fds_after = procs.fd_count()
+      return fds_after <= fds_before
+    end, 30)
     assert.is_true(fds_after <= fds_before, ("descriptors: %d before, %d after"):format(fds_before, fds_after))
     for _, sb in ipairs(sandboxes) do sb:destroy() end
   end)
