@@ -164,6 +164,9 @@ function M.run(n)
   -- the loop: turn it until it has nothing left (bounded)
   local deadline = core.now() + 10000
   while (sandkit.step(0.02) or #procs.children() > 0) and core.now() < deadline do end
+  -- a killed command's pipes close after a short drain (proc.c), maybe
+  -- after the last child is reaped: wait for that too (bounded)
+  while procs.fd_count() > before.fds and core.now() < deadline + 10000 do sandkit.sleep(0.02) end
   report.after = snapshot()
   report.markers_left = 0
   for _, m in ipairs(MARKERS) do report.markers_left = report.markers_left + procs.matching(m) end
