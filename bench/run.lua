@@ -291,7 +291,7 @@ end
 -- Prints one JSON line; run as `lua5.4 bench/run.lua --child KIND ...`.
 local function child_main(kind, a1, a2)
   local sk = assert(sandkit())
-  if kind == "capture" or kind == "stream" then
+  if kind == "capture" or kind == "capture_buffer" or kind == "stream" then
     local size, workdir = a1, a2
     local sb = local_sandbox(workdir)
     must_succeed(check(sb:exec("head -c 64K /dev/zero")), "warmup")
@@ -304,6 +304,9 @@ local function child_main(kind, a1, a2)
     local t0 = now()
     if kind == "capture" then
       r = must_succeed(check(sb:exec(command)), command)
+      bytes = #r.stdout
+    elseif kind == "capture_buffer" then
+      r = must_succeed(check(sb:exec(command, nil, { capture = "buffer" })), command)
       bytes = #r.stdout
     else
       r = must_succeed(check(sb:exec(command, nil, {
@@ -386,6 +389,43 @@ local function time_execs(sb, per, command, into)
   end
 end
 
+-- ---- the peer: Mastra's LocalSandbox (bench/peer, run by Node) ------------------
+
+local PEER_DIR = ROOT .. "/bench/peer"
+
+-- nil when the peer can run, else why not (make bench runs npm ci there).
+local function peer_missing()
+  local f = io.open(PEER_DIR .. "/node_modules/@mastra/core/package.json", "r")
+  if not f then return "npm ci in bench/peer (make bench-peer)" end
+  f:close()
+  local _, ok = read_cmd("command -v node >/dev/null 2>&1")
+  if not ok then return "node not found" end
+  return nil
+end
+
+local function peer_cmd(job, workdir, ...)
+  local parts = { "node", shell_quote(PEER_DIR .. "/mastra_local.mjs"), job, shell_quote(workdir) }
+  for _, a in ipairs({ ... }) do parts[#parts + 1] = shell_quote(a) end
+  return table.concat(parts, " ")
+end
+
+-- The peer line under a floor line: sandkit's speed-up over Mastra (the
+-- peer's median over sandkit's), and the floor's, which bounds it.
+local function peer_line(label, sk, peer, base, fmt, min_speedup, why_missing, note)
+  local target = string.format("≥ %g× faster", min_speedup)
+  if #peer == 0 then
+    return line(label, #sk > 0 and fmt(median(sk)) or "pending", "pending", nil, target, "pending",
+      why_missing or "peer not run")
+  end
+  local mp = median(peer)
+  local floor_note = string.format("the C floor is %.2f× faster than Mastra", mp / median(base))
+  note = note and (floor_note .. "; " .. note) or floor_note
+  if #sk == 0 then return line(label, "pending", fmt(mp), nil, target, "pending", note) end
+  local l = line(label, fmt(median(sk)), fmt(mp), mp / median(sk), target, verdict(min_speedup, mp / median(sk)), note)
+  l.ratio_suffix = "× faster"
+  return l
+end
+
 local rows = {}
 
 rows[#rows + 1] = {
@@ -394,15 +434,23 @@ rows[#rows + 1] = {
     local rounds, per = ctx.quick and 2 or 10, ctx.quick and 5 or 50
     local sb = ctx.sk and local_sandbox(ctx.tmp .. "/exec")
     if sb then time_execs(sb, 5, "true", {}) end
-    local base, sk = {}, {}
+    local base, sk, peer = {}, {}, {}
+    local no_peer = peer_missing()
+    local peer_dir = ctx.tmp .. "/peer-exec"
+    os.execute("mkdir -p " .. shell_quote(peer_dir))
     interleave(ctx, rounds, function()
       append(base, run_json(floor_cmd("floor_spawn", { per, 3 })).samples_us)
+      if not no_peer then append(peer, run_json(peer_cmd("exec", peer_dir, per, 3)).samples_us) end
     end, function()
       time_execs(sb, per, "true", sk)
     end)
     if sb then sb:destroy() end
     local note = string.format("p90 %s vs %s", #sk > 0 and fmt_us(percentile(sk, 0.9)) or "-", fmt_us(percentile(base, 0.9)))
-    return { compare(string.format("local exec latency (n=%d)", #base), sk, base, fmt_us, 1.25, note) }
+    return {
+      compare(string.format("local exec latency (n=%d)", #base), sk, base, fmt_us, 1.25, note),
+      peer_line("  vs Mastra LocalSandbox, exec", sk, peer, base, fmt_us, 1, no_peer,
+        "@mastra/core's executeCommand('true') on Node, the same rounds"),
+    }
   end,
 }
 
@@ -432,15 +480,23 @@ rows[#rows + 1] = {
       return ms
     end
     if sb then sk_round() end -- warm-up
-    local base, sk = {}, {}
+    local base, sk, peer = {}, {}, {}
+    local no_peer = peer_missing()
+    local peer_dir = ctx.tmp .. "/peer-fanout"
+    os.execute("mkdir -p " .. shell_quote(peer_dir))
     interleave(ctx, rounds, function()
       local j = run_json(floor_cmd("floor_fanout", { width, 1, 1 }))
       append(base, j.samples_ms)
+      if not no_peer then append(peer, run_json(peer_cmd("fanout", peer_dir, width)).samples_ms) end
     end, function()
       sk[#sk + 1] = sk_round()
     end)
     if sb then sb:destroy() end
-    return { compare(string.format("local fan-out (%d at once)", width), sk, base, fmt_ms, 1.5, rounds .. " rounds") }
+    return {
+      compare(string.format("local fan-out (%d at once)", width), sk, base, fmt_ms, 1.5, rounds .. " rounds"),
+      peer_line("  vs Mastra LocalSandbox, fan-out", sk, peer, base, fmt_ms, 1, no_peer,
+        "Promise.all of executeCommand('echo', [i]) after one warm-up round, output checked"),
+    }
   end,
 }
 
@@ -450,8 +506,22 @@ local function output_rows(ctx, kind)
   local rounds = ctx.quick and 1 or 9
   local command = "head -c " .. size .. " /dev/zero"
   local base, sk, growth, base_rss = {}, {}, {}, {}
+  local sk_buf, buf_growth, peer = {}, {}, {}
+  local no_peer = kind == "capture" and peer_missing()
+  local peer_dir = ctx.tmp .. "/peer-capture"
+  if kind == "capture" then os.execute("mkdir -p " .. shell_quote(peer_dir)) end
   local workdir = ctx.tmp .. "/" .. kind
   local reset_ok = true
+  local function sk_child(which, times, growths)
+    local j = run_child(which, size, workdir)
+    if j.bytes ~= out_bytes then error(which .. " side got " .. tostring(j.bytes) .. " bytes", 0) end
+    if which == "stream" and j.retained ~= 0 then
+      error("capture = false still retained " .. tostring(j.retained) .. " bytes in r.stdout", 0)
+    end
+    times[#times + 1] = j.ms
+    growths[#growths + 1] = j.growth_kb
+    reset_ok = reset_ok and j.peak_reset
+  end
   interleave(ctx, rounds, function()
     local args = { 1 }
     if kind == "capture" then args[#args + 1] = "--keep" end
@@ -460,15 +530,18 @@ local function output_rows(ctx, kind)
     if j.bytes ~= out_bytes then error("floor_reader read " .. tostring(j.bytes) .. " bytes", 0) end
     append(base, j.samples_ms)
     base_rss[#base_rss + 1] = j.maxrss_kb
-  end, function()
-    local j = run_child(kind, size, workdir)
-    if j.bytes ~= out_bytes then error(kind .. " side got " .. tostring(j.bytes) .. " bytes", 0) end
-    if kind == "stream" and j.retained ~= 0 then
-      error("capture = false still retained " .. tostring(j.retained) .. " bytes in r.stdout", 0)
+    if kind == "capture" and not no_peer then
+      local pj = run_json(peer_cmd("capture", peer_dir, size))
+      if pj.bytes ~= out_bytes then error("Mastra LocalSandbox captured " .. tostring(pj.bytes) .. " bytes", 0) end
+      append(peer, pj.samples_ms)
     end
-    sk[#sk + 1] = j.ms
-    growth[#growth + 1] = j.growth_kb
-    reset_ok = reset_ok and j.peak_reset
+  end, function(r)
+    -- strings and buffers alternate too
+    local order = r % 2 == 1 and { kind, "capture_buffer" } or { "capture_buffer", kind }
+    for _, which in ipairs(order) do
+      if which == kind then sk_child(kind, sk, growth)
+      elseif kind == "capture" then sk_child("capture_buffer", sk_buf, buf_growth) end
+    end
   end)
   local brss = median(base_rss)
   local g = median(growth)
@@ -483,9 +556,26 @@ local function output_rows(ctx, kind)
     else
       rss_line = line("output capture, peak RSS", "pending", fmt_kib(brss), nil, "≤ 2.5× output", "pending")
     end
+    local bg = median(buf_growth)
+    local buf_rss_line
+    if bg then
+      local per_output = bg * 1024 / out_bytes
+      buf_rss_line = line("output capture, buffer, peak RSS", fmt_kib(bg), fmt_kib(brss), per_output, "≤ 1.5× output",
+        verdict(per_output, 1.5), "the buffer takes over the capture allocation: no second copy")
+      buf_rss_line.ratio_suffix = "× output"
+    else
+      buf_rss_line = line("output capture, buffer, peak RSS", "pending", fmt_kib(brss), nil, "≤ 1.5× output", "pending")
+    end
     return {
-      compare("output capture, time (" .. size .. ")", sk, base, fmt_ms, 1.5, "baseline keeps the bytes in one growing buffer"),
+      compare("output capture, time (" .. size .. ")", sk, base, fmt_ms, 1.5,
+        "strings (the default); baseline keeps the bytes in one growing buffer"),
       rss_line,
+      compare("output capture, buffer, time (" .. size .. ")", sk_buf, base, fmt_ms, 1.2,
+        "capture = \"buffer\": r.stdout is a sandkit.Buffer, no copy into a Lua string"),
+      buf_rss_line,
+      peer_line("  vs Mastra LocalSandbox, capture", sk_buf, peer, base, fmt_ms, 10, no_peer,
+        string.format("sandkit with capture = \"buffer\"; with strings %.2f× faster",
+          (#peer > 0 and #sk > 0) and median(peer) / median(sk) or 0)),
     }
   end
   return {

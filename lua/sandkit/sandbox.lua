@@ -16,7 +16,7 @@ end
 -- Options of exec / exec_async / processes:spawn, with their types.
 local COMMAND_OPTS = {
   timeout = "number", cwd = "string", env = "table", on_stdout = "function",
-  on_stderr = "function", stdin = "string", capture = "boolean",
+  on_stderr = "function", stdin = "string", capture = "boolean|buffer",
 }
 
 local function check_command_opts(fname, opts, argn)
@@ -26,7 +26,13 @@ local function check_command_opts(fname, opts, argn)
   for k, v in pairs(opts) do
     local want = COMMAND_OPTS[k]
     if not want then argerror(argn, fname, ("unknown option '%s'"):format(options.shown(k))) end
-    if type(v) ~= want then argerror(argn, fname, ("option '%s' must be a %s, got %s"):format(options.shown(k), want, type(v))) end
+    if want == "boolean|buffer" then
+      -- capture: true (strings, the default), false, or "buffer" (sandkit.Buffer, no copy)
+      if type(v) ~= "boolean" and v ~= "buffer" then
+        argerror(argn, fname, ("option '%s' must be a boolean or \"buffer\", got %s"):format(options.shown(k),
+          type(v) == "string" and ("%q"):format(v) or type(v)))
+      end
+    elseif type(v) ~= want then argerror(argn, fname, ("option '%s' must be a %s, got %s"):format(options.shown(k), want, type(v))) end
     o[k] = v
   end
   if o.timeout and (o.timeout ~= o.timeout or o.timeout < 0 or o.timeout == math.huge) then
@@ -189,8 +195,9 @@ local function launch(sb, rec, line, o)
   if rec.op.cancelled then proc:_cancel() end
 end
 
-local function cancelled_result(line)
-  return { exit_code = 137, success = false, stdout = "", stderr = "", execution_time_ms = 0,
+local function cancelled_result(line, o)
+  local empty = o.capture == "buffer" and core.buffer or tostring
+  return { exit_code = 137, success = false, stdout = empty(""), stderr = empty(""), execution_time_ms = 0,
     timed_out = false, killed = true, cancelled = true, command = line }
 end
 
@@ -219,7 +226,7 @@ function S:exec_async(command, args, opts)
     scheduler.spawn(function()
       local ok, err = self:ensure_running()
       if not ok then return finish(rec, nil, err) end
-      if op.cancelled then return finish(rec, cancelled_result(line)) end
+      if op.cancelled then return finish(rec, cancelled_result(line, o)) end
       launch(self, rec, line, o)
     end)
   end

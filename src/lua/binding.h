@@ -53,4 +53,10 @@ int skl_raise_error(lua_State *L, skl_state *st, const sk_error *err);
 void skl_open_sandbox(lua_State *L); /* registers the classes; expects the state upvalue on top */
 int skl_new_sandbox(lua_State *L);
 
+/* sandkit.Buffer (buffer_ud.c): adds core.Buffer and core.buffer to the
+ * table on top; state_idx is the state userdata's stack index. */
+void skl_open_buffer(lua_State *L, int state_idx);
+/* Pushes a buffer that takes over src's bytes (src is left empty). */
+void skl_buffer_push_take(lua_State *L, sk_buf *src);
+
 #endif
