@@ -51,6 +51,10 @@ void skl_buffer_push_take(lua_State *L, sk_buf *src)
         if (shrunk)
             b->data = shrunk;
     }
+    /* The bytes are outside the Lua heap: tell the collector about them, so
+     * a loop dropping large buffers paces the GC as strings would. */
+    if (b->len >= 65536)
+        lua_gc(L, LUA_GCSTEP, (int)(b->len >> 10 > INT_MAX ? INT_MAX : b->len >> 10));
 }
 
 /* string.sub's index rules: negative counts from the end, clamped. */
