@@ -40,11 +40,11 @@ local LUA = arg[-1] or "lua5.4"
 
 -- ---- clock, memory -----------------------------------------------------------
 
-local now
+local now, cpu_seconds, open_fds, raise_nofile
 do
   local ok, clock = pcall(require, "benchclock")
   if ok then
-    now = clock.now
+    now, cpu_seconds, open_fds, raise_nofile = clock.now, clock.cpu, clock.fds, clock.raise_nofile
   else
     local ok2, cq = pcall(require, "cqueues")
     if ok2 and cq.monotime then
@@ -889,15 +889,20 @@ rows[#rows + 1] = {
 -- ---- modal (spec/servers/modal on 127.0.0.1) -------------------------------------
 
 -- The Modal reference server, started like platform_server(); its first
--- line is "LISTENING <grpc-port> ADMIN <admin-port>".
-local function modal_server()
+-- line is "LISTENING <grpc-port> ADMIN <admin-port>". extra: more flags
+-- (--host, --tls-cert, --tls-key for the TLS row).
+local function modal_server(extra, host, scheme)
   local dir = make_temp_dir("sandkit-bench-modal")
   local fifo = dir .. "/ready"
   assert(os.execute("mkfifo " .. shell_quote(fifo)))
-  local stdin = assert(io.popen(("exec node %s --port 0 > %s 2> %s"):format(
-    shell_quote(ROOT .. "/spec/servers/modal/server.mjs"), shell_quote(fifo), shell_quote(dir .. "/log")), "w"))
+  local flags = {}
+  for _, a in ipairs(extra or {}) do flags[#flags + 1] = shell_quote(a) end
+  local stdin = assert(io.popen(("exec env MODAL_CONFIG_PATH=/nonexistent node %s --port 0 %s > %s 2> %s"):format(
+    shell_quote(ROOT .. "/spec/servers/modal/server.mjs"), table.concat(flags, " "), shell_quote(fifo),
+    shell_quote(dir .. "/log")), "w"))
   local ready = assert(io.open(fifo, "r"))
-  local port = (ready:read("l") or ""):match("^LISTENING (%d+)")
+  local first = ready:read("l") or ""
+  local port, admin = first:match("^LISTENING (%d+) ADMIN (%d+)")
   local function stop()
     stdin:close()
     ready:close()
@@ -907,8 +912,49 @@ local function modal_server()
     stop()
     error("modal reference server did not start (make npm-deps?)", 0)
   end
-  return { url = "http://127.0.0.1:" .. port, stop = stop }
+  local srv = { url = (scheme or "http") .. "://" .. (host or "127.0.0.1") .. ":" .. port, stop = stop }
+  local admin_url = "http://127.0.0.1:" .. admin
+  function srv.reset_log()
+    read_cmd("curl -s -m 10 -X POST -d '{}' " .. admin_url .. "/__admin/reset")
+  end
+  -- Connections the exec calls came in on: distinct client address:port
+  -- (the server logs the peer of every call), and how many execs started.
+  function srv.exec_connections()
+    local out = read_cmd("curl -s -m 30 " .. admin_url .. "/__admin/log")
+    local peers, n_peers, execs = {}, 0, 0
+    for _, e in ipairs(json_decode(out)) do
+      if tostring(e.rpc):match("^TaskExec") then
+        if not peers[e.peer] then peers[e.peer] = true; n_peers = n_peers + 1 end
+        if e.rpc == "TaskExecStart" then execs = execs + 1 end
+      end
+    end
+    return n_peers, execs
+  end
+  return srv
 end
+
+local function modal_sandbox(ctx, srv, extra)
+  if not ctx.sk or not provider_ids().modal then return nil end
+  local o = { server_url = srv.url, token_id = "ak-test", token_secret = "as-test" }
+  for k, v in pairs(extra or {}) do o[k] = v end
+  local sb = ctx.sk.ModalSandbox(o)
+  check(sb:start())
+  time_execs(sb, 5, "true", {}) -- task id and router access are cached from here on
+  return sb
+end
+
+local function sdk_cmd(url, per, env)
+  return ("%s MODAL_TOKEN_ID=ak-test MODAL_TOKEN_SECRET=as-test MODAL_LOGLEVEL=error NODE_NO_WARNINGS=1 node %s %s %d"):format(
+    env or "", shell_quote(ROOT .. "/spec/servers/modal/bench_sdk.mjs"), shell_quote(url), per)
+end
+
+-- Client CPU (user + system of the client process) against the SDK's.
+local function cpu_line(label, sk, base, fmt, note)
+  local l = compare(label, sk, base, fmt, 0.3, note)
+  return l
+end
+
+local function fmt_conns(x) return string.format("%.2f", x) end
 
 rows[#rows + 1] = {
   id = "modal_exec", label = "modal exec", target = "< 1×", remote = true,
@@ -920,42 +966,117 @@ rows[#rows + 1] = {
       -- so both sides report per-round medians and the row their median.
       local rounds, per = ctx.quick and 1 or 4, ctx.quick and 5 or 50
       local size = 10485760
-      local sb
-      if ctx.sk and provider_ids().modal then
-        sb = ctx.sk.ModalSandbox({ server_url = srv.url, token_id = "ak-test", token_secret = "as-test" })
-        check(sb:start())
-        time_execs(sb, 5, "true", {}) -- task id and router access are cached from here on
-      end
+      local sb = modal_sandbox(ctx, srv)
       local base, sk, big_base, big_sk = {}, {}, {}, {}
-      local sdk_cmd = ("MODAL_TOKEN_ID=ak-test MODAL_TOKEN_SECRET=as-test MODAL_LOGLEVEL=error node %s %s %d"):format(
-        shell_quote(ROOT .. "/spec/servers/modal/bench_sdk.mjs"), shell_quote(srv.url), per)
+      local cpu_base, cpu_sk, big_cpu_base, big_cpu_sk = {}, {}, {}, {}
       interleave({ sk = sb and ctx.sk }, rounds, function()
-        local j = run_json(sdk_cmd)
+        local j = run_json(sdk_cmd(srv.url, per))
         base[#base + 1] = j.exec_true_median_ms * 1000
         big_base[#big_base + 1] = j.stdout_10mib_ms
+        cpu_base[#cpu_base + 1] = j.exec_true_cpu_us
+        big_cpu_base[#big_cpu_base + 1] = j.stdout_10mib_cpu_ms
       end, function()
         local samples = {}
+        local c0 = cpu_seconds()
         time_execs(sb, per, "true", samples)
+        cpu_sk[#cpu_sk + 1] = (cpu_seconds() - c0) * 1e6 / per
         sk[#sk + 1] = median(samples)
         local command = "head -c " .. size .. " /dev/zero"
+        c0 = cpu_seconds()
         local t0 = now()
-        local r = must_succeed(check(sb:exec(command)), command)
+        local r = must_succeed(check(sb:exec(command, nil, { capture = "buffer" })), command)
         big_sk[#big_sk + 1] = (now() - t0) * 1000
+        big_cpu_sk[#big_cpu_sk + 1] = (cpu_seconds() - c0) * 1000
         if #r.stdout ~= size then error("modal transfer: got " .. #r.stdout .. " bytes", 0) end
+        r.stdout:close()
       end)
-      if sb then sb:destroy() end
+      -- connections per exec on h2c (127.0.0.1): each side alone, 20 execs
+      local conns_sk, conns_sdk = {}, {}
+      local nconn = ctx.quick and 5 or 20
+      srv.reset_log()
+      run_json(sdk_cmd(srv.url, nconn))
+      local np, ne = srv.exec_connections()
+      conns_sdk[1] = np / ne
+      if sb then
+        srv.reset_log()
+        time_execs(sb, nconn, "true", {})
+        np, ne = srv.exec_connections()
+        conns_sk[1] = np / ne
+        sb:destroy()
+      end
       local exec_line = compare(string.format("modal exec (n=%d)", rounds * per), sk, base, fmt_us, 1,
         string.format("official SDK modal@0.7.6 on the same server; median of %d round medians (%d execs each); router access cached",
           rounds, per))
       exec_line.target = "< 1×"
       if exec_line.ratio then exec_line.result = exec_line.ratio < 1 and "PASS" or "MISS" end
+      local conn_line = line("  connections per exec, h2c", conns_sk[1] and fmt_conns(conns_sk[1]) or "pending",
+        fmt_conns(conns_sdk[1]), nil, "info", "info",
+        "distinct client ports of the TaskExec* calls / execs; libcurl 7.88 cannot reuse h2c (curl #10634), so one per call; over TLS see the next row")
       return {
         exec_line,
+        cpu_line("  client CPU per exec", cpu_sk, cpu_base, fmt_us,
+          "user + system time of the client process (getrusage / process.cpuUsage), per exec, same rounds"),
+        conn_line,
         compare("modal exec, 10 MiB stdout", big_sk, big_base, fmt_ms, 1,
-          string.format("%d round(s); sandkit captures the bytes, the SDK drains them", rounds)),
+          string.format("%d round(s); sandkit captures the bytes (capture = \"buffer\"), the SDK drains them", rounds)),
+        cpu_line("  client CPU per 10 MiB", big_cpu_sk, big_cpu_base, fmt_ms, "user + system time of the client process"),
       }
     end)
     srv.stop()
+    if not ok then error(res, 0) end
+    return res
+  end,
+}
+
+-- Over TLS (as in production): a self-signed certificate made now with
+-- openssl for 127.0.0.2 (another loopback address: on 127.0.0.1 both
+-- clients would dial the router in plaintext, modal.md §1.8), trusted by
+-- sandkit through ca_file and by the SDK through grpc-js's
+-- GRPC_DEFAULT_SSL_ROOTS_FILE_PATH. Checks that execs share one connection.
+rows[#rows + 1] = {
+  id = "modal_tls", label = "modal over TLS", target = "1 connection", remote = true,
+  run = function(ctx)
+    local dir = make_temp_dir("sandkit-bench-tls")
+    local cert, key = dir .. "/cert.pem", dir .. "/key.pem"
+    local _, made = read_cmd(("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes " ..
+      "-keyout %s -out %s -days 1 -subj /CN=sandkit-bench -addext subjectAltName=IP:127.0.0.2 2>&1"):format(
+      shell_quote(key), shell_quote(cert)))
+    if not made then
+      remove_tree(dir)
+      return { line("modal over TLS", "n/a", "n/a", nil, "1 connection", "n/a", "openssl could not make a certificate") }
+    end
+    local srv = modal_server({ "--host", "127.0.0.2", "--tls-cert", cert, "--tls-key", key }, "127.0.0.2", "https")
+    local ok, res = pcall(function()
+      local per = ctx.quick and 5 or 50
+      local sdk_env = "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=" .. shell_quote(cert)
+      srv.reset_log()
+      local j = run_json(sdk_cmd(srv.url, per, sdk_env))
+      local sdk_conns, sdk_execs = srv.exec_connections()
+      local sb = modal_sandbox(ctx, srv, { ca_file = cert })
+      local lines = {}
+      if not sb then
+        return { line(string.format("modal over TLS, connections for %d execs", per), "pending", tostring(sdk_conns),
+          nil, "1 connection", "pending") }
+      end
+      srv.reset_log()
+      local samples = {}
+      local c0 = cpu_seconds()
+      time_execs(sb, per, "true", samples)
+      local cpu_us = (cpu_seconds() - c0) * 1e6 / per
+      local conns, execs = srv.exec_connections()
+      sb:destroy()
+      if execs ~= per then error("TLS row: server saw " .. execs .. " execs", 0) end
+      lines[#lines + 1] = line(string.format("modal over TLS, connections for %d execs", per), tostring(conns),
+        tostring(sdk_conns), nil, "1 connection", conns == 1 and "PASS" or "MISS",
+        string.format("server-side peers of the TaskExec* calls (SDK: %d execs incl. warm-up and 10 MiB)", sdk_execs))
+      lines[#lines + 1] = compare("  modal exec over TLS", { median(samples) }, { j.exec_true_median_ms * 1000 },
+        fmt_us, 1, "median of " .. per .. " execs a side")
+      lines[#lines + 1] = cpu_line("  client CPU per exec over TLS", { cpu_us }, { j.exec_true_cpu_us }, fmt_us,
+        "user + system time of the client process, per exec")
+      return lines
+    end)
+    srv.stop()
+    remove_tree(dir)
     if not ok then error(res, 0) end
     return res
   end,

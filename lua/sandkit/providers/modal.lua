@@ -30,6 +30,8 @@ return {
       description = "Modal token secret (else MODAL_TOKEN_SECRET, else ~/.modal.toml). Never shown in errors." },
     server_url = { type = "string", non_empty = true,
       description = "Control-plane URL (else MODAL_SERVER_URL, else the profile, else https://api.modal.com:443)." },
+    ca_file = { type = "string", non_empty = true,
+      description = "PEM file of the certificate authorities to trust for TLS (control plane and task router); default: the system's." },
     rpc_timeout_ms = { type = "integer", min = 1,
       description = "Deadline of each control-plane call attempt, in ms (default none, as the SDK); long polls get it on top of their poll time." },
   },
