@@ -288,8 +288,11 @@ end
 
 -- ---- children (fresh processes for the memory rows) ------------------------
 
+local scale_child -- bench/scale.lua's child, set once that file is loaded
+
 -- Prints one JSON line; run as `lua5.4 bench/run.lua --child KIND ...`.
-local function child_main(kind, a1, a2)
+local function child_main(kind, a1, a2, a3)
+  if kind == "scale" then return scale_child(a1, a2, a3) end
   local sk = assert(sandkit())
   if kind == "capture" or kind == "capture_buffer" or kind == "stream" then
     local size, workdir = a1, a2
@@ -1104,6 +1107,16 @@ rows[#rows + 1] = {
   end,
 }
 
+-- ---- cost as work grows (bench/scale.lua, --scale) ---------------------------------
+
+local scale = dofile(ROOT .. "/bench/scale.lua")({
+  now = now, line = line, median = median, fmt_ms = fmt_ms, fmt_kib = fmt_kib, open_fds = open_fds,
+  raise_nofile = raise_nofile, sandkit = sandkit, proc_status_kb = proc_status_kb, reset_peak_rss = reset_peak_rss,
+  json_encode_flat = json_encode_flat, run_child = function(...) return run_child(...) end, shell_quote = shell_quote,
+  platform_server = platform_server, modal_server = modal_server,
+})
+scale_child = scale.child
+
 -- ---- table -----------------------------------------------------------------------
 
 local function display_width(s)
@@ -1114,14 +1127,17 @@ local function pad(s, w)
   return s .. string.rep(" ", w - display_width(s))
 end
 
-local function render(lines)
-  local header = { "row", "sandkit", "baseline", "ratio", "target", "result" }
+local MAIN_HEADER = { "row", "sandkit", "baseline", "ratio", "target", "result" }
+
+local function main_cells(l)
+  local ratio = l.ratio and string.format("%.2f%s", l.ratio, l.ratio_suffix or "×") or "—"
+  return { l.label, l.sk, l.base, ratio, l.target, l.result }
+end
+
+local function render(lines, header, cells_of)
+  header, cells_of = header or MAIN_HEADER, cells_of or main_cells
   local cells = { header }
-  for _, l in ipairs(lines) do
-    local ratio = l.ratio and string.format("%.2f%s", l.ratio, l.ratio_suffix or "×") or "—"
-    local result = l.result
-    cells[#cells + 1] = { l.label, l.sk, l.base, ratio, l.target, result }
-  end
+  for _, l in ipairs(lines) do cells[#cells + 1] = cells_of(l) end
   local widths = {}
   for _, row in ipairs(cells) do
     for i, c in ipairs(row) do widths[i] = math.max(widths[i] or 0, display_width(c)) end
@@ -1147,27 +1163,33 @@ end
 -- ---- main ---------------------------------------------------------------------------
 
 local function usage()
-  local ids = {}
+  local ids, sids = {}, {}
   for _, r in ipairs(rows) do ids[#ids + 1] = r.id end
-  return "usage: lua5.4 bench/run.lua [--quick] [--only ROW[,ROW...]] [--list]\nrows: " .. table.concat(ids, ", ")
+  for _, r in ipairs(scale.rows) do sids[#sids + 1] = r.id end
+  return "usage: lua5.4 bench/run.lua [--scale] [--quick] [--only ROW[,ROW...]] [--list]\nrows: " ..
+    table.concat(ids, ", ") .. "\n--scale rows: " .. table.concat(sids, ", ")
 end
 
 local function main(argv)
   local ctx = { quick = false }
   local only
+  local table_rows, header, cells_of, out_name = rows, nil, nil, "latest"
   local i = 1
   while i <= #argv do
     local a = argv[i]
     if a == "--quick" then ctx.quick = true
+    elseif a == "--scale" then
+      table_rows, header, cells_of, out_name = scale.rows, scale.header, scale.cells, "scale"
     elseif a == "--only" then
       i = i + 1
       only = {}
       for id in tostring(argv[i]):gmatch("[^,]+") do only[id] = true end
     elseif a == "--list" then
       for _, r in ipairs(rows) do print(r.id, r.label) end
+      for _, r in ipairs(scale.rows) do print(r.id, r.label .. " (--scale)") end
       return 0
     elseif a == "--child" then
-      child_main(argv[i + 1], argv[i + 2], argv[i + 3])
+      child_main(argv[i + 1], argv[i + 2], argv[i + 3], argv[i + 4])
       return 0
     elseif a == "--help" or a == "-h" then print(usage()) return 0
     else io.stderr:write("bench: unknown argument ", a, "\n", usage(), "\n") return 2 end
@@ -1176,7 +1198,7 @@ local function main(argv)
   if only then
     for id in pairs(only) do
       local known = false
-      for _, r in ipairs(rows) do known = known or r.id == id end
+      for _, r in ipairs(table_rows) do known = known or r.id == id end
       if not known then io.stderr:write("bench: unknown row ", id, "\n", usage(), "\n") return 2 end
     end
   end
@@ -1187,8 +1209,10 @@ local function main(argv)
   if not sk then
     io.stderr:write("bench: sandkit not loadable, running baselines only: ", (tostring(sk_err):match("[^\n]*")), "\n")
   end
+  -- many commands at once need descriptors: the soft limit goes to the hard one
+  ctx.nofile_soft, ctx.nofile_hard = raise_nofile()
   ctx.tmp = make_temp_dir("sandkit-bench")
-  for _, row in ipairs(rows) do
+  for _, row in ipairs(table_rows) do
     if not only or only[row.id] then
       io.stderr:write("bench: ", row.id, " ...\n")
       local ok, res = pcall(row.run, ctx)
@@ -1196,17 +1220,17 @@ local function main(argv)
         append(lines, res)
       else
         errors = errors + 1
-        lines[#lines + 1] = line(row.label, "error", "—", nil, row.target, "ERROR", tostring(res))
+        lines[#lines + 1] = line(row.label, "error", "—", nil, row.target or "", "ERROR", tostring(res))
       end
     end
   end
   remove_tree(ctx.tmp)
 
-  local text = render(lines)
+  local text = render(lines, header, cells_of)
   io.write(text)
   -- the whole table is kept (bench/out/ is ignored by git); --only runs are not
   os.execute("mkdir -p " .. shell_quote(ROOT .. "/bench/out"))
-  local f = not only and io.open(ROOT .. "/bench/out/" .. (ctx.quick and "quick.txt" or "latest.txt"), "w")
+  local f = not only and io.open(ROOT .. "/bench/out/" .. out_name .. (ctx.quick and "-quick" or "") .. ".txt", "w")
   if f then
     f:write(os.date("!%Y-%m-%dT%H:%M:%SZ"), ctx.quick and " (--quick)\n" or "\n", text)
     f:close()
