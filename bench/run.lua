@@ -1058,19 +1058,37 @@ rows[#rows + 1] = {
 -- clients would dial the router in plaintext, modal.md §1.8), trusted by
 -- sandkit through ca_file and by the SDK through grpc-js's
 -- GRPC_DEFAULT_SSL_ROOTS_FILE_PATH. Checks that execs share one connection.
+-- A self-signed certificate for 127.0.0.2 in a new temporary directory:
+-- dir, cert, key; nil when openssl cannot make one.
+local function tls_cert()
+  local dir = make_temp_dir("sandkit-bench-tls")
+  local cert, key = dir .. "/cert.pem", dir .. "/key.pem"
+  local _, made = read_cmd(("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes " ..
+    "-keyout %s -out %s -days 1 -subj /CN=sandkit-bench -addext subjectAltName=IP:127.0.0.2 2>&1"):format(
+    shell_quote(key), shell_quote(cert)))
+  if not made then
+    remove_tree(dir)
+    return nil
+  end
+  return dir, cert, key
+end
+
+local function modal_tls_server(cert, key)
+  return modal_server({ "--host", "127.0.0.2", "--tls-cert", cert, "--tls-key", key }, "127.0.0.2", "https")
+end
+
 rows[#rows + 1] = {
   id = "modal_tls", label = "modal over TLS", target = "1 connection", remote = true,
   run = function(ctx)
-    local dir = make_temp_dir("sandkit-bench-tls")
-    local cert, key = dir .. "/cert.pem", dir .. "/key.pem"
-    local _, made = read_cmd(("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes " ..
-      "-keyout %s -out %s -days 1 -subj /CN=sandkit-bench -addext subjectAltName=IP:127.0.0.2 2>&1"):format(
-      shell_quote(key), shell_quote(cert)))
-    if not made then
-      remove_tree(dir)
-      return { line("modal over TLS", "n/a", "n/a", nil, "1 connection", "n/a", "openssl could not make a certificate") }
+    local dir, cert, key = tls_cert()
+    if not dir then
+      return {
+        line("modal over TLS, connections", "n/a", "n/a", nil, "1 connection", "n/a", "openssl could not make a certificate"),
+        line("modal exec over TLS", "n/a", "n/a", nil, "≤ 1×", "n/a"),
+        line("client CPU per exec over TLS", "n/a", "n/a", nil, "≤ 0.3×", "n/a"),
+      }
     end
-    local srv = modal_server({ "--host", "127.0.0.2", "--tls-cert", cert, "--tls-key", key }, "127.0.0.2", "https")
+    local srv = modal_tls_server(cert, key)
     local ok, res = pcall(function()
       local per = ctx.quick and 5 or 50
       local sdk_env = "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=" .. shell_quote(cert)
@@ -1113,7 +1131,9 @@ local scale = dofile(ROOT .. "/bench/scale.lua")({
   now = now, line = line, median = median, fmt_ms = fmt_ms, fmt_kib = fmt_kib, open_fds = open_fds,
   raise_nofile = raise_nofile, sandkit = sandkit, proc_status_kb = proc_status_kb, reset_peak_rss = reset_peak_rss,
   json_encode_flat = json_encode_flat, run_child = function(...) return run_child(...) end, shell_quote = shell_quote,
-  platform_server = platform_server, modal_server = modal_server,
+  platform_server = platform_server, modal_server = modal_server, run_json = run_json, floor_cmd = floor_cmd,
+  tls_cert = tls_cert, modal_tls_server = modal_tls_server, remove_tree = remove_tree,
+  bwrap_argv_of = bwrap_argv_of,
 })
 scale_child = scale.child
 

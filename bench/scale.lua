@@ -12,6 +12,7 @@
 return function(H)
   local M = {}
   local now, line, median, fmt_ms, fmt_kib = H.now, H.line, H.median, H.fmt_ms, H.fmt_kib
+  local function append(dst, src) for _, v in ipairs(src) do dst[#dst + 1] = v end end
 
   -- ---- the child ---------------------------------------------------------------
 
@@ -24,6 +25,8 @@ return function(H)
     local function sample()
       local f = H.open_fds()
       if f > peak_fds then peak_fds = f end
+      local kb = collectgarbage("count")
+      if kb > M.peak_lua_kb then M.peak_lua_kb = kb end
     end
     sk.spawn(function()
       while not done do
@@ -60,6 +63,8 @@ return function(H)
 
   -- KIND: local | fleet_none | fleet_bwrap | platform | modal; ARG: a
   -- working directory (local, fleets) or the server URL (remote).
+  M.peak_lua_kb = 0
+
   function M.child(kind, n_arg, arg)
     local sk = assert(H.sandkit())
     local n = math.tointeger(tonumber(n_arg))
@@ -68,13 +73,16 @@ return function(H)
     if kind == "local" then
       sb = sk.LocalSandbox({ working_directory = arg })
       assert(sb:start())
-      one = function(_, after_launch) return exec_ok(sb, "true", after_launch) end
+      -- the C floor's job: `echo i` through /bin/sh
+      one = function(i, after_launch) return exec_ok(sb, "echo " .. i, after_launch) end
     elseif kind == "platform" then
       sb = sk.PlatformSandbox({ access_token = "test-token", project_id = "bench", environment_id = "bench", base_url = arg })
       assert(sb:start())
       one = function(_, after_launch) return exec_ok(sb, "true", after_launch) end
-    elseif kind == "modal" then
-      sb = sk.ModalSandbox({ server_url = arg, token_id = "ak-test", token_secret = "as-test" })
+    elseif kind == "modal" or kind == "modal_tls" then
+      -- modal_tls: ARG is "URL CA_FILE"
+      local url, ca = arg:match("^(%S+) (.+)$")
+      sb = sk.ModalSandbox({ server_url = url or arg, ca_file = ca, token_id = "ak-test", token_secret = "as-test" })
       assert(sb:start())
       one = function(_, after_launch) return exec_ok(sb, "true", after_launch) end
     elseif kind == "fleet_none" or kind == "fleet_bwrap" then
@@ -84,7 +92,7 @@ return function(H)
       error("unknown scale child " .. tostring(kind))
     end
     if sb then
-      for _ = 1, 3 do assert(one()) end -- warm-up: leases, router access, first spawn
+      for w = 1, 3 do assert(one(w)) end -- warm-up: leases, router access, first spawn
     else
       -- warm-up: one small fleet, so one-time set-up is not charged to n
       local fl = assert(sk.fleet(fl_template, 2))
@@ -94,6 +102,8 @@ return function(H)
     collectgarbage("collect")
     collectgarbage("collect")
     local reset = H.reset_peak_rss()
+    local lua_kb0 = collectgarbage("count")
+    M.peak_lua_kb = lua_kb0
     local rss0, fds0 = H.proc_status_kb("VmRSS"), H.open_fds()
     local wall, peak_fds, failures, first_err
     if sb then
@@ -131,21 +141,30 @@ return function(H)
     local hwm = H.proc_status_kb("VmHWM")
     if sb then sb:destroy() end
     io.write(H.json_encode_flat({
-      n = n, wall_ms = wall, growth_kb = hwm - rss0, fds0 = fds0, peak_fds = peak_fds, failures = failures,
+      n = n, wall_ms = wall, growth_kb = hwm - rss0, lua_growth_kb = M.peak_lua_kb - lua_kb0, fds0 = fds0, peak_fds = peak_fds, failures = failures,
       first_error = first_err or "", peak_reset = reset, nofile_soft = soft, nofile_hard = hard,
     }), "\n")
   end
 
   -- ---- rows --------------------------------------------------------------------------
 
-  -- One measurement at each size (median of `rounds` children).
-  local function measure(kind, sizes, rounds, arg_of)
+  -- One measurement at each size (median of `rounds` children). floor_of(n),
+  -- when given, is a C baseline doing the same n at once, run in the same
+  -- rounds (alternating who goes first), so the table can tell growth that
+  -- is the machine's from growth that is sandkit's.
+  local function measure(kind, sizes, rounds, arg_of, floor_of)
     local out = {}
     for _, n in ipairs(sizes) do
-      local walls, rss, fds = {}, {}, {}
+      local walls, rss, fds, floors = {}, {}, {}, {}
       local limit
-      for _ = 1, rounds do
+      for r = 1, rounds do
+        local floor = floor_of and floor_of(n)
+        local function run_floor()
+          if floor then append(floors, H.run_json(floor).samples_ms) end
+        end
+        if r % 2 == 1 then run_floor() end
         local j = H.run_child("scale", kind, n, arg_of(n))
+        if r % 2 == 0 then run_floor() end
         if j.failures ~= 0 then
           error(string.format("%s x%d: %d failed: %s", kind, n, j.failures, j.first_error), 0)
         end
@@ -154,7 +173,8 @@ return function(H)
         fds[#fds + 1] = j.peak_fds - j.fds0
         limit = j.nofile_soft
       end
-      out[n] = { wall = median(walls), rss = median(rss), fds = median(fds), nofile = limit }
+      out[n] = { wall = median(walls), rss = median(rss), fds = median(fds), nofile = limit,
+        floor = #floors > 0 and median(floors) or nil }
     end
     return out
   end
@@ -178,11 +198,16 @@ return function(H)
         local ok = g <= 1.2
         local mem_ok = true
         if mem_limit_kib then mem_ok = v.rss / n <= mem_limit_kib end
-        l.growth = string.format("%.2f× (mem %.2f×)", g, gm)
+        local fg = v.floor and m[small].floor and (v.floor / n) / (m[small].floor / small)
+        l.growth = string.format("%.2f× (mem %.2f×%s)", g, gm, fg and string.format(", C floor %.2f×", fg) or "")
         l.target = mem_limit_kib and string.format("≤ 1.2×; ≤ %d KiB/exec", mem_limit_kib) or "≤ 1.2×"
         l.result = (ok and mem_ok) and "PASS" or "MISS"
-        l.note = string.format("per-unit wall %s at %d vs %s at %d%s", fmt_per_ms(v.wall / n), n,
-          fmt_per_ms(m[small].wall / small), small, note and ("; " .. note) or "")
+        local why = ""
+        if not ok and fg and fg > 1.1 then
+          why = string.format("; the machine's: the C floor doing the same %d at once grows %.2f× too (2 cores)", n, fg)
+        end
+        l.note = string.format("per-unit wall %s at %d vs %s at %d%s%s", fmt_per_ms(v.wall / n), n,
+          fmt_per_ms(m[small].wall / small), small, why, note and ("; " .. note) or "")
       else
         l.growth, l.target, l.result = "—", "", "info"
       end
@@ -204,7 +229,8 @@ return function(H)
       local small, large = sizes[#sizes - 1], sizes[#sizes]
       local dir = ctx.tmp .. "/scale-local"
       os.execute("mkdir -p " .. H.shell_quote(dir))
-      local m = measure("local", sizes, ctx.quick and 1 or 3, function() return dir end)
+      local m = measure("local", sizes, ctx.quick and 1 or 3, function() return dir end,
+        function(n) return H.floor_cmd("floor_fanout", { n, 1, 1 }) end)
       return scale_lines("local exec", "in flight", m, sizes, small, large, nil,
         "2 cores: 1000 children of /bin/sh compete with the runner; " .. (nofile_note(m, large) or ""))
     end,
@@ -214,20 +240,40 @@ return function(H)
     M.rows[#M.rows + 1] = {
       id = "scale_fleet_" .. iso, label = "fleet (" .. iso .. ")",
       run = function(ctx)
+        local sizes = ctx.quick and { 2, 4 } or { 100, 1000 }
         if iso == "bwrap" and ctx.sk then
           local ok, sb = pcall(ctx.sk.LocalSandbox, { working_directory = ctx.tmp, isolation = "bwrap" })
           if not ok then
-            return { line("fleet (bwrap)", "n/a", "n/a", nil, "", "n/a", "bwrap unavailable: " .. tostring(sb)) }
+            local lines = {}
+            for _, n in ipairs(sizes) do
+              lines[#lines + 1] = line(("fleet, bwrap, %d sandboxes"):format(n), "n/a", "n/a", nil, "", "n/a",
+                "bwrap unavailable: " .. tostring(sb))
+            end
+            return lines
           end
         end
-        local sizes = ctx.quick and { 2, 4 } or { 100, 1000 }
         local dir = ctx.tmp .. "/scale-fleet-" .. iso
+        os.execute("mkdir -p " .. H.shell_quote(dir))
         local seq = 0
+        -- the floor: n of the same command at once (for bwrap, the argv
+        -- sandkit runs, read back from inside the sandbox)
+        local floor_argv = { "/bin/sh", "-c", "true" }
+        if iso == "bwrap" and ctx.sk then
+          os.execute("mkdir -p " .. H.shell_quote(dir .. "/probe"))
+          local sb = ctx.sk.LocalSandbox({ working_directory = dir .. "/probe", isolation = "bwrap" })
+          assert(sb:start())
+          floor_argv = H.bwrap_argv_of(sb, "true")
+          sb:destroy()
+        end
         local m = measure("fleet_" .. iso, sizes, ctx.quick and 1 or 3, function()
           seq = seq + 1
           local d = dir .. "/" .. seq
           os.execute("mkdir -p " .. H.shell_quote(d))
           return d
+        end, function(n)
+          local args = { n, 1, 1, "--" }
+          append(args, floor_argv)
+          return "cd " .. H.shell_quote(dir) .. " && " .. H.floor_cmd("floor_fanout", args)
         end)
         return scale_lines("fleet, " .. iso, "sandboxes", m, sizes, sizes[1], sizes[2], nil,
           "start + exec(\"true\") + destroy of every member; RSS includes the sandbox objects")
@@ -267,10 +313,37 @@ return function(H)
     end,
   }
 
+  -- As production runs it: TLS, where HTTP/2 streams share connections.
+  M.rows[#M.rows + 1] = {
+    id = "scale_modal_tls", label = "modal execs in flight over TLS", remote = true,
+    run = function(ctx)
+      local sizes = ctx.quick and { 4, 8 } or { 100, 500 }
+      local dir, cert, key = H.tls_cert()
+      if not dir then
+        local lines = {}
+        for _, n in ipairs(sizes) do
+          lines[#lines + 1] = line(("modal exec over TLS, %d in flight"):format(n), "n/a", "n/a", nil, "", "n/a",
+            "openssl could not make a certificate")
+        end
+        return lines
+      end
+      local srv = H.modal_tls_server(cert, key)
+      local ok, res = pcall(function()
+        local m = measure("modal_tls", sizes, ctx.quick and 1 or 3, function() return srv.url .. " " .. cert end)
+        return scale_lines("modal exec over TLS", "in flight", m, sizes, sizes[1], sizes[2], 64,
+          "self-signed certificate for 127.0.0.2, trusted through ca_file; streams share connections")
+      end)
+      srv.stop()
+      H.remove_tree(dir)
+      if not ok then error(res, 0) end
+      return res
+    end,
+  }
+
   M.header = { "row", "wall", "per unit", "peak RSS", "per unit", "fds", "per unit", "growth", "target", "result" }
 
   function M.cells(l)
-    local c = l.cells or { l.sk, "", "", "", "", "" }
+    local c = l.cells or { l.sk, l.base, "", "", "", "" }
     return { l.label, c[1], c[2], c[3], c[4], c[5], c[6], l.growth or "—", l.target or "", l.result }
   end
 

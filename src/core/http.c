@@ -21,6 +21,7 @@
 #include "buf.h"
 
 #define HTTP_DEFAULT_TIMEOUT_MS 60000L
+#define HTTP_MAX_STREAMS 10000L /* per connection; see http_svc_get */
 
 typedef struct http_svc http_svc;
 typedef struct http_pool http_pool;
@@ -563,6 +564,12 @@ static http_svc *http_svc_get(sk_loop *loop)
         curl_multi_setopt(pool->multi, CURLMOPT_TIMERFUNCTION, http_curl_timer);
         curl_multi_setopt(pool->multi, CURLMOPT_TIMERDATA, pool);
         curl_multi_setopt(pool->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+        /* libcurl's own cap is 100 streams per connection; past it every
+         * further transfer opens a connection of its own (7.88 does not wait
+         * for the one being set up), so a burst of a few hundred calls
+         * opened hundreds of TLS connections. The server's
+         * SETTINGS_MAX_CONCURRENT_STREAMS still applies. */
+        curl_multi_setopt(pool->multi, CURLMOPT_MAX_CONCURRENT_STREAMS, HTTP_MAX_STREAMS);
         uv_timer_init(sk_loop_uv(loop), &pool->timer);
         pool->timer.data = pool;
         uv_timer_init(sk_loop_uv(loop), &pool->kick);
