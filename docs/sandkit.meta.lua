@@ -11,8 +11,8 @@
 ---@class sandkit.Result
 ---@field exit_code integer
 ---@field success boolean
----@field stdout string
----@field stderr string
+---@field stdout string|sandkit.Buffer  a Buffer with capture = "buffer"
+---@field stderr string|sandkit.Buffer
 ---@field execution_time_ms number
 ---@field timed_out boolean  exit_code is 124
 ---@field killed boolean     ended by a signal (exit_code 128 + N) or a kill
@@ -26,7 +26,30 @@
 ---@field on_stdout? fun(chunk: string)
 ---@field on_stderr? fun(chunk: string)
 ---@field stdin? string     exec only: written, then stdin is closed
----@field capture? boolean  default true
+---@field capture? boolean|"buffer"  default true; "buffer": stdout/stderr as sandkit.Buffer (no copy)
+
+---@class sandkit.Buffer  captured bytes held without a Lua string (docs/capture.md); #buf is the length
+local Buffer = {}
+---@param i integer
+---@param j? integer
+---@return string
+function Buffer:sub(i, j) end
+---@param i? integer
+---@param j? integer
+---@return integer ...
+function Buffer:byte(i, j) end
+---@param text string plain text (pattern characters need plain = true)
+---@param init? integer
+---@param plain? boolean
+---@return integer|nil start, integer|nil stop
+function Buffer:find(text, init, plain) end
+---@param file file* an open file handle
+---@return true|nil, sandkit.Error|nil
+function Buffer:write_to(file) end
+--- Frees the bytes now; every other method then raises.
+function Buffer:close() end
+---@return boolean
+function Buffer:is_closed() end
 
 ---@class sandkit.Operation
 ---@field done boolean
