@@ -104,11 +104,11 @@ describe("capture = \"buffer\"", function()
   end)
 
   it("write_to returns an IOError when the write fails", function()
-    local b = run("head -c 70000 /dev/zero").stdout
+    local b = run("printf abc").stdout
+    -- buffered as files are by default: write_to flushes, so the error shows here
     local f = assert(io.open("/dev/full", "wb"))
-    f:setvbuf("no")
     local ok, err = b:write_to(f)
-    f:close()
+    pcall(f.close, f)
     assert.is_nil(ok)
     assert.is_true(errors.is(err, "IOError"), tostring(err))
     assert.truthy(tostring(err):find("space", 1, true), tostring(err))

@@ -154,14 +154,16 @@ static int buffer_find(lua_State *L)
     return 2;
 }
 
-/* buf:write_to(file) -> true | nil, err (IOError). file: an open io handle. */
+/* buf:write_to(file) -> true | nil, err (IOError). file: an open io handle;
+ * the bytes are written and the handle flushed. */
 static int buffer_write_to(lua_State *L)
 {
     skl_buffer *b = buffer_check(L, 1);
     luaL_Stream *f = luaL_checkudata(L, 2, LUA_FILEHANDLE);
     if (f->closef == NULL)
         return luaL_argerror(L, 2, "attempt to use a closed file");
-    if (b->len && fwrite(b->data, 1, b->len, f->f) != b->len) {
+    /* flushed, so that a full disk shows here and not at a later close */
+    if ((b->len && fwrite(b->data, 1, b->len, f->f) != b->len) || fflush(f->f) != 0) {
         int e = errno;
         skl_state *st = skl_state_get(L);
         sk_error *err = sk_error_new("IOError", NULL, "sandkit.Buffer:write_to: %s", strerror(e));
