@@ -390,6 +390,7 @@ static void http_svc_flush(http_svc *svc)
 /* ---- curl <-> libuv glue --------------------------------------------- */
 
 static void http_socket_action(http_pool *pool, curl_socket_t fd, int flags);
+static void http_on_timer(uv_timer_t *t);
 
 /* curl 7.88 over HTTP/2 with the multi_socket API can leave frames it has
  * already read from a socket unprocessed (typically the END_STREAM after a
@@ -417,6 +418,20 @@ static void http_socket_action(http_pool *pool, curl_socket_t fd, int flags)
     svc->depth++;
     curl_multi_socket_action(pool->multi, fd, flags, &running);
     svc->depth--;
+    /* curl calls the timer callback only when its next expiry changes. A
+     * libuv timer can fire a fraction of a millisecond before curl's clock
+     * reaches that expiry (libuv counts whole ms of cached loop time); curl
+     * then expires nothing, keeps the same expiry, says nothing, and with no
+     * timer left armed the transfer waited forever (seen as a Modal stdio
+     * read that never completed after its END_STREAM was in). So re-arm from
+     * curl_multi_timeout whenever no timer is pending, 0 as 1 ms so that
+     * time moves on. */
+    long next_ms = -1;
+    if (!svc->closing && !uv_is_active((uv_handle_t *)&pool->timer) &&
+        curl_multi_timeout(pool->multi, &next_ms) == CURLM_OK && next_ms >= 0) {
+        pool->curl_timeout_ms = next_ms;
+        uv_timer_start(&pool->timer, http_on_timer, (uint64_t)(next_ms > 0 ? next_ms : 1), 0);
+    }
     if (pool->delivered && running > 0 && !pool->kick_armed && !svc->closing &&
         (pool->curl_timeout_ms < 0 || pool->curl_timeout_ms > 20)) {
         pool->kick_armed = true;
