@@ -5,9 +5,11 @@
  *   clock.now()          --> seconds since an arbitrary point, as a float
  *   clock.cpu()          --> user + system CPU seconds of this process (all threads)
  *   clock.fds()          --> open descriptors of this process
- *   clock.raise_nofile() --> soft RLIMIT_NOFILE raised to the hard limit: soft, hard */
+ *   clock.raise_nofile() --> soft RLIMIT_NOFILE raised to the hard limit: soft, hard
+ *   clock.heap_kb()      --> malloc'd bytes in use (glibc mallinfo2), in KiB */
 #define _DEFAULT_SOURCE
 #include <dirent.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <lauxlib.h>
@@ -60,6 +62,13 @@ static int clock_raise_nofile(lua_State *L)
     return 2;
 }
 
+static int clock_heap_kb(lua_State *L)
+{
+    struct mallinfo2 mi = mallinfo2();
+    lua_pushnumber(L, (lua_Number)(mi.uordblks + mi.hblkhd) / 1024.0);
+    return 1;
+}
+
 int luaopen_benchclock(lua_State *L)
 {
     static const luaL_Reg fns[] = {
@@ -67,6 +76,7 @@ int luaopen_benchclock(lua_State *L)
         { "cpu", clock_cpu },
         { "fds", clock_fds },
         { "raise_nofile", clock_raise_nofile },
+        { "heap_kb", clock_heap_kb },
         { NULL, NULL },
     };
     luaL_newlib(L, fns);

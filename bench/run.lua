@@ -40,11 +40,11 @@ local LUA = arg[-1] or "lua5.4"
 
 -- ---- clock, memory -----------------------------------------------------------
 
-local now, cpu_seconds, open_fds, raise_nofile
+local now, cpu_seconds, open_fds, raise_nofile, heap_kb
 do
   local ok, clock = pcall(require, "benchclock")
   if ok then
-    now, cpu_seconds, open_fds, raise_nofile = clock.now, clock.cpu, clock.fds, clock.raise_nofile
+    now, cpu_seconds, open_fds, raise_nofile, heap_kb = clock.now, clock.cpu, clock.fds, clock.raise_nofile, clock.heap_kb
   else
     local ok2, cq = pcall(require, "cqueues")
     if ok2 and cq.monotime then
@@ -1132,7 +1132,7 @@ local scale = dofile(ROOT .. "/bench/scale.lua")({
   raise_nofile = raise_nofile, sandkit = sandkit, proc_status_kb = proc_status_kb, reset_peak_rss = reset_peak_rss,
   json_encode_flat = json_encode_flat, run_child = function(...) return run_child(...) end, shell_quote = shell_quote,
   platform_server = platform_server, modal_server = modal_server, run_json = run_json, floor_cmd = floor_cmd,
-  tls_cert = tls_cert, modal_tls_server = modal_tls_server, remove_tree = remove_tree,
+  tls_cert = tls_cert, modal_tls_server = modal_tls_server, remove_tree = remove_tree, heap_kb = heap_kb,
   bwrap_argv_of = bwrap_argv_of,
 })
 scale_child = scale.child

@@ -27,6 +27,8 @@ return function(H)
       if f > peak_fds then peak_fds = f end
       local kb = collectgarbage("count")
       if kb > M.peak_lua_kb then M.peak_lua_kb = kb end
+      local heap = H.heap_kb()
+      if heap > M.peak_heap_kb then M.peak_heap_kb = heap end
     end
     sk.spawn(function()
       while not done do
@@ -63,7 +65,7 @@ return function(H)
 
   -- KIND: local | fleet_none | fleet_bwrap | platform | modal; ARG: a
   -- working directory (local, fleets) or the server URL (remote).
-  M.peak_lua_kb = 0
+  M.peak_lua_kb, M.peak_heap_kb = 0, 0
 
   function M.child(kind, n_arg, arg)
     local sk = assert(H.sandkit())
@@ -102,8 +104,8 @@ return function(H)
     collectgarbage("collect")
     collectgarbage("collect")
     local reset = H.reset_peak_rss()
-    local lua_kb0 = collectgarbage("count")
-    M.peak_lua_kb = lua_kb0
+    local lua_kb0, heap_kb0 = collectgarbage("count"), H.heap_kb()
+    M.peak_lua_kb, M.peak_heap_kb = lua_kb0, heap_kb0
     local rss0, fds0 = H.proc_status_kb("VmRSS"), H.open_fds()
     local wall, peak_fds, failures, first_err
     if sb then
@@ -141,7 +143,8 @@ return function(H)
     local hwm = H.proc_status_kb("VmHWM")
     if sb then sb:destroy() end
     io.write(H.json_encode_flat({
-      n = n, wall_ms = wall, growth_kb = hwm - rss0, lua_growth_kb = M.peak_lua_kb - lua_kb0, fds0 = fds0, peak_fds = peak_fds, failures = failures,
+      n = n, wall_ms = wall, growth_kb = hwm - rss0, lua_growth_kb = M.peak_lua_kb - lua_kb0,
+      heap_growth_kb = M.peak_heap_kb - heap_kb0, fds0 = fds0, peak_fds = peak_fds, failures = failures,
       first_error = first_err or "", peak_reset = reset, nofile_soft = soft, nofile_hard = hard,
     }), "\n")
   end
@@ -155,7 +158,7 @@ return function(H)
   local function measure(kind, sizes, rounds, arg_of, floor_of)
     local out = {}
     for _, n in ipairs(sizes) do
-      local walls, rss, fds, floors = {}, {}, {}, {}
+      local walls, rss, fds, floors, heaps, luas = {}, {}, {}, {}, {}, {}
       local limit
       for r = 1, rounds do
         local floor = floor_of and floor_of(n)
@@ -171,10 +174,12 @@ return function(H)
         walls[#walls + 1] = j.wall_ms
         rss[#rss + 1] = j.growth_kb
         fds[#fds + 1] = j.peak_fds - j.fds0
+        heaps[#heaps + 1] = j.heap_growth_kb
+        luas[#luas + 1] = j.lua_growth_kb
         limit = j.nofile_soft
       end
       out[n] = { wall = median(walls), rss = median(rss), fds = median(fds), nofile = limit,
-        floor = #floors > 0 and median(floors) or nil }
+        floor = #floors > 0 and median(floors) or nil, heap = median(heaps), lua = median(luas) }
     end
     return out
   end
@@ -206,8 +211,9 @@ return function(H)
         if not ok and fg and fg > 1.1 then
           why = string.format("; the machine's: the C floor doing the same %d at once grows %.2f× too (2 cores)", n, fg)
         end
-        l.note = string.format("per-unit wall %s at %d vs %s at %d%s%s", fmt_per_ms(v.wall / n), n,
-          fmt_per_ms(m[small].wall / small), small, why, note and ("; " .. note) or "")
+        l.note = string.format("per-unit wall %s at %d vs %s at %d%s; malloc'd in use at the peak %s per unit (Lua heap %s)%s",
+          fmt_per_ms(v.wall / n), n, fmt_per_ms(m[small].wall / small), small, why,
+          fmt_kib(math.max(v.heap or 0, 0) / n), fmt_kib(math.max(v.lua or 0, 0) / n), note and ("; " .. note) or "")
       else
         l.growth, l.target, l.result = "—", "", "info"
       end
