@@ -181,6 +181,7 @@ int main(int argc, char **argv)
     info.port = CONTEXT_PORT_NO_LISTEN;
     info.protocols = fl_protocols_table;
     info.max_http_header_data = 16384;
+    info.timeout_secs = 60; /* as sandkit's (src/core/ws.c): 1,000 handshakes at once outlast lws' 5 s */
     fl_ctx = lws_create_context(&info);
     if (!fl_ctx) {
         fprintf(stderr, "floor_platform: lws_create_context failed\n");

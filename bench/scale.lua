@@ -163,7 +163,11 @@ return function(H)
       for r = 1, rounds do
         local floor = floor_of and floor_of(n)
         local function run_floor()
-          if floor then append(floors, H.run_json(floor).samples_ms) end
+          if floor then
+            local fj = H.run_json(floor)
+            if (fj.failures or 0) ~= 0 then error(string.format("C floor x%d: %d failed", n, fj.failures), 0) end
+            append(floors, fj.samples_ms)
+          end
         end
         if r % 2 == 1 then run_floor() end
         local j = H.run_child("scale", kind, n, arg_of(n))
@@ -293,7 +297,9 @@ return function(H)
       local srv = H.platform_server()
       local ok, res = pcall(function()
         local sizes = ctx.quick and { 4, 8 } or { 100, 1000 }
-        local m = measure("platform", sizes, ctx.quick and 1 or 3, function() return srv.url end)
+        local jwt = srv.lease()
+        local m = measure("platform", sizes, ctx.quick and 1 or 3, function() return srv.url end,
+          function(n) return H.floor_cmd("floor_platform", { "fanout", srv.ws, jwt, 1, 1, n }) end)
         return scale_lines("platform exec", "in flight (one WebSocket each)", m, sizes, sizes[1], sizes[2], 64,
           "client memory per in-flight exec = peak RSS growth / n; " .. (nofile_note(m, sizes[2]) or ""))
       end)
