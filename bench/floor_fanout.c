@@ -5,7 +5,9 @@
  * environment); read ends are non-blocking and close-on-exec so no child holds
  * another's pipe open.
  *
- * usage: floor_fanout WIDTH ROUNDS [WARMUP]
+ * usage: floor_fanout WIDTH ROUNDS [WARMUP [-- ARGV...]]
+ * With ARGV, every child runs that command instead (the scale table's floor
+ * for 1,000 bwrap sandboxes at once, given the argv sandkit ran).
  * prints one JSON line: {"bench":"floor_fanout","width":W,"rounds":R,
  *   "median_ms":..,"min_ms":..,"bytes":B,"samples_ms":[..]} */
 #define _GNU_SOURCE
@@ -29,12 +31,15 @@ typedef struct fan_child {
 } fan_child;
 
 /* Starts one child; its read ends go into ep. 0 on success. */
+static char **fan_argv; /* -- ARGV: run this instead of `echo i` */
+
 static int fan_spawn(fan_child *c, int index, int ep, char *const envp[])
 {
     int p[2][2] = { { -1, -1 }, { -1, -1 } };
     char script[32];
     snprintf(script, sizeof script, "echo %d", index);
-    char *argv[] = { "/bin/sh", "-c", script, NULL };
+    char *echo_argv[] = { "/bin/sh", "-c", script, NULL };
+    char **argv = fan_argv ? fan_argv : echo_argv;
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
 
@@ -47,7 +52,7 @@ static int fan_spawn(fan_child *c, int index, int ep, char *const envp[])
     posix_spawn_file_actions_adddup2(&fa, p[1][1], 2);
     posix_spawnattr_init(&at);
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID);
-    int rc = posix_spawn(&c->pid, argv[0], &fa, &at, argv, envp);
+    int rc = posix_spawnp(&c->pid, argv[0], &fa, &at, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     if (rc != 0)
@@ -141,8 +146,10 @@ int main(int argc, char **argv)
     int width = argc > 1 ? atoi(argv[1]) : 200;
     int rounds = argc > 2 ? atoi(argv[2]) : 10;
     int warmup = argc > 3 ? atoi(argv[3]) : 1;
-    if (width < 1 || rounds < 1) {
-        fprintf(stderr, "usage: floor_fanout WIDTH ROUNDS [WARMUP]\n");
+    if (argc > 5 && strcmp(argv[4], "--") == 0)
+        fan_argv = argv + 5;
+    if (width < 1 || rounds < 1 || (argc > 4 && !fan_argv)) {
+        fprintf(stderr, "usage: floor_fanout WIDTH ROUNDS [WARMUP [-- ARGV...]]\n");
         return 2;
     }
     char path_env[4096];

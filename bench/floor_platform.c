@@ -10,8 +10,10 @@
  *        floor_platform fanout WS_URL JWT ROUNDS WARMUP W   W at once, `true`
  *        floor_platform bytes  WS_URL JWT ROUNDS WARMUP SIZE `head -c SIZE /dev/zero`
  * prints one JSON line: {"bench":"floor_platform","mode":..,"failures":F,
- *   "bytes":B,"samples_us":[..]} (exec) or "samples_ms" (fanout, bytes) */
+ *   "bytes":B,"samples_us":[..]} (exec) or "samples_ms" (fanout, bytes), and
+ *   "cpu_ms": this process's user + system CPU per measured batch */
 #define _GNU_SOURCE
+#include <sys/resource.h>
 #include <libwebsockets.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +46,14 @@ static void conn_finish(conn *c, int ok)
     if (!ok)
         fl_failures++;
     fl_bytes += c->stdout_bytes;
+}
+
+static double cpu_ms_now(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 }
 
 static int fl_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len)
@@ -171,6 +181,7 @@ int main(int argc, char **argv)
     info.port = CONTEXT_PORT_NO_LISTEN;
     info.protocols = fl_protocols_table;
     info.max_http_header_data = 16384;
+    info.timeout_secs = 60; /* as sandkit's (src/core/ws.c): 1,000 handshakes at once outlast lws' 5 s */
     fl_ctx = lws_create_context(&info);
     if (!fl_ctx) {
         fprintf(stderr, "floor_platform: lws_create_context failed\n");
@@ -184,15 +195,18 @@ int main(int argc, char **argv)
         run_batch(conns, width);
     fl_failures = 0;
     fl_bytes = 0;
+    double cpu0 = cpu_ms_now();
     for (int i = 0; i < n; i++)
         samples[i] = run_batch(conns, width);
+    double cpu_ms = (cpu_ms_now() - cpu0) / n;
     int in_us = strcmp(mode, "exec") == 0;
     printf("{\"bench\":\"floor_platform\",\"mode\":\"%s\",\"width\":%d,\"failures\":%d,\"bytes\":%zu,\"%s\":[", mode,
            width, fl_failures, fl_bytes, in_us ? "samples_us" : "samples_ms");
     for (int i = 0; i < n; i++)
         printf("%s%.1f", i ? "," : "", in_us ? samples[i] : samples[i] / 1000.0);
     qsort(samples, (size_t)n, sizeof *samples, cmp_double);
-    printf("],\"median_%s\":%.1f}\n", in_us ? "us" : "ms", in_us ? samples[n / 2] : samples[n / 2] / 1000.0);
+    printf("],\"median_%s\":%.1f,\"cpu_ms\":%.3f}\n", in_us ? "us" : "ms",
+           in_us ? samples[n / 2] : samples[n / 2] / 1000.0, cpu_ms);
     free(conns);
     free(samples);
     lws_context_destroy(fl_ctx);

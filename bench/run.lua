@@ -40,11 +40,11 @@ local LUA = arg[-1] or "lua5.4"
 
 -- ---- clock, memory -----------------------------------------------------------
 
-local now
+local now, cpu_seconds, open_fds, raise_nofile, heap_kb
 do
   local ok, clock = pcall(require, "benchclock")
   if ok then
-    now = clock.now
+    now, cpu_seconds, open_fds, raise_nofile, heap_kb = clock.now, clock.cpu, clock.fds, clock.raise_nofile, clock.heap_kb
   else
     local ok2, cq = pcall(require, "cqueues")
     if ok2 and cq.monotime then
@@ -288,10 +288,13 @@ end
 
 -- ---- children (fresh processes for the memory rows) ------------------------
 
+local scale_child -- bench/scale.lua's child, set once that file is loaded
+
 -- Prints one JSON line; run as `lua5.4 bench/run.lua --child KIND ...`.
-local function child_main(kind, a1, a2)
+local function child_main(kind, a1, a2, a3)
+  if kind == "scale" then return scale_child(a1, a2, a3) end
   local sk = assert(sandkit())
-  if kind == "capture" or kind == "stream" then
+  if kind == "capture" or kind == "capture_buffer" or kind == "stream" then
     local size, workdir = a1, a2
     local sb = local_sandbox(workdir)
     must_succeed(check(sb:exec("head -c 64K /dev/zero")), "warmup")
@@ -305,6 +308,9 @@ local function child_main(kind, a1, a2)
     if kind == "capture" then
       -- above the 64 MiB default cap: the row measures capturing it all
       r = must_succeed(check(sb:exec(command, nil, { max_output_bytes = 1024 * 1024 * 1024 })), command)
+      bytes = #r.stdout
+    elseif kind == "capture_buffer" then
+      r = must_succeed(check(sb:exec(command, nil, { capture = "buffer" })), command)
       bytes = #r.stdout
     else
       r = must_succeed(check(sb:exec(command, nil, {
@@ -368,6 +374,19 @@ local function compare(label, sk, base, fmt, limit, note)
   return line(label, fmt(ms), fmt(mb), ms / mb, target, verdict(ms / mb, limit), note)
 end
 
+-- As compare, for rounds run back to back: the ratio is the median of the
+-- per-round ratios, so load that drifts between rounds cancels out.
+local function compare_paired(label, sk, base, fmt, limit, note)
+  local target = string.format("≤ %g×", limit)
+  if #sk == 0 then return line(label, "pending", fmt(median(base)), nil, target, "pending", note) end
+  local ratios = {}
+  for r, v in ipairs(sk) do ratios[r] = v / base[r] end
+  local ratio = median(ratios)
+  local spread = string.format("per-round ratios %.2f–%.2f", percentile(ratios, 0), percentile(ratios, 1))
+  return line(label, fmt(median(sk)), fmt(median(base)), ratio, target, verdict(ratio, limit),
+    note and (note .. "; " .. spread) or spread)
+end
+
 -- Runs `rounds` rounds of a baseline chunk and a sandkit chunk, alternating
 -- which goes first; the sandkit chunk is skipped when sandkit is missing.
 local function interleave(ctx, rounds, base_fn, sk_fn)
@@ -387,6 +406,43 @@ local function time_execs(sb, per, command, into)
   end
 end
 
+-- ---- the peer: Mastra's LocalSandbox (bench/peer, run by Node) ------------------
+
+local PEER_DIR = ROOT .. "/bench/peer"
+
+-- nil when the peer can run, else why not (make bench runs npm ci there).
+local function peer_missing()
+  local f = io.open(PEER_DIR .. "/node_modules/@mastra/core/package.json", "r")
+  if not f then return "npm ci in bench/peer (make bench-peer)" end
+  f:close()
+  local _, ok = read_cmd("command -v node >/dev/null 2>&1")
+  if not ok then return "node not found" end
+  return nil
+end
+
+local function peer_cmd(job, workdir, ...)
+  local parts = { "node", shell_quote(PEER_DIR .. "/mastra_local.mjs"), job, shell_quote(workdir) }
+  for _, a in ipairs({ ... }) do parts[#parts + 1] = shell_quote(a) end
+  return table.concat(parts, " ")
+end
+
+-- The peer line under a floor line: sandkit's speed-up over Mastra (the
+-- peer's median over sandkit's), and the floor's, which bounds it.
+local function peer_line(label, sk, peer, base, fmt, min_speedup, why_missing, note)
+  local target = string.format("≥ %g× faster", min_speedup)
+  if #peer == 0 then
+    return line(label, #sk > 0 and fmt(median(sk)) or "pending", "pending", nil, target, "pending",
+      why_missing or "peer not run")
+  end
+  local mp = median(peer)
+  local floor_note = string.format("the C floor is %.2f× faster than Mastra", mp / median(base))
+  note = note and (floor_note .. "; " .. note) or floor_note
+  if #sk == 0 then return line(label, "pending", fmt(mp), nil, target, "pending", note) end
+  local l = line(label, fmt(median(sk)), fmt(mp), mp / median(sk), target, verdict(min_speedup, mp / median(sk)), note)
+  l.ratio_suffix = "× faster"
+  return l
+end
+
 local rows = {}
 
 rows[#rows + 1] = {
@@ -395,15 +451,23 @@ rows[#rows + 1] = {
     local rounds, per = ctx.quick and 2 or 10, ctx.quick and 5 or 50
     local sb = ctx.sk and local_sandbox(ctx.tmp .. "/exec")
     if sb then time_execs(sb, 5, "true", {}) end
-    local base, sk = {}, {}
+    local base, sk, peer = {}, {}, {}
+    local no_peer = peer_missing()
+    local peer_dir = ctx.tmp .. "/peer-exec"
+    os.execute("mkdir -p " .. shell_quote(peer_dir))
     interleave(ctx, rounds, function()
       append(base, run_json(floor_cmd("floor_spawn", { per, 3 })).samples_us)
+      if not no_peer then append(peer, run_json(peer_cmd("exec", peer_dir, per, 3)).samples_us) end
     end, function()
       time_execs(sb, per, "true", sk)
     end)
     if sb then sb:destroy() end
     local note = string.format("p90 %s vs %s", #sk > 0 and fmt_us(percentile(sk, 0.9)) or "-", fmt_us(percentile(base, 0.9)))
-    return { compare(string.format("local exec latency (n=%d)", #base), sk, base, fmt_us, 1.25, note) }
+    return {
+      compare(string.format("local exec latency (n=%d)", #base), sk, base, fmt_us, 1.25, note),
+      peer_line("  vs Mastra LocalSandbox, exec", sk, peer, base, fmt_us, 1, no_peer,
+        "@mastra/core's executeCommand('true') on Node, the same rounds"),
+    }
   end,
 }
 
@@ -433,15 +497,23 @@ rows[#rows + 1] = {
       return ms
     end
     if sb then sk_round() end -- warm-up
-    local base, sk = {}, {}
+    local base, sk, peer = {}, {}, {}
+    local no_peer = peer_missing()
+    local peer_dir = ctx.tmp .. "/peer-fanout"
+    os.execute("mkdir -p " .. shell_quote(peer_dir))
     interleave(ctx, rounds, function()
       local j = run_json(floor_cmd("floor_fanout", { width, 1, 1 }))
       append(base, j.samples_ms)
+      if not no_peer then append(peer, run_json(peer_cmd("fanout", peer_dir, width)).samples_ms) end
     end, function()
       sk[#sk + 1] = sk_round()
     end)
     if sb then sb:destroy() end
-    return { compare(string.format("local fan-out (%d at once)", width), sk, base, fmt_ms, 1.5, rounds .. " rounds") }
+    return {
+      compare(string.format("local fan-out (%d at once)", width), sk, base, fmt_ms, 1.5, rounds .. " rounds"),
+      peer_line("  vs Mastra LocalSandbox, fan-out", sk, peer, base, fmt_ms, 1, no_peer,
+        "Promise.all of executeCommand('echo', [i]) after one warm-up round, output checked"),
+    }
   end,
 }
 
@@ -451,8 +523,22 @@ local function output_rows(ctx, kind)
   local rounds = ctx.quick and 1 or 9
   local command = "head -c " .. size .. " /dev/zero"
   local base, sk, growth, base_rss = {}, {}, {}, {}
+  local sk_buf, buf_growth, peer = {}, {}, {}
+  local no_peer = kind == "capture" and peer_missing()
+  local peer_dir = ctx.tmp .. "/peer-capture"
+  if kind == "capture" then os.execute("mkdir -p " .. shell_quote(peer_dir)) end
   local workdir = ctx.tmp .. "/" .. kind
   local reset_ok = true
+  local function sk_child(which, times, growths)
+    local j = run_child(which, size, workdir)
+    if j.bytes ~= out_bytes then error(which .. " side got " .. tostring(j.bytes) .. " bytes", 0) end
+    if which == "stream" and j.retained ~= 0 then
+      error("capture = false still retained " .. tostring(j.retained) .. " bytes in r.stdout", 0)
+    end
+    times[#times + 1] = j.ms
+    growths[#growths + 1] = j.growth_kb
+    reset_ok = reset_ok and j.peak_reset
+  end
   interleave(ctx, rounds, function()
     local args = { 1 }
     if kind == "capture" then args[#args + 1] = "--keep" end
@@ -461,15 +547,18 @@ local function output_rows(ctx, kind)
     if j.bytes ~= out_bytes then error("floor_reader read " .. tostring(j.bytes) .. " bytes", 0) end
     append(base, j.samples_ms)
     base_rss[#base_rss + 1] = j.maxrss_kb
-  end, function()
-    local j = run_child(kind, size, workdir)
-    if j.bytes ~= out_bytes then error(kind .. " side got " .. tostring(j.bytes) .. " bytes", 0) end
-    if kind == "stream" and j.retained ~= 0 then
-      error("capture = false still retained " .. tostring(j.retained) .. " bytes in r.stdout", 0)
+    if kind == "capture" and not no_peer then
+      local pj = run_json(peer_cmd("capture", peer_dir, size))
+      if pj.bytes ~= out_bytes then error("Mastra LocalSandbox captured " .. tostring(pj.bytes) .. " bytes", 0) end
+      append(peer, pj.samples_ms)
     end
-    sk[#sk + 1] = j.ms
-    growth[#growth + 1] = j.growth_kb
-    reset_ok = reset_ok and j.peak_reset
+  end, function(r)
+    -- strings and buffers alternate too
+    local order = r % 2 == 1 and { kind, "capture_buffer" } or { "capture_buffer", kind }
+    for _, which in ipairs(order) do
+      if which == kind then sk_child(kind, sk, growth)
+      elseif kind == "capture" then sk_child("capture_buffer", sk_buf, buf_growth) end
+    end
   end)
   local brss = median(base_rss)
   local g = median(growth)
@@ -484,9 +573,26 @@ local function output_rows(ctx, kind)
     else
       rss_line = line("output capture, peak RSS", "pending", fmt_kib(brss), nil, "≤ 2.5× output", "pending")
     end
+    local bg = median(buf_growth)
+    local buf_rss_line
+    if bg then
+      local per_output = bg * 1024 / out_bytes
+      buf_rss_line = line("output capture, buffer, peak RSS", fmt_kib(bg), fmt_kib(brss), per_output, "≤ 1.5× output",
+        verdict(per_output, 1.5), "the buffer takes over the capture allocation: no second copy")
+      buf_rss_line.ratio_suffix = "× output"
+    else
+      buf_rss_line = line("output capture, buffer, peak RSS", "pending", fmt_kib(brss), nil, "≤ 1.5× output", "pending")
+    end
     return {
-      compare("output capture, time (" .. size .. ")", sk, base, fmt_ms, 1.5, "baseline keeps the bytes in one growing buffer"),
+      compare("output capture, time (" .. size .. ")", sk, base, fmt_ms, 1.5,
+        "strings (the default); baseline keeps the bytes in one growing buffer"),
       rss_line,
+      compare("output capture, buffer, time (" .. size .. ")", sk_buf, base, fmt_ms, 1.2,
+        "capture = \"buffer\": r.stdout is a sandkit.Buffer, no copy into a Lua string"),
+      buf_rss_line,
+      peer_line("  vs Mastra LocalSandbox, capture", sk_buf, peer, base, fmt_ms, 10, no_peer,
+        string.format("sandkit with capture = \"buffer\"; with strings %.2f× faster",
+          (#peer > 0 and #sk > 0) and median(peer) / median(sk) or 0)),
     }
   end
   return {
@@ -741,7 +847,10 @@ rows[#rows + 1] = {
     return platform_row(ctx, function(srv)
       local rounds, per = ctx.quick and 2 or 10, ctx.quick and 5 or 20
       local size = ctx.quick and 1048576 or 10485760
-      local big_rounds = ctx.quick and 1 or 5
+      -- 15 paired rounds: one 10 MiB exec takes ~100 ms of CPU on each
+      -- side of a 2-core machine, so a burst of other load moves a single
+      -- sample a lot; the row is the median of per-round ratios
+      local big_rounds = ctx.quick and 1 or 15
       local sb = platform_sandbox(ctx, srv)
       local jwt = srv.lease(sb and sb:info().metadata.sandbox_id)
       if sb then time_execs(sb, 5, "true", {}) end -- the lease is cached from here on
@@ -755,16 +864,19 @@ rows[#rows + 1] = {
       end)
       -- output transfer: stdout of `head -c SIZE /dev/zero`, captured
       local command = "head -c " .. size .. " /dev/zero"
-      local big_base, big_sk = {}, {}
-      interleave({ sk = sb and ctx.sk }, big_rounds, function()
+      local big_base, big_sk, cpu_base, cpu_sk = {}, {}, {}, {}
+      interleave({ sk = sb and ctx.sk }, big_rounds, function(r)
         local j = run_json(floor_cmd("floor_platform", { "bytes", srv.ws, jwt, 1, 1, size }))
         if j.failures ~= 0 or j.bytes ~= size then error("floor_platform bytes: got " .. tostring(j.bytes), 0) end
-        append(big_base, j.samples_ms)
-      end, function()
+        big_base[r] = j.samples_ms[1]
+        cpu_base[r] = j.cpu_ms
+      end, function(r)
+        local c0 = cpu_seconds()
         local t0 = now()
-        local r = must_succeed(check(sb:exec(command)), command)
-        big_sk[#big_sk + 1] = (now() - t0) * 1000
-        if #r.stdout ~= size then error("platform transfer: got " .. #r.stdout .. " bytes", 0) end
+        local res = must_succeed(check(sb:exec(command)), command)
+        big_sk[r] = (now() - t0) * 1000
+        cpu_sk[r] = (cpu_seconds() - c0) * 1000
+        if #res.stdout ~= size then error("platform transfer: got " .. #res.stdout .. " bytes", 0) end
       end)
       if sb then sb:destroy() end
       local note = string.format("lease cached on both sides; p90 %s vs %s",
@@ -772,8 +884,11 @@ rows[#rows + 1] = {
       local mib = size // 1048576
       return {
         compare(string.format("platform exec (n=%d)", #base), sk, base, fmt_us, 1.3, note),
-        compare(string.format("platform exec, %d MiB stdout", mib), big_sk, big_base, fmt_ms, 1.3,
-          string.format("%d rounds; sandkit captures the bytes, the baseline counts them", big_rounds)),
+        compare_paired(string.format("platform exec, %d MiB stdout", mib), big_sk, big_base, fmt_ms, 1.3,
+          string.format("median of %d per-round ratios (rounds alternate who goes first); sandkit captures the bytes as a string, the baseline counts them",
+            big_rounds)),
+        compare("  client CPU per 10 MiB", cpu_sk, cpu_base, fmt_ms, 1.3,
+          "user + system time of the client process: libwebsockets' frame parser dominates both sides"),
       }
     end)
   end,
@@ -817,15 +932,20 @@ rows[#rows + 1] = {
 -- ---- modal (spec/servers/modal on 127.0.0.1) -------------------------------------
 
 -- The Modal reference server, started like platform_server(); its first
--- line is "LISTENING <grpc-port> ADMIN <admin-port>".
-local function modal_server()
+-- line is "LISTENING <grpc-port> ADMIN <admin-port>". extra: more flags
+-- (--host, --tls-cert, --tls-key for the TLS row).
+local function modal_server(extra, host, scheme)
   local dir = make_temp_dir("sandkit-bench-modal")
   local fifo = dir .. "/ready"
   assert(os.execute("mkfifo " .. shell_quote(fifo)))
-  local stdin = assert(io.popen(("exec node %s --port 0 > %s 2> %s"):format(
-    shell_quote(ROOT .. "/spec/servers/modal/server.mjs"), shell_quote(fifo), shell_quote(dir .. "/log")), "w"))
+  local flags = {}
+  for _, a in ipairs(extra or {}) do flags[#flags + 1] = shell_quote(a) end
+  local stdin = assert(io.popen(("exec env MODAL_CONFIG_PATH=/nonexistent node %s --port 0 %s > %s 2> %s"):format(
+    shell_quote(ROOT .. "/spec/servers/modal/server.mjs"), table.concat(flags, " "), shell_quote(fifo),
+    shell_quote(dir .. "/log")), "w"))
   local ready = assert(io.open(fifo, "r"))
-  local port = (ready:read("l") or ""):match("^LISTENING (%d+)")
+  local first = ready:read("l") or ""
+  local port, admin = first:match("^LISTENING (%d+) ADMIN (%d+)")
   local function stop()
     stdin:close()
     ready:close()
@@ -835,8 +955,49 @@ local function modal_server()
     stop()
     error("modal reference server did not start (make npm-deps?)", 0)
   end
-  return { url = "http://127.0.0.1:" .. port, stop = stop }
+  local srv = { url = (scheme or "http") .. "://" .. (host or "127.0.0.1") .. ":" .. port, stop = stop }
+  local admin_url = "http://127.0.0.1:" .. admin
+  function srv.reset_log()
+    read_cmd("curl -s -m 10 -X POST -d '{}' " .. admin_url .. "/__admin/reset")
+  end
+  -- Connections the exec calls came in on: distinct client address:port
+  -- (the server logs the peer of every call), and how many execs started.
+  function srv.exec_connections()
+    local out = read_cmd("curl -s -m 30 " .. admin_url .. "/__admin/log")
+    local peers, n_peers, execs = {}, 0, 0
+    for _, e in ipairs(json_decode(out)) do
+      if tostring(e.rpc):match("^TaskExec") then
+        if not peers[e.peer] then peers[e.peer] = true; n_peers = n_peers + 1 end
+        if e.rpc == "TaskExecStart" then execs = execs + 1 end
+      end
+    end
+    return n_peers, execs
+  end
+  return srv
 end
+
+local function modal_sandbox(ctx, srv, extra)
+  if not ctx.sk or not provider_ids().modal then return nil end
+  local o = { server_url = srv.url, token_id = "ak-test", token_secret = "as-test" }
+  for k, v in pairs(extra or {}) do o[k] = v end
+  local sb = ctx.sk.ModalSandbox(o)
+  check(sb:start())
+  time_execs(sb, 5, "true", {}) -- task id and router access are cached from here on
+  return sb
+end
+
+local function sdk_cmd(url, per, env)
+  return ("%s MODAL_TOKEN_ID=ak-test MODAL_TOKEN_SECRET=as-test MODAL_LOGLEVEL=error NODE_NO_WARNINGS=1 node %s %s %d"):format(
+    env or "", shell_quote(ROOT .. "/spec/servers/modal/bench_sdk.mjs"), shell_quote(url), per)
+end
+
+-- Client CPU (user + system of the client process) against the SDK's.
+local function cpu_line(label, sk, base, fmt, note)
+  local l = compare(label, sk, base, fmt, 0.3, note)
+  return l
+end
+
+local function fmt_conns(x) return string.format("%.2f", x) end
 
 rows[#rows + 1] = {
   id = "modal_exec", label = "modal exec", target = "< 1×", remote = true,
@@ -848,39 +1009,60 @@ rows[#rows + 1] = {
       -- so both sides report per-round medians and the row their median.
       local rounds, per = ctx.quick and 1 or 4, ctx.quick and 5 or 50
       local size = 10485760
-      local sb
-      if ctx.sk and provider_ids().modal then
-        sb = ctx.sk.ModalSandbox({ server_url = srv.url, token_id = "ak-test", token_secret = "as-test" })
-        check(sb:start())
-        time_execs(sb, 5, "true", {}) -- task id and router access are cached from here on
-      end
+      local sb = modal_sandbox(ctx, srv)
       local base, sk, big_base, big_sk = {}, {}, {}, {}
-      local sdk_cmd = ("MODAL_TOKEN_ID=ak-test MODAL_TOKEN_SECRET=as-test MODAL_LOGLEVEL=error node %s %s %d"):format(
-        shell_quote(ROOT .. "/spec/servers/modal/bench_sdk.mjs"), shell_quote(srv.url), per)
+      local cpu_base, cpu_sk, big_cpu_base, big_cpu_sk = {}, {}, {}, {}
       interleave({ sk = sb and ctx.sk }, rounds, function()
-        local j = run_json(sdk_cmd)
+        local j = run_json(sdk_cmd(srv.url, per))
         base[#base + 1] = j.exec_true_median_ms * 1000
         big_base[#big_base + 1] = j.stdout_10mib_ms
+        cpu_base[#cpu_base + 1] = j.exec_true_cpu_us
+        big_cpu_base[#big_cpu_base + 1] = j.stdout_10mib_cpu_ms
       end, function()
         local samples = {}
+        local c0 = cpu_seconds()
         time_execs(sb, per, "true", samples)
+        cpu_sk[#cpu_sk + 1] = (cpu_seconds() - c0) * 1e6 / per
         sk[#sk + 1] = median(samples)
         local command = "head -c " .. size .. " /dev/zero"
+        c0 = cpu_seconds()
         local t0 = now()
-        local r = must_succeed(check(sb:exec(command)), command)
+        local r = must_succeed(check(sb:exec(command, nil, { capture = "buffer" })), command)
         big_sk[#big_sk + 1] = (now() - t0) * 1000
+        big_cpu_sk[#big_cpu_sk + 1] = (cpu_seconds() - c0) * 1000
         if #r.stdout ~= size then error("modal transfer: got " .. #r.stdout .. " bytes", 0) end
+        r.stdout:close()
       end)
-      if sb then sb:destroy() end
+      -- connections per exec on h2c (127.0.0.1): each side alone, 20 execs
+      local conns_sk, conns_sdk = {}, {}
+      local nconn = ctx.quick and 5 or 20
+      srv.reset_log()
+      run_json(sdk_cmd(srv.url, nconn))
+      local np, ne = srv.exec_connections()
+      conns_sdk[1] = np / ne
+      if sb then
+        srv.reset_log()
+        time_execs(sb, nconn, "true", {})
+        np, ne = srv.exec_connections()
+        conns_sk[1] = np / ne
+        sb:destroy()
+      end
       local exec_line = compare(string.format("modal exec (n=%d)", rounds * per), sk, base, fmt_us, 1,
         string.format("official SDK modal@0.7.6 on the same server; median of %d round medians (%d execs each); router access cached",
           rounds, per))
       exec_line.target = "< 1×"
       if exec_line.ratio then exec_line.result = exec_line.ratio < 1 and "PASS" or "MISS" end
+      local conn_line = line("  connections per exec, h2c", conns_sk[1] and fmt_conns(conns_sk[1]) or "pending",
+        fmt_conns(conns_sdk[1]), nil, "info", "info",
+        "distinct client ports of the TaskExec* calls / execs; libcurl 7.88 cannot reuse h2c (curl #10634), so one per call; over TLS see the next row")
       return {
         exec_line,
+        cpu_line("  client CPU per exec", cpu_sk, cpu_base, fmt_us,
+          "user + system time of the client process (getrusage / process.cpuUsage), per exec, same rounds"),
+        conn_line,
         compare("modal exec, 10 MiB stdout", big_sk, big_base, fmt_ms, 1,
-          string.format("%d round(s); sandkit captures the bytes, the SDK drains them", rounds)),
+          string.format("%d round(s); sandkit captures the bytes (capture = \"buffer\"), the SDK drains them", rounds)),
+        cpu_line("  client CPU per 10 MiB", big_cpu_sk, big_cpu_base, fmt_ms, "user + system time of the client process"),
       }
     end)
     srv.stop()
@@ -1046,6 +1228,90 @@ rows[#rows + 1] = {
   end,
 }
 
+-- Over TLS (as in production): a self-signed certificate made now with
+-- openssl for 127.0.0.2 (another loopback address: on 127.0.0.1 both
+-- clients would dial the router in plaintext, modal.md §1.8), trusted by
+-- sandkit through ca_file and by the SDK through grpc-js's
+-- GRPC_DEFAULT_SSL_ROOTS_FILE_PATH. Checks that execs share one connection.
+-- A self-signed certificate for 127.0.0.2 in a new temporary directory:
+-- dir, cert, key; nil when openssl cannot make one.
+local function tls_cert()
+  local dir = make_temp_dir("sandkit-bench-tls")
+  local cert, key = dir .. "/cert.pem", dir .. "/key.pem"
+  local _, made = read_cmd(("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes " ..
+    "-keyout %s -out %s -days 1 -subj /CN=sandkit-bench -addext subjectAltName=IP:127.0.0.2 2>&1"):format(
+    shell_quote(key), shell_quote(cert)))
+  if not made then
+    remove_tree(dir)
+    return nil
+  end
+  return dir, cert, key
+end
+
+local function modal_tls_server(cert, key)
+  return modal_server({ "--host", "127.0.0.2", "--tls-cert", cert, "--tls-key", key }, "127.0.0.2", "https")
+end
+
+rows[#rows + 1] = {
+  id = "modal_tls", label = "modal over TLS", target = "1 connection", remote = true,
+  run = function(ctx)
+    local dir, cert, key = tls_cert()
+    if not dir then
+      return {
+        line("modal over TLS, connections", "n/a", "n/a", nil, "1 connection", "n/a", "openssl could not make a certificate"),
+        line("modal exec over TLS", "n/a", "n/a", nil, "≤ 1×", "n/a"),
+        line("client CPU per exec over TLS", "n/a", "n/a", nil, "≤ 0.3×", "n/a"),
+      }
+    end
+    local srv = modal_tls_server(cert, key)
+    local ok, res = pcall(function()
+      local per = ctx.quick and 5 or 50
+      local sdk_env = "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=" .. shell_quote(cert)
+      srv.reset_log()
+      local j = run_json(sdk_cmd(srv.url, per, sdk_env))
+      local sdk_conns, sdk_execs = srv.exec_connections()
+      local sb = modal_sandbox(ctx, srv, { ca_file = cert })
+      local lines = {}
+      if not sb then
+        return { line(string.format("modal over TLS, connections for %d execs", per), "pending", tostring(sdk_conns),
+          nil, "1 connection", "pending") }
+      end
+      srv.reset_log()
+      local samples = {}
+      local c0 = cpu_seconds()
+      time_execs(sb, per, "true", samples)
+      local cpu_us = (cpu_seconds() - c0) * 1e6 / per
+      local conns, execs = srv.exec_connections()
+      sb:destroy()
+      if execs ~= per then error("TLS row: server saw " .. execs .. " execs", 0) end
+      lines[#lines + 1] = line(string.format("modal over TLS, connections for %d execs", per), tostring(conns),
+        tostring(sdk_conns), nil, "1 connection", conns == 1 and "PASS" or "MISS",
+        string.format("server-side peers of the TaskExec* calls (SDK: %d execs incl. warm-up and 10 MiB)", sdk_execs))
+      lines[#lines + 1] = compare("  modal exec over TLS", { median(samples) }, { j.exec_true_median_ms * 1000 },
+        fmt_us, 1, "median of " .. per .. " execs a side")
+      lines[#lines + 1] = cpu_line("  client CPU per exec over TLS", { cpu_us }, { j.exec_true_cpu_us }, fmt_us,
+        "user + system time of the client process, per exec")
+      return lines
+    end)
+    srv.stop()
+    remove_tree(dir)
+    if not ok then error(res, 0) end
+    return res
+  end,
+}
+
+-- ---- cost as work grows (bench/scale.lua, --scale) ---------------------------------
+
+local scale = dofile(ROOT .. "/bench/scale.lua")({
+  now = now, line = line, median = median, fmt_ms = fmt_ms, fmt_kib = fmt_kib, open_fds = open_fds,
+  raise_nofile = raise_nofile, sandkit = sandkit, proc_status_kb = proc_status_kb, reset_peak_rss = reset_peak_rss,
+  json_encode_flat = json_encode_flat, run_child = function(...) return run_child(...) end, shell_quote = shell_quote,
+  platform_server = platform_server, modal_server = modal_server, run_json = run_json, floor_cmd = floor_cmd,
+  tls_cert = tls_cert, modal_tls_server = modal_tls_server, remove_tree = remove_tree, heap_kb = heap_kb,
+  bwrap_argv_of = bwrap_argv_of,
+})
+scale_child = scale.child
+
 -- ---- table -----------------------------------------------------------------------
 
 local function display_width(s)
@@ -1056,14 +1322,17 @@ local function pad(s, w)
   return s .. string.rep(" ", w - display_width(s))
 end
 
-local function render(lines)
-  local header = { "row", "sandkit", "baseline", "ratio", "target", "result" }
+local MAIN_HEADER = { "row", "sandkit", "baseline", "ratio", "target", "result" }
+
+local function main_cells(l)
+  local ratio = l.ratio and string.format("%.2f%s", l.ratio, l.ratio_suffix or "×") or "—"
+  return { l.label, l.sk, l.base, ratio, l.target, l.result }
+end
+
+local function render(lines, header, cells_of)
+  header, cells_of = header or MAIN_HEADER, cells_of or main_cells
   local cells = { header }
-  for _, l in ipairs(lines) do
-    local ratio = l.ratio and string.format("%.2f%s", l.ratio, l.ratio_suffix or "×") or "—"
-    local result = l.result
-    cells[#cells + 1] = { l.label, l.sk, l.base, ratio, l.target, result }
-  end
+  for _, l in ipairs(lines) do cells[#cells + 1] = cells_of(l) end
   local widths = {}
   for _, row in ipairs(cells) do
     for i, c in ipairs(row) do widths[i] = math.max(widths[i] or 0, display_width(c)) end
@@ -1089,27 +1358,33 @@ end
 -- ---- main ---------------------------------------------------------------------------
 
 local function usage()
-  local ids = {}
+  local ids, sids = {}, {}
   for _, r in ipairs(rows) do ids[#ids + 1] = r.id end
-  return "usage: lua5.4 bench/run.lua [--quick] [--only ROW[,ROW...]] [--list]\nrows: " .. table.concat(ids, ", ")
+  for _, r in ipairs(scale.rows) do sids[#sids + 1] = r.id end
+  return "usage: lua5.4 bench/run.lua [--scale] [--quick] [--only ROW[,ROW...]] [--list]\nrows: " ..
+    table.concat(ids, ", ") .. "\n--scale rows: " .. table.concat(sids, ", ")
 end
 
 local function main(argv)
   local ctx = { quick = false }
   local only
+  local table_rows, header, cells_of, out_name = rows, nil, nil, "latest"
   local i = 1
   while i <= #argv do
     local a = argv[i]
     if a == "--quick" then ctx.quick = true
+    elseif a == "--scale" then
+      table_rows, header, cells_of, out_name = scale.rows, scale.header, scale.cells, "scale"
     elseif a == "--only" then
       i = i + 1
       only = {}
       for id in tostring(argv[i]):gmatch("[^,]+") do only[id] = true end
     elseif a == "--list" then
       for _, r in ipairs(rows) do print(r.id, r.label) end
+      for _, r in ipairs(scale.rows) do print(r.id, r.label .. " (--scale)") end
       return 0
     elseif a == "--child" then
-      child_main(argv[i + 1], argv[i + 2], argv[i + 3])
+      child_main(argv[i + 1], argv[i + 2], argv[i + 3], argv[i + 4])
       return 0
     elseif a == "--help" or a == "-h" then print(usage()) return 0
     else io.stderr:write("bench: unknown argument ", a, "\n", usage(), "\n") return 2 end
@@ -1118,7 +1393,7 @@ local function main(argv)
   if only then
     for id in pairs(only) do
       local known = false
-      for _, r in ipairs(rows) do known = known or r.id == id end
+      for _, r in ipairs(table_rows) do known = known or r.id == id end
       if not known then io.stderr:write("bench: unknown row ", id, "\n", usage(), "\n") return 2 end
     end
   end
@@ -1129,8 +1404,10 @@ local function main(argv)
   if not sk then
     io.stderr:write("bench: sandkit not loadable, running baselines only: ", (tostring(sk_err):match("[^\n]*")), "\n")
   end
+  -- many commands at once need descriptors: the soft limit goes to the hard one
+  ctx.nofile_soft, ctx.nofile_hard = raise_nofile()
   ctx.tmp = make_temp_dir("sandkit-bench")
-  for _, row in ipairs(rows) do
+  for _, row in ipairs(table_rows) do
     if not only or only[row.id] then
       io.stderr:write("bench: ", row.id, " ...\n")
       local ok, res = pcall(row.run, ctx)
@@ -1138,17 +1415,17 @@ local function main(argv)
         append(lines, res)
       else
         errors = errors + 1
-        lines[#lines + 1] = line(row.label, "error", "—", nil, row.target, "ERROR", tostring(res))
+        lines[#lines + 1] = line(row.label, "error", "—", nil, row.target or "", "ERROR", tostring(res))
       end
     end
   end
   remove_tree(ctx.tmp)
 
-  local text = render(lines)
+  local text = render(lines, header, cells_of)
   io.write(text)
   -- the whole table is kept (bench/out/ is ignored by git); --only runs are not
   os.execute("mkdir -p " .. shell_quote(ROOT .. "/bench/out"))
-  local f = not only and io.open(ROOT .. "/bench/out/" .. (ctx.quick and "quick.txt" or "latest.txt"), "w")
+  local f = not only and io.open(ROOT .. "/bench/out/" .. out_name .. (ctx.quick and "-quick" or "") .. ".txt", "w")
   if f then
     f:write(os.date("!%Y-%m-%dT%H:%M:%SZ"), ctx.quick and " (--quick)\n" or "\n", text)
     f:close()

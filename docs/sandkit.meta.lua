@@ -47,6 +47,7 @@
 ---@class sandkit.ModalSandboxOptions: sandkit.SandboxOptions  Runs commands in a Modal sandbox (gRPC over HTTP/2); stop snapshots the filesystem, start reconnects by name.
 ---@field app_name? string Modal App the sandbox belongs to (created if missing). Default: mastra.
 ---@field base_image? string Registry image the sandbox is created from when there is no snapshot. Default: ubuntu:22.04.
+---@field ca_file? string PEM file of the certificate authorities to trust for TLS (control plane and task router); default: the system's.
 ---@field max_response_bytes? integer Largest gRPC response message accepted, in bytes (default 16 MiB); over it: nil, ResponseTooLargeError with `limit`, `rpc`. Default: 16777216.
 ---@field rpc_timeout_ms? integer Deadline of each control-plane call attempt, in ms (default none, as the SDK); long polls get it on top of their poll time.
 ---@field server_url? string Control-plane URL (else MODAL_SERVER_URL, else the profile, else https://api.modal.com:443).
@@ -99,8 +100,8 @@
 ---@class sandkit.Result
 ---@field exit_code integer
 ---@field success boolean
----@field stdout string
----@field stderr string
+---@field stdout string|sandkit.Buffer  a Buffer with capture = "buffer"
+---@field stderr string|sandkit.Buffer
 ---@field execution_time_ms number
 ---@field timed_out boolean  exit_code is 124
 ---@field killed boolean     ended by a signal (exit_code 128 + N) or a kill
@@ -117,8 +118,31 @@
 ---@field on_stdout_line? fun(line: string) whole lines, without the newline
 ---@field on_stderr_line? fun(line: string)
 ---@field stdin? string     exec only: written, then stdin is closed
----@field capture? boolean  default true
+---@field capture? boolean|"buffer"  default true; "buffer": stdout/stderr as sandkit.Buffer (no copy)
 ---@field max_output_bytes? integer bytes kept per stream (default: the sandbox's, 64 MiB); the rest is drained
+
+---@class sandkit.Buffer  captured bytes held without a Lua string (docs/capture.md); #buf is the length
+local Buffer = {}
+---@param i integer
+---@param j? integer
+---@return string
+function Buffer:sub(i, j) end
+---@param i? integer
+---@param j? integer
+---@return integer ...
+function Buffer:byte(i, j) end
+---@param text string plain text (pattern characters need plain = true)
+---@param init? integer
+---@param plain? boolean
+---@return integer|nil start, integer|nil stop
+function Buffer:find(text, init, plain) end
+---@param file file* an open file handle
+---@return true|nil, sandkit.Error|nil
+function Buffer:write_to(file) end
+--- Frees the bytes now; every other method then raises.
+function Buffer:close() end
+---@return boolean
+function Buffer:is_closed() end
 
 ---@class sandkit.Operation
 ---@field done boolean

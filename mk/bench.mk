@@ -19,19 +19,31 @@ build/bench/benchclock.so: bench/benchclock.c
 	@mkdir -p build/bench
 	$(BENCH_CC) $(BENCH_CFLAGS) -fPIC -shared $(BENCH_LUA_CFLAGS) -o $@ $<
 
-.PHONY: bench bench-build bench-quick
+.PHONY: bench bench-build bench-quick bench-peer bench-scale
 bench-build: $(BENCH_BINS)
+
+# The peer rows run Mastra's own LocalSandbox (@mastra/core, pinned in
+# bench/peer/package-lock.json) under Node: npm ci once.
+bench-peer: bench/peer/node_modules/@mastra/core/package.json
+
+bench/peer/node_modules/@mastra/core/package.json: bench/peer/package-lock.json
+	cd bench/peer && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 # BENCH_ARGS passes options through, e.g. make bench BENCH_ARGS='--only exec'.
 # npm-deps: the platform and modal rows start the reference servers (and
-# the official modal SDK as a baseline).
-bench: all bench-build npm-deps
+# the official modal SDK as a baseline); bench-peer: Mastra LocalSandbox.
+bench: all bench-build bench-peer npm-deps
 	@$(BENCH_ENV) $(LUA) bench/run.lua $(BENCH_ARGS)
 
-bench-quick: all bench-build npm-deps
+bench-quick: all bench-build bench-peer npm-deps
 	@$(BENCH_ENV) $(LUA) bench/run.lua --quick $(BENCH_ARGS)
 
-TEST_PREP += bench-build
+# Cost as work grows (bench/scale.lua): make bench-scale [BENCH_ARGS='--only scale_local']
+bench-scale: all bench-build npm-deps
+	@$(BENCH_ENV) $(LUA) bench/run.lua --scale $(BENCH_ARGS)
+
+TEST_PREP += bench-build bench-peer
 
 # This fragment must not become the default goal.
 .DEFAULT_GOAL := $(bench_saved_goal)

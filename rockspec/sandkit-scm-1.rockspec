@@ -99,6 +99,7 @@ build = {
         "src/core/providers/platform.c",
         "src/core/providers/platform_api.c",
         "src/core/providers/platform_exec.c",
+        "src/lua/buffer_ud.c",
         "src/lua/core.c",
         "src/lua/fs_ud.c",
         "src/lua/http_ud.c",

@@ -16,12 +16,19 @@ end
 local ROOT = find_root()
 local LUA = os.getenv("LUA") or "lua5.4"
 
--- Row label prefixes in table order; `remote` rows wait for their provider.
+-- Row label prefixes in table order (as parsed: trimmed); `remote` rows
+-- wait for their provider,
+-- `peer` rows for Mastra's LocalSandbox in bench/peer (make bench-peer).
 local EXPECTED = {
   { prefix = "local exec latency" },
+  { prefix = "vs Mastra LocalSandbox, exec", peer = true },
   { prefix = "local fan-out" },
+  { prefix = "vs Mastra LocalSandbox, fan-out", peer = true },
   { prefix = "output capture, time" },
   { prefix = "output capture, peak RSS" },
+  { prefix = "output capture, buffer, time" },
+  { prefix = "output capture, buffer, peak RSS" },
+  { prefix = "vs Mastra LocalSandbox, capture", peer = true },
   { prefix = "output streaming, time" },
   { prefix = "output streaming, RSS growth" },
   { prefix = "bwrap exec latency", may_be_na = true },
@@ -29,14 +36,38 @@ local EXPECTED = {
   { prefix = "fleet" },
   { prefix = "platform exec", remote = true },
   { prefix = "platform exec, ", remote = true }, -- its MiB-of-stdout line
+  { prefix = "client CPU per 10 MiB", remote = true },
   { prefix = "platform fan-out", remote = true },
   { prefix = "modal exec", remote = true },
+  { prefix = "client CPU per exec", remote = true },
+  { prefix = "connections per exec, h2c", remote = true, info = true },
   { prefix = "modal exec, ", remote = true }, -- its MiB-of-stdout line
+  { prefix = "client CPU per 10 MiB", remote = true },
   { prefix = "local sb.fs: write+read" },
   { prefix = "local sb.fs: write+read", may_be_na = true }, -- whole strings: informative
   { prefix = "PlatformFilesystem: PUT+GET", remote = true },
   { prefix = "platform sb.fs: read", remote = true },
   { prefix = "modal sb.fs: read", remote = true },
+  { prefix = "modal over TLS, connections", remote = true, may_be_na = true },
+  { prefix = "modal exec over TLS", remote = true },
+  { prefix = "client CPU per exec over TLS", remote = true },
+}
+
+-- The --scale table: per size a line (`info`), the largest with a verdict.
+local EXPECTED_SCALE = {
+  { prefix = "local exec, 1 in flight" },
+  { prefix = "local exec, 4 in flight" },
+  { prefix = "local exec, 8 in flight", verdict = true },
+  { prefix = "fleet, none, 2 sandboxes" },
+  { prefix = "fleet, none, 4 sandboxes", verdict = true },
+  { prefix = "fleet, bwrap, 2 sandboxes", may_be_na = true },
+  { prefix = "fleet, bwrap, 4 sandboxes", verdict = true, may_be_na = true },
+  { prefix = "platform exec, 4 in flight" },
+  { prefix = "platform exec, 8 in flight", verdict = true },
+  { prefix = "modal exec, 4 in flight" },
+  { prefix = "modal exec, 8 in flight", verdict = true },
+  { prefix = "modal exec over TLS, 4 in flight", may_be_na = true },
+  { prefix = "modal exec over TLS, 8 in flight", verdict = true, may_be_na = true },
 }
 
 local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
@@ -50,7 +81,9 @@ local function parse_table(text)
       if cells[#cells] == "" then cells[#cells] = nil end
       if cells[1] ~= "row" then
         rows[#rows + 1] = { label = cells[1], sk = cells[2], base = cells[3], ratio = cells[4],
-          target = cells[5], result = cells[6] }
+          target = cells[5], result = cells[6],
+          -- the --scale table's columns (row, wall, per unit, RSS, per unit, fds, per unit, growth, target, result)
+          growth = cells[8], scale_result = cells[10] }
       end
     end
   end
@@ -96,7 +129,7 @@ describe("bench/run.lua --quick", function()
   end)
 
   it("gives every row a verdict or says pending", function()
-    local allowed = { PASS = true, MISS = true, pending = true, ["n/a"] = true }
+    local allowed = { PASS = true, MISS = true, pending = true, ["n/a"] = true, info = true }
     for _, r in ipairs(rows) do
       assert.is_true(allowed[r.result] == true, r.label .. ": result " .. tostring(r.result))
       if r.result == "pending" then
@@ -121,11 +154,64 @@ describe("bench/run.lua --quick", function()
       pending("sandkit is not built")
       return
     end
+    local peer_installed = io.open(ROOT .. "/bench/peer/node_modules/@mastra/core/package.json", "r")
+    if peer_installed then peer_installed:close() end
     for i, r in ipairs(rows) do
       local e = EXPECTED[i]
-      if not e.remote then
+      if not e.remote and (not e.peer or peer_installed) then
         local ok = r.result == "PASS" or r.result == "MISS" or (e.may_be_na and r.result == "n/a")
         assert.is_true(ok, r.label .. ": " .. tostring(r.result) .. "\n" .. output)
+      end
+    end
+  end)
+
+  it("measures the remote rows (their servers are started by the bench)", function()
+    if not sandkit_loadable() then
+      pending("sandkit is not built")
+      return
+    end
+    for i, r in ipairs(rows) do
+      local e = EXPECTED[i]
+      if e.remote then
+        local want = e.info and { info = true } or { PASS = true, MISS = true, ["n/a"] = e.may_be_na or nil }
+        assert.is_true(want[r.result] == true, r.label .. ": " .. tostring(r.result) .. "\n" .. output)
+        if e.info or r.result ~= "n/a" then assert.is_truthy(r.sk:match("%d"), r.label .. ": sandkit " .. r.sk) end
+      end
+    end
+  end)
+end)
+
+describe("bench/run.lua --scale --quick", function()
+  local output, exit_ok, rows
+
+  setup(function()
+    local p = assert(io.popen("cd '" .. ROOT .. "' && " .. LUA .. " bench/run.lua --scale --quick 2>/dev/null"))
+    output = p:read("a")
+    exit_ok = p:close()
+    rows = parse_table(output)
+  end)
+
+  it("exits successfully and prints each size once, in order", function()
+    assert.is_true(exit_ok == true, output)
+    assert.are.equal(#EXPECTED_SCALE, #rows, output)
+    for i, e in ipairs(EXPECTED_SCALE) do
+      assert.are.equal(e.prefix, rows[i].label:sub(1, #e.prefix), output)
+    end
+  end)
+
+  it("gives figures for every size and a verdict with the growth on the largest", function()
+    for i, r in ipairs(rows) do
+      local e = EXPECTED_SCALE[i]
+      if not (e.may_be_na and r.sk == "n/a") then
+        -- columns: wall, per unit, peak RSS, per unit, fds, per unit, growth, target, result
+        assert.is_truthy(r.sk:match("%d"), r.label .. ": wall " .. r.sk)
+        assert.is_truthy(r.base:match("%d"), r.label .. ": per unit " .. r.base)
+        if e.verdict then
+          assert.is_truthy(r.growth:match("%d%.%d+×"), r.label .. ": growth " .. r.growth)
+          assert.is_true(r.scale_result == "PASS" or r.scale_result == "MISS", r.label .. ": " .. r.scale_result)
+        else
+          assert.are.equal("info", r.scale_result, r.label)
+        end
       end
     end
   end)

@@ -570,3 +570,63 @@ environment = "main"
     end)
   end)
 end)
+
+-- Over TLS, as in production (issue 15): the reference server on 127.0.0.2
+-- (another loopback address; on 127.0.0.1 the router is dialled in
+-- plaintext, modal.md §1.8) with a self-signed certificate.
+describe("ModalSandbox over TLS", function()
+  local srv, dir
+
+  setup(function()
+    dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir))
+    assert(os.execute(("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 " ..
+      "-subj /CN=sandkit-test -addext subjectAltName=IP:127.0.0.2 -keyout %s/key.pem -out %s/cert.pem >/dev/null 2>&1")
+      :format(dir, dir)))
+    srv = server.start("spec/servers/modal/server.mjs",
+      { "--port", "0", "--host", "127.0.0.2", "--tls-cert", dir .. "/cert.pem", "--tls-key", dir .. "/key.pem" },
+      { MODAL_CONFIG_PATH = "/nonexistent/sandkit-modal.toml" })
+  end)
+
+  teardown(function()
+    if srv then srv:stop() end
+    os.execute("rm -rf " .. dir)
+  end)
+
+  local function new(extra)
+    local o = { server_url = "https://127.0.0.2:" .. srv.port, token_id = "ak-test", token_secret = "as-test" }
+    for k, v in pairs(extra) do o[k] = v end
+    return sandkit.ModalSandbox(o)
+  end
+
+  it("verifies against ca_file, and every call shares one connection", function()
+    srv:admin("POST", "/__admin/reset", {})
+    local sb = new({ ca_file = dir .. "/cert.pem" })
+    assert(sb:start())
+    for i = 1, 5 do
+      assert.equal(i .. "\n", assert(sb:exec("echo", { tostring(i) })).stdout)
+    end
+    sb:destroy()
+    local peers, n = {}, 0
+    for _, e in ipairs(srv:admin("GET", "/__admin/log")) do
+      assert.is_string(e.peer)
+      if not peers[e.peer] then peers[e.peer] = true; n = n + 1 end
+    end
+    assert.equal(1, n)
+  end)
+
+  it("refuses the unknown certificate without ca_file", function()
+    local sb = new({})
+    local ok, err = sb:start()
+    assert.is_nil(ok)
+    assert.truthy(tostring(err):lower():find("certificate", 1, true), tostring(err))
+  end)
+
+  it("raises ConfigError for an empty ca_file", function()
+    local ok, err = pcall(new, { ca_file = "" })
+    assert.is_false(ok)
+    assert.equal("ConfigError", err.kind)
+    assert.equal("ca_file", err.key)
+  end)
+end)

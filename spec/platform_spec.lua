@@ -804,6 +804,19 @@ os.exit(0, false)]])
       assert.equal(0, assert(sb:exec("true")).exit_code)
     end)
 
+    -- libwebsockets' own connect/handshake deadline (5 s by default) must not
+    -- cut in before handshake_timeout_ms: 1,000 sockets opening at once on a
+    -- busy server wait that long (bench/scale.lua found it)
+    it("a handshake slower than libwebsockets' default deadline completes within handshake_timeout_ms", function()
+      local sb = started()
+      faults({ ws = { { action = "delay", delay_ms = 6500, times = 1 } } })
+      local r, err, ms = timed(function() return sb:exec("true") end)
+      assert(r, tostring(err))
+      assert.equal(0, r.exit_code)
+      assert.equal(1, #requests("lease"))
+      assert.is_true(ms >= 6000 and ms < 30000, tostring(ms))
+    end)
+
     it("an already-expired lease is refused at the handshake and the retry mints a good one", function()
       faults({ http = { { route = "lease", expired = true, times = 1 } } })
       local sb = started()

@@ -19,7 +19,7 @@ end
 local COMMAND_OPTS = {
   timeout = "number", cwd = "string", env = "table", on_stdout = "function",
   on_stderr = "function", on_stdout_line = "function", on_stderr_line = "function",
-  stdin = "string", capture = "boolean", max_output_bytes = "number",
+  stdin = "string", capture = "boolean|buffer", max_output_bytes = "number",
 }
 
 local function check_command_opts(fname, opts, argn)
@@ -40,7 +40,13 @@ local function check_command_opts(fname, opts, argn)
       end
       v = math.tointeger(v)
     end
-    if type(v) ~= want then argerror(argn, fname, ("option '%s' must be a %s, got %s"):format(options.shown(k), want, type(v))) end
+    if want == "boolean|buffer" then
+      -- capture: true (strings, the default), false, or "buffer" (sandkit.Buffer, no copy)
+      if type(v) ~= "boolean" and v ~= "buffer" then
+        argerror(argn, fname, ("option '%s' must be a boolean or \"buffer\", got %s"):format(options.shown(k),
+          type(v) == "string" and ("%q"):format(v) or type(v)))
+      end
+    elseif type(v) ~= want then argerror(argn, fname, ("option '%s' must be a %s, got %s"):format(options.shown(k), want, type(v))) end
     o[k] = v
   end
   if o.cwd and o.cwd:find("\0", 1, true) then argerror(argn, fname, "option 'cwd' contains a NUL byte") end
@@ -248,8 +254,9 @@ local function launch(sb, rec, line, o)
   if rec.op.cancelled then proc:_cancel() end
 end
 
-local function cancelled_result(line)
-  return { exit_code = 137, success = false, stdout = "", stderr = "", execution_time_ms = 0,
+local function cancelled_result(line, o)
+  local empty = o.capture == "buffer" and core.buffer or tostring
+  return { exit_code = 137, success = false, stdout = empty(""), stderr = empty(""), execution_time_ms = 0,
     timed_out = false, killed = true, cancelled = true, truncated = false, command = line }
 end
 
@@ -290,7 +297,7 @@ function S:exec_async(command, args, opts)
     scheduler.spawn(function()
       local ok, err = self:ensure_running()
       if not ok then return finish(rec, nil, err) end
-      if op.cancelled then return finish(rec, cancelled_result(line)) end
+      if op.cancelled then return finish(rec, cancelled_result(line, o)) end
       launch(self, rec, line, o)
     end)
   end

@@ -22,6 +22,7 @@
 #include "buf.h"
 
 #define HTTP_DEFAULT_TIMEOUT_MS 60000L
+#define HTTP_MAX_STREAMS 10000L /* per connection; see http_svc_get */
 
 typedef struct http_svc http_svc;
 typedef struct http_pool http_pool;
@@ -410,6 +411,7 @@ static void http_svc_flush(http_svc *svc)
 /* ---- curl <-> libuv glue --------------------------------------------- */
 
 static void http_socket_action(http_pool *pool, curl_socket_t fd, int flags);
+static void http_on_timer(uv_timer_t *t);
 
 /* curl 7.88 over HTTP/2 with the multi_socket API can leave frames it has
  * already read from a socket unprocessed (typically the END_STREAM after a
@@ -437,6 +439,20 @@ static void http_socket_action(http_pool *pool, curl_socket_t fd, int flags)
     svc->depth++;
     curl_multi_socket_action(pool->multi, fd, flags, &running);
     svc->depth--;
+    /* curl calls the timer callback only when its next expiry changes. A
+     * libuv timer can fire a fraction of a millisecond before curl's clock
+     * reaches that expiry (libuv counts whole ms of cached loop time); curl
+     * then expires nothing, keeps the same expiry, says nothing, and with no
+     * timer left armed the transfer waited forever (seen as a Modal stdio
+     * read that never completed after its END_STREAM was in). So re-arm from
+     * curl_multi_timeout whenever no timer is pending, 0 as 1 ms so that
+     * time moves on. */
+    long next_ms = -1;
+    if (!svc->closing && !uv_is_active((uv_handle_t *)&pool->timer) &&
+        curl_multi_timeout(pool->multi, &next_ms) == CURLM_OK && next_ms >= 0) {
+        pool->curl_timeout_ms = next_ms;
+        uv_timer_start(&pool->timer, http_on_timer, (uint64_t)(next_ms > 0 ? next_ms : 1), 0);
+    }
     if (pool->delivered && running > 0 && !pool->kick_armed && !svc->closing &&
         (pool->curl_timeout_ms < 0 || pool->curl_timeout_ms > 20)) {
         pool->kick_armed = true;
@@ -584,6 +600,12 @@ static http_svc *http_svc_get(sk_loop *loop)
         curl_multi_setopt(pool->multi, CURLMOPT_TIMERFUNCTION, http_curl_timer);
         curl_multi_setopt(pool->multi, CURLMOPT_TIMERDATA, pool);
         curl_multi_setopt(pool->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+        /* libcurl's own cap is 100 streams per connection; past it every
+         * further transfer opens a connection of its own (7.88 does not wait
+         * for the one being set up), so a burst of a few hundred calls
+         * opened hundreds of TLS connections. The server's
+         * SETTINGS_MAX_CONCURRENT_STREAMS still applies. */
+        curl_multi_setopt(pool->multi, CURLMOPT_MAX_CONCURRENT_STREAMS, HTTP_MAX_STREAMS);
         uv_timer_init(sk_loop_uv(loop), &pool->timer);
         pool->timer.data = pool;
         uv_timer_init(sk_loop_uv(loop), &pool->kick);
@@ -751,6 +773,10 @@ static const char *http_setup(sk_http *r, const sk_http_request *q)
     curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->hdr_list);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    /* Bodies are handed over whole (POSTFIELDS) and HTTP/2 frames are 16 KiB:
+     * curl's default 64 KiB upload buffer per transfer only cost memory
+     * (about half the heap of a Modal exec in flight, bench/scale.lua). */
+    curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
     long timeout = q->timeout_ms == 0 ? HTTP_DEFAULT_TIMEOUT_MS : q->timeout_ms < 0 ? 0 : q->timeout_ms;
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout);
     r->max_body = q->max_body_bytes ? q->max_body_bytes : SK_HTTP_DEFAULT_MAX_BODY;

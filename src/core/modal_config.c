@@ -158,6 +158,7 @@ void sk_modal_config_free(sk_modal_config *c)
     free(c->environment);
     free(c->image_builder_version);
     free(c->loglevel);
+    free(c->ca_file);
     free(c->profile);
     memset(c, 0, sizeof *c);
     c->max_throttle_wait = -1;

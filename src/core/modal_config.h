@@ -32,6 +32,7 @@ typedef struct sk_modal_config {
     char *loglevel;              /* NULL when unset */
     char *profile;               /* the profile used, NULL when none */
     int64_t max_throttle_wait;   /* MODAL_MAX_THROTTLE_WAIT seconds; -1 = unset (unlimited) */
+    char *ca_file;               /* ModalSandbox option: PEM roots for TLS; NULL = system roots */
 } sk_modal_config;
 
 typedef struct sk_modal_config_opts {

@@ -27,6 +27,7 @@
 #define WS_MAX_PROTOCOLS_LEN 8192
 #define WS_MAX_EXTRA_HEADERS_LEN 8192
 #define WS_LWS_WRITE_CLOSE 4 /* lws' private LWS_WRITE_CLOSE (event-core §8) */
+#define WS_LWS_TIMEOUT_SECS 60 /* lws connect/handshake steps; see ws_vhost_get */
 
 /* One lws vhost per distinct CA file: lws keeps the client TLS context
  * (and so the trust store) per vhost. */
@@ -353,6 +354,7 @@ static ws_svc *ws_svc_get(sk_loop *loop)
      * and the offered list is kept in the header table. */
     info.pt_serv_buf_size = 32768;
     info.max_http_header_data = 16384;
+    info.timeout_secs = WS_LWS_TIMEOUT_SECS; /* as the vhosts' (ws_vhost_get) */
     ws_handle_set before = { 0 };
     uv_walk(sk_loop_uv(loop), ws_handles_collect, &before);
     svc->ctx = lws_create_context(&info);
@@ -394,6 +396,13 @@ static ws_vhost *ws_vhost_get(ws_svc *svc, const char *ca_file)
     info.protocols = ws_protocols;
     info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
     info.client_ssl_ca_filepath = ca_file;
+    /* lws' own deadline for each connect and handshake step (default 5 s
+     * here) must not cut in before the caller's (sk_ws_opts and the
+     * providers' handshake_timeout_ms): with 1,000 sockets opening at once
+     * on a busy server, handshakes wait longer than that and lws dropped
+     * them as "connection closed". */
+    info.timeout_secs = WS_LWS_TIMEOUT_SECS;
+    info.connect_timeout_secs = WS_LWS_TIMEOUT_SECS;
     v->vh = lws_create_vhost(svc->ctx, &info);
     if (!v->vh) {
         free(v->ca_file);

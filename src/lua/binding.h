@@ -65,4 +65,10 @@ int skl_http_request(lua_State *L); /* core.http_request (http_ud.c) */
 int skl_json_decode(lua_State *L);  /* core.json_decode (http_ud.c) */
 void skl_open_fs(lua_State *L); /* adds fs_root & co. to the module table on top */
 
+/* sandkit.Buffer (buffer_ud.c): adds core.Buffer and core.buffer to the
+ * table on top; state_idx is the state userdata's stack index. */
+void skl_open_buffer(lua_State *L, int state_idx);
+/* Pushes a buffer that takes over src's bytes (src is left empty). */
+void skl_buffer_push_take(lua_State *L, sk_buf *src);
+
 #endif

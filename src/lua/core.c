@@ -524,6 +524,7 @@ int luaopen_sandkit_core(lua_State *L)
     lua_newtable(L);
     lua_pushvalue(L, state_idx);
     luaL_setfuncs(L, funcs, 1);
+    skl_open_buffer(L, state_idx);
     lua_pushvalue(L, state_idx);
     skl_open_sandbox(L); /* adds Sandbox/Process metatables; pops the state */
     skl_open_fs(L);

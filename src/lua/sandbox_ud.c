@@ -23,6 +23,7 @@ typedef struct skl_process {
     sk_process *p; /* NULL once released */
     skl_target target;
     int want_output; /* queue output events (someone streams) */
+    int capture_buffer; /* capture = "buffer": output as sandkit.Buffer */
 } skl_process;
 
 static skl_sandbox *sandbox_check(lua_State *L, int idx)
@@ -178,6 +179,7 @@ static int sandbox_spawn(lua_State *L)
     lua_pop(L, 1);
     lua_getfield(L, 3, "capture");
     o.capture = lua_isnil(L, -1) || lua_toboolean(L, -1);
+    int capture_buffer = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "buffer") == 0;
     lua_pop(L, 1);
     lua_getfield(L, 3, "max_output_bytes");
     lua_Number max_output = lua_tonumber(L, -1);
@@ -198,6 +200,7 @@ static int sandbox_spawn(lua_State *L)
     box->target.st = s->st;
     box->target.token = token;
     box->want_output = stream;
+    box->capture_buffer = capture_buffer;
     luaL_setmetatable(L, SKL_PROCESS);
     lua_pushvalue(L, 1);
     lua_setiuservalue(L, -2, 1); /* the sandbox outlives its processes */
@@ -377,20 +380,43 @@ static void process_push_buf(lua_State *L, const sk_buf *b)
     lua_pushlstring(L, b->data ? b->data : "", b->len);
 }
 
-/* The result table of an exited process (light userdata sk_process *);
- * run protected: the copies of the output may not fit in memory. */
+/* stdout (stream 1) or stderr (2) of the process at idx: a string, or with
+ * capture = "buffer" once it has exited, a sandkit.Buffer that takes over
+ * the bytes (no copy), made once and kept in the process's state table. */
+static void process_push_output(lua_State *L, int idx, skl_process *box, int stream)
+{
+    sk_process *p = box->p;
+    sk_buf *b = stream == 1 ? &p->out : &p->err;
+    if (!box->capture_buffer || !p->exited) {
+        process_push_buf(L, b);
+        return;
+    }
+    const char *key = stream == 1 ? "stdout_buffer" : "stderr_buffer";
+    lua_getiuservalue(L, idx, 2);
+    if (lua_getfield(L, -1, key) == LUA_TNIL) {
+        lua_pop(L, 1);
+        skl_buffer_push_take(L, b);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, -3, key);
+    }
+    lua_remove(L, -2);
+}
+
+/* The result table of the exited process at index 1; run protected: the
+ * copies of the output may not fit in memory. */
 static int process_result_table(lua_State *L)
 {
-    const sk_process *p = lua_touserdata(L, 1);
+    skl_process *box = lua_touserdata(L, 1);
+    const sk_process *p = box->p;
     const sk_result *r = &p->result;
     lua_createtable(L, 0, 10);
     lua_pushinteger(L, r->exit_code);
     lua_setfield(L, -2, "exit_code");
     lua_pushboolean(L, r->exit_code == 0 && !r->timed_out && !r->cancelled);
     lua_setfield(L, -2, "success");
-    process_push_buf(L, &p->out);
+    process_push_output(L, 1, box, 1);
     lua_setfield(L, -2, "stdout");
-    process_push_buf(L, &p->err);
+    process_push_output(L, 1, box, 2);
     lua_setfield(L, -2, "stderr");
     lua_pushnumber(L, r->execution_time_ms);
     lua_setfield(L, -2, "execution_time_ms");
@@ -427,7 +453,7 @@ static int process_result(lua_State *L)
         return 2;
     }
     lua_pushcfunction(L, process_result_table);
-    lua_pushlightuserdata(L, p);
+    lua_pushvalue(L, 1);
     int rc = lua_pcall(L, 1, 1, 0);
     if (rc == LUA_OK)
         return 1;
@@ -531,9 +557,9 @@ static int process_index(lua_State *L)
             return 0;
         lua_pushinteger(L, p->result.exit_code);
     } else if (strcmp(key, "stdout") == 0)
-        process_push_buf(L, &p->out);
+        process_push_output(L, 1, box, 1);
     else if (strcmp(key, "stderr") == 0)
-        process_push_buf(L, &p->err);
+        process_push_output(L, 1, box, 2);
     else if (strcmp(key, "running") == 0)
         lua_pushboolean(L, !p->exited);
     else

@@ -30,6 +30,8 @@ return {
       description = "Modal token secret (else MODAL_TOKEN_SECRET, else ~/.modal.toml). Never shown in errors." },
     server_url = { type = "string", non_empty = true,
       description = "Control-plane URL (else MODAL_SERVER_URL, else the profile, else https://api.modal.com:443)." },
+    ca_file = { type = "string", non_empty = true,
+      description = "PEM file of the certificate authorities to trust for TLS (control plane and task router); default: the system's." },
     max_response_bytes = { type = "integer", min = 1024, default = 16777216,
       description = "Largest gRPC response message accepted, in bytes (default 16 MiB; the SDKs allow up to 104857600). A length prefix above it ends the call at once with ResponseTooLargeError (fields limit, rpc); output streams are many messages and are not limited by it." },
     rpc_timeout_ms = { type = "integer", ms = true, zero = "no deadline",

@@ -4,12 +4,15 @@
 //
 //   node bench_sdk.mjs <server-url> [runs]      e.g. http://127.0.0.1:41234 20
 //
-// Prints one JSON line {"exec_true_median_ms":..,"stdout_10mib_ms":..}:
+// Prints one JSON line {"exec_true_median_ms":..,"stdout_10mib_ms":..,
+// "exec_true_cpu_us":..,"stdout_10mib_cpu_ms":..}:
 // - exec_true_median_ms: median over `runs` (default 20) of exec(["true"])
 //   until its exit code and both (empty) output streams are in, after one
 //   warm-up exec that pays for SandboxGetTaskId and router access;
 // - stdout_10mib_ms: exec(["head","-c","10485760","/dev/zero"]) in binary
-//   mode, until all 10 MiB are read and the exit code is in.
+//   mode, until all 10 MiB are read and the exit code is in;
+// - exec_true_cpu_us, stdout_10mib_cpu_ms: this process's CPU time (user +
+//   system, all threads: process.cpuUsage) over the same spans, per exec.
 // Credentials: MODAL_TOKEN_ID / MODAL_TOKEN_SECRET, default ak-test / as-test
 // (the server's defaults). A user's ~/.modal.toml is never read.
 
@@ -57,21 +60,29 @@ const sb = await mc.sandboxes.create(app, mc.images.fromRegistry('ubuntu:22.04')
 try {
   await timedExec(sb, ['true']); // warm-up
   const times = [];
+  const cpu0 = process.cpuUsage();
   for (let i = 0; i < runs; i++) {
     const r = await timedExec(sb, ['true']);
     if (r.code !== 0) throw new Error(`true exited ${r.code}`);
     times.push(r.ms);
   }
+  const cpuExec = process.cpuUsage(cpu0);
   times.sort((a, b) => a - b);
   const mid = times.length >> 1;
   const median = times.length % 2 ? times[mid] : (times[mid - 1] + times[mid]) / 2;
 
   const SIZE = 10 * 1024 * 1024;
+  const cpu1 = process.cpuUsage();
   const big = await timedExec(sb, ['head', '-c', String(SIZE), '/dev/zero'], { mode: 'binary' });
+  const cpuBig = process.cpuUsage(cpu1);
   if (big.code !== 0 || big.out !== SIZE) throw new Error(`10 MiB transfer: exit ${big.code}, ${big.out} bytes`);
 
   const round = (x) => Math.round(x * 100) / 100;
-  process.stdout.write(`${JSON.stringify({ exec_true_median_ms: round(median), stdout_10mib_ms: round(big.ms) })}\n`);
+  process.stdout.write(`${JSON.stringify({
+    exec_true_median_ms: round(median), stdout_10mib_ms: round(big.ms),
+    exec_true_cpu_us: round((cpuExec.user + cpuExec.system) / runs),
+    stdout_10mib_cpu_ms: round((cpuBig.user + cpuBig.system) / 1000),
+  })}\n`);
 } finally {
   await sb.terminate().catch(() => {});
 }

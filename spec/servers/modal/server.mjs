@@ -36,7 +36,7 @@ function usage() {
   return `usage: node server.mjs [--port N] [--admin-port N] [--state-dir DIR]
   [--token-id ID] [--token-secret SECRET] [--token-ttl SECONDS]
   [--auth-token-optional] [--isolation none|bwrap] [--default-environment NAME]
-  [--router-url URL] [--no-stdin-exit]
+  [--router-url URL] [--no-stdin-exit] [--host ADDR] [--tls-cert PEM --tls-key PEM]
   [--faults JSON] [--fault-unavailable N[:RPC]] [--fault-cut-stream BYTES[:COUNT]]
   [--fault-delay-ms MS[:RPC]]
 (expiring tokens at start-up: --token-ttl; revoking issued ones: the admin API)`;
@@ -46,7 +46,7 @@ function parseArgs(argv) {
   const o = {
     port: 0, adminPort: 0, stateDir: null, tokenId: 'ak-test', tokenSecret: 'as-test',
     tokenTtl: 3600, authTokenOptional: false, isolation: 'none', defaultEnv: 'main',
-    routerUrl: null, stdinExit: true, faults: {},
+    routerUrl: null, stdinExit: true, faults: {}, host: '127.0.0.1', tlsCert: null, tlsKey: null,
   };
   const need = (i) => {
     if (i + 1 >= argv.length) throw new Error(`${argv[i]} needs a value\n${usage()}`);
@@ -67,6 +67,9 @@ function parseArgs(argv) {
       case '--default-environment': o.defaultEnv = need(i); i++; break;
       case '--router-url': o.routerUrl = need(i); i++; break;
       case '--no-stdin-exit': o.stdinExit = false; break;
+      case '--host': o.host = need(i); i++; break;
+      case '--tls-cert': o.tlsCert = need(i); i++; break;
+      case '--tls-key': o.tlsKey = need(i); i++; break;
       case '--faults': Object.assign(o.faults, JSON.parse(need(i))); i++; break;
       case '--fault-unavailable': {
         const [n, rpc] = rpcPart(need(i)); i++;
@@ -88,6 +91,8 @@ function parseArgs(argv) {
     }
   }
   if (!['none', 'bwrap'].includes(o.isolation)) throw new Error('--isolation must be none or bwrap');
+  if (!o.tlsCert !== !o.tlsKey) throw new Error('--tls-cert and --tls-key go together');
+  if (!/^127\./.test(o.host)) throw new Error('--host must be a loopback address (127.x.y.z)');
   return o;
 }
 
@@ -310,6 +315,7 @@ function logCall(service, method, call) {
     seq: ++callSeq, t_ms: Date.now() - startMs, service, rpc: method,
     path: `/${service}/${method}`, metadata_keys: Object.keys(md).sort(), metadata: {},
     request: summarizeRequest(call.request), code: null, fault: null,
+    peer: call.getPeer(), // the client's address:port: one per connection
   };
   for (const [k, v] of Object.entries(md)) if (LOGGED_VALUES.has(k)) entry.metadata[k] = String(v);
   callLog.push(entry);
@@ -964,11 +970,17 @@ server.addService(...serviceDef('modal.client.TaskCommandRouter', ROUTER, router
 
 let routerUrl = '';
 const port = await new Promise((resolve, reject) => {
-  server.bindAsync(`127.0.0.1:${opts.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+  // --tls-cert/--tls-key: TLS as in production (the bench's check that
+  // calls share one connection); otherwise h2c.
+  const creds = opts.tlsCert
+    ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: fs.readFileSync(opts.tlsCert), private_key: fs.readFileSync(opts.tlsKey) }], false)
+    : grpc.ServerCredentials.createInsecure();
+  server.bindAsync(`${opts.host}:${opts.port}`, creds, (err, p) => (err ? reject(err) : resolve(p)));
 });
 // The SDK insists on an https router URL but, because the control-plane URL
 // is 127.0.0.1, dials it in plaintext (h2c): so the router is this port.
-routerUrl = opts.routerUrl ?? `https://127.0.0.1:${port}`;
+// On another loopback address (--host) both sides use TLS to it.
+routerUrl = opts.routerUrl ?? `https://${opts.host}:${port}`;
 
 // ------------------------------------------------------------------ admin --
 
@@ -1042,7 +1054,7 @@ const adminPort = await new Promise((resolve, reject) => {
 
 resetFaults(opts.faults);
 process.stdout.write(`LISTENING ${port} ADMIN ${adminPort}\n`);
-log(`control plane + router on 127.0.0.1:${port} (h2c), router url ${routerUrl}, admin on 127.0.0.1:${adminPort}, state ${stateDir}, isolation ${opts.isolation}`);
+log(`control plane + router on ${opts.host}:${port} (${opts.tlsCert ? 'TLS' : 'h2c'}), router url ${routerUrl}, admin on 127.0.0.1:${adminPort}, state ${stateDir}, isolation ${opts.isolation}`);
 
 // --------------------------------------------------------------- shutdown --
 

@@ -131,7 +131,8 @@ function main() {
   process.stdin.resume();
 
   const port = opts.port === undefined ? 0 : Number(opts.port);
-  server.listen(port, '127.0.0.1', () => {
+  // backlog: bench/scale.lua opens 1,000 WebSockets at once (node's default is 511)
+  server.listen({ port, host: '127.0.0.1', backlog: 4096 }, () => {
     app.port = server.address().port;
     process.stdout.write(`LISTENING ${app.port}\n`);
     app.info(`state dir ${stateDir}; exec endpoint ${app.wsEndpoint()}`);

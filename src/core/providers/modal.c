@@ -790,6 +790,11 @@ static int modal_init(sk_sandbox *sb, const json_t *o, sk_error **err)
         sk_modal_config_free(&cfg);
         return -1;
     }
+    const char *ca = json_string_value(json_object_get(o, "ca_file"));
+    if (ca && *ca && !(cfg.ca_file = strdup(ca))) {
+        sk_modal_config_free(&cfg);
+        goto oom;
+    }
     json_t *rt = json_object_get(o, "rpc_timeout_ms");
     ms->client = mc_client_new(sb->loop, &cfg, json_is_number(rt) ? (int64_t)json_number_value(rt) : 0);
     sk_modal_config_free(&cfg); /* taken over, or left for us on failure */

@@ -521,7 +521,7 @@ static void call_attempt(mc_call *call)
     size_t n = 0;
     char attempt[16], throttle[16], delay[32], tdelay[32], bearer[8192];
     sk_grpc_request q = { .user_agent = MC_USER_AGENT, .message = call->msg.data,
-                          .message_len = call->msg.len, .path = call->rpc };
+                          .message_len = call->msg.len, .path = call->rpc, .ca_file = c->cfg.ca_file };
     if (call->kind == MC_CP || call->kind == MC_CP_STREAM) {
         /* Header order as the SDK's middleware writes them; the retry
          * middleware leaves streaming calls alone. */
