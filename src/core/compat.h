@@ -292,7 +292,8 @@ typedef struct {
 /* Only the calling thread (not the process) does its file system calls as
  * uid/gid with no supplementary groups until sk_thread_fs_ids_leave: files
  * it creates are theirs and the kernel checks their permissions. Needs
- * CAP_SETUID and CAP_SETGID. 0, or an errno with nothing changed. */
+ * CAP_SETUID and CAP_SETGID. 0, or an errno with nothing changed. Start no
+ * thread in between: a new thread copies its creator's ids for good. */
 int sk_thread_fs_ids_enter(uid_t uid, gid_t gid, sk_thread_fs_ids *saved);
 /* Restores what _enter saved. Cannot fail while the thread keeps its
  * capabilities; if it did, the process aborts rather than go on doing the
