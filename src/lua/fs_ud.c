@@ -304,10 +304,9 @@ static int dir_gc(lua_State *L)
 }
 
 /* root:readdir(rel): array of { name, type } (type as in stat, the entry
- * itself: a symlink is "symlink"). The directory is opened as the user;
- * the entries are read after the ids are back (pushing them may raise).
- * An entry without d_type is then stat'ed as the caller: it tells only
- * the type of an entry the user could list. */
+ * itself: a symlink is "symlink"). The directory is opened, and an entry
+ * without d_type stat'ed, as the user; the entries are pushed with the ids
+ * back (pushing may raise). */
 static int root_readdir(lua_State *L)
 {
     fs_handle *root = check_root(L);
@@ -343,9 +342,16 @@ static int root_readdir(lua_State *L)
         case DT_REG: type = "file"; break;
         case DT_DIR: type = "directory"; break;
         case DT_LNK: type = "symlink"; break;
-        case DT_UNKNOWN:
-            type = fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? type_of(st.st_mode) : "other";
+        case DT_UNKNOWN: {
+            sk_thread_fs_ids ids;
+            bool known = user_begin(root, &ids) == 0;
+            if (known) {
+                known = fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+                user_end(root, &ids);
+            }
+            type = known ? type_of(st.st_mode) : "other";
             break;
+        }
         default: type = "other"; break;
         }
         lua_createtable(L, 0, 2);
