@@ -209,6 +209,16 @@
 #endif
 #endif
 
+/* struct stat's times as a struct timespec: POSIX 2008 names them
+ * st_mtim/st_ctim, Apple st_mtimespec/st_ctimespec. */
+#if defined(__APPLE__)
+#define SK_ST_MTIM(st) ((st).st_mtimespec)
+#define SK_ST_CTIM(st) ((st).st_ctimespec)
+#else
+#define SK_ST_MTIM(st) ((st).st_mtim)
+#define SK_ST_CTIM(st) ((st).st_ctim)
+#endif
+
 /* Per-thread file-system ids (setfsuid, setfsgid, setgroups as raw system
  * calls). sb.fs of a root caller's bwrap sandbox acts as the sandbox user
  * with them. Like SK_HAVE_KEYRINGS this is isolation, not an interface

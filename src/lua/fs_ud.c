@@ -236,9 +236,9 @@ static int root_stat(lua_State *L)
     lua_setfield(L, -2, "size");
     lua_pushinteger(L, (lua_Integer)(st.st_mode & 07777));
     lua_setfield(L, -2, "mode");
-    lua_pushinteger(L, (lua_Integer)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000);
+    lua_pushinteger(L, (lua_Integer)SK_ST_MTIM(st).tv_sec * 1000 + SK_ST_MTIM(st).tv_nsec / 1000000);
     lua_setfield(L, -2, "mtime_ms");
-    lua_pushinteger(L, (lua_Integer)st.st_ctim.tv_sec * 1000 + st.st_ctim.tv_nsec / 1000000);
+    lua_pushinteger(L, (lua_Integer)SK_ST_CTIM(st).tv_sec * 1000 + SK_ST_CTIM(st).tv_nsec / 1000000);
     lua_setfield(L, -2, "ctime_ms");
     return 1;
 }
