@@ -395,8 +395,9 @@ int sk_thread_fs_ids_enter(uid_t uid, gid_t gid, sk_thread_fs_ids *saved)
     }
     saved->ngroups = (int)n;
     /* the groups first: root's supplementary groups (group 0 among them)
-     * would otherwise still open group-readable files */
-    if (!set_groups(0, NULL)) {
+     * would otherwise still open group-readable files (none to drop, as
+     * for a root started without any: one credential change less) */
+    if (saved->ngroups > 0 && !set_groups(0, NULL)) {
         int e = errno ? errno : EPERM; /* no CAP_SETGID: nothing changed */
         free(saved->groups);
         saved->groups = NULL;
@@ -421,7 +422,7 @@ void sk_thread_fs_ids_leave(sk_thread_fs_ids *saved)
      * took away (CAP_SETGID, needed for the rest, was never taken) */
     bool ok = set_fsuid(saved->fsuid);
     ok = set_fsgid(saved->fsgid) && ok;
-    ok = set_groups(saved->ngroups, saved->groups) && ok;
+    ok = (saved->ngroups == 0 || set_groups(saved->ngroups, saved->groups)) && ok;
     free(saved->groups);
     saved->groups = NULL;
     if (!ok)
