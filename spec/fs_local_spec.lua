@@ -93,3 +93,138 @@ describe("LocalSandbox sb.fs under bwrap binds", function()
     sb:destroy()
   end)
 end)
+
+-- A root caller's bwrap sandbox runs its commands as the sandbox user
+-- (option `user`, default 65534): sb.fs does its system calls as that user
+-- too (per-thread fsuid/fsgid, no supplementary groups; src/lua/fs_ud.c).
+describe("LocalSandbox sb.fs as the sandbox user (root caller, bwrap)", function()
+  local HAVE_BWRAP = os.execute("bwrap --ro-bind / / true >/dev/null 2>&1") == true
+  local IS_ROOT = io.popen("id -u"):read("l") == "0"
+  local function it_root_bwrap(name, fn)
+    if HAVE_BWRAP and IS_ROOT then it(name, fn) else pending(name .. " (needs root and bubblewrap)") end
+  end
+  teardown(tmp.cleanup)
+
+  local function owner(path)
+    local p = assert(io.popen("stat -c %u:%g " .. sandkit.quote(path) .. " 2>/dev/null"))
+    local s = p:read("l")
+    p:close()
+    return s
+  end
+
+  -- this thread's uid and gid lines (real, effective, saved, fs) and groups
+  local function thread_ids()
+    local f = assert(io.open("/proc/thread-self/status"))
+    local ids = {}
+    for line in f:lines() do
+      local k, v = line:match("^(%a+):%s*(.-)%s*$")
+      if k == "Uid" or k == "Gid" or k == "Groups" then ids[k] = v end
+    end
+    f:close()
+    return ids
+  end
+
+  local function put(path, text, mode)
+    local f = assert(io.open(path, "w"))
+    f:write(text)
+    f:close()
+    assert(os.execute(("chmod %s %s"):format(mode, sandkit.quote(path))))
+  end
+
+  it_root_bwrap("creates files and directories owned by the sandbox user, which its commands can write into", function()
+    local before = thread_ids()
+    local ws = tmp.dir() .. "/ws"
+    local sb = sandkit.LocalSandbox { working_directory = ws, isolation = "bwrap" }
+    assert(sb:start())
+    assert.same({ uid = 65534, gid = 65534 }, sb:info().metadata.sandbox_user)
+    local tmpdir = sb:info().metadata.tmp_directory
+    assert.is_true(sb.fs:write_file("made/deep/f.txt", "x"))
+    assert.is_true(sb.fs:mkdir("dir"))
+    assert.is_true(sb.fs:append_file("dir/log.txt", "a"))
+    assert.is_true(sb.fs:copy_file("made/deep/f.txt", "copied/c.txt"))
+    assert.is_true(sb.fs:move_file("dir/log.txt", "moved/log.txt"))
+    assert.is_true(sb.fs:write_file("/tmp/scratch/t.txt", "t"))
+    for _, p in ipairs({ "made", "made/deep", "made/deep/f.txt", "dir", "copied", "copied/c.txt", "moved", "moved/log.txt" }) do
+      assert.equal("65534:65534", owner(ws .. "/" .. p), p)
+    end
+    assert.equal("65534:65534", owner(tmpdir .. "/scratch"))
+    assert.equal("65534:65534", owner(tmpdir .. "/scratch/t.txt"))
+    -- the sandbox's commands write into what sb.fs made, and sb.fs reads it
+    local r = assert(sb:exec("echo hi > made/deep/cmd.txt && ln -s cmd.txt made/deep/link && echo more >> /tmp/scratch/t.txt && id -u"))
+    assert.equal(0, r.exit_code, r.stderr)
+    assert.equal("65534\n", r.stdout)
+    assert.equal("hi\n", sb.fs:read_file("made/deep/cmd.txt"))
+    assert.equal("tmore\n", sb.fs:read_file("/tmp/scratch/t.txt"))
+    -- and sb.fs removes what the commands made
+    assert.is_true(sb.fs:rmdir("made", { recursive = true }))
+    assert.is_false(sb.fs:exists("made"))
+    sb:destroy()
+    -- the thread is root again: a LocalFilesystem creates root's files
+    assert.same(before, thread_ids())
+    local base = tmp.dir() .. "/plain"
+    local lfs = sandkit.LocalFilesystem { base_path = base }
+    assert.is_true(lfs:write_file("d/r.txt", "r"))
+    assert.equal("0:0", owner(base .. "/d"))
+    assert.equal("0:0", owner(base .. "/d/r.txt"))
+  end)
+
+  it_root_bwrap("cannot read or change a file only root may read, and ends every call as root again", function()
+    local before = thread_ids()
+    local ws = tmp.dir() .. "/ws"
+    local sb = sandkit.LocalSandbox { working_directory = ws, isolation = "bwrap" }
+    assert(sb:start())
+    put(ws .. "/root600.txt", "SECRET600", "600")
+    put(ws .. "/root640.txt", "SECRET640", "640") -- group root: the groups are dropped too
+    put(ws .. "/open644.txt", "open", "644")
+    assert(os.execute("mkdir -m 700 " .. sandkit.quote(ws .. "/rootdir") .. " && echo s > " .. sandkit.quote(ws .. "/rootdir/s.txt")))
+    assert.equal("0:0", owner(ws .. "/root600.txt"))
+    -- positive control: the readable file reads, so the refusals are permissions
+    assert.equal("open", sb.fs:read_file("open644.txt"))
+    for _, name in ipairs({ "root600.txt", "root640.txt" }) do
+      local v, err = sb.fs:read_file(name)
+      assert.is_nil(v)
+      assert.equal("PermissionError", err.kind, name)
+      assert.equal("PermissionError", select(2, sb.fs:write_file(name, "x")).kind)
+      assert.equal("PermissionError", select(2, sb.fs:append_file(name, "x")).kind)
+      assert.equal("PermissionError", select(2, sb.fs:copy_file(name, "copy-" .. name)).kind)
+      assert.is_false(sb.fs:exists("copy-" .. name))
+    end
+    assert.equal("PermissionError", select(2, sb.fs:read_file("rootdir/s.txt")).kind)
+    assert.equal("PermissionError", select(2, sb.fs:readdir("rootdir")).kind)
+    assert.equal("PermissionError", select(2, sb.fs:write_file("rootdir/planted.txt", "x")).kind)
+    assert.equal("PermissionError", select(2, sb.fs:delete_file("rootdir/s.txt")).kind)
+    -- readable by all, writable by root only
+    assert.equal("PermissionError", select(2, sb.fs:write_file("open644.txt", "x")).kind)
+    -- what the sandbox's commands see is the same
+    assert.is_false(sb:exec("cat root600.txt").success)
+    assert.is_false(sb:exec("cat root640.txt").success)
+    -- the files are untouched; every call, failed ones included, ended as root
+    assert.equal("SECRET600", assert(io.open(ws .. "/root600.txt")):read("a"))
+    assert.equal("SECRET640", assert(io.open(ws .. "/root640.txt")):read("a"))
+    assert.equal("open", assert(io.open(ws .. "/open644.txt")):read("a"))
+    assert.is_nil(io.open(ws .. "/rootdir/planted.txt"))
+    assert.same(before, thread_ids())
+    sb:destroy()
+    -- positive control: without isolation sb.fs is root and reads it
+    local ws2 = tmp.dir() .. "/ws"
+    local plain = sandkit.LocalSandbox { working_directory = ws2 }
+    assert(plain:start())
+    assert.is_nil(plain:info().metadata.sandbox_user)
+    put(ws2 .. "/root600.txt", "SECRET600", "600")
+    assert.equal("SECRET600", plain.fs:read_file("root600.txt"))
+    plain:destroy()
+  end)
+
+  it_root_bwrap("acts as the user named by the option user", function()
+    local ws = tmp.dir() .. "/ws"
+    local sb = sandkit.LocalSandbox { working_directory = ws, isolation = "bwrap", user = 4242 }
+    assert(sb:start())
+    assert.same({ uid = 4242, gid = 4242 }, sb:info().metadata.sandbox_user)
+    assert.is_true(sb.fs:write_file("sub/f.txt", "x"))
+    assert.equal("4242:4242", owner(ws .. "/sub"))
+    assert.equal("4242:4242", owner(ws .. "/sub/f.txt"))
+    assert.is_true(sb:exec("echo y > sub/g.txt").success)
+    assert.equal("4242:4242", owner(ws .. "/sub/g.txt"))
+    sb:destroy()
+  end)
+end)

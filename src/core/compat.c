@@ -6,18 +6,23 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stdio.h> /* renameat, renameat2 */
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #if SK_HAVE_GETRANDOM
 #include <sys/random.h>
 #endif
-#if SK_HAVE_PIDFD || SK_HAVE_KEYRINGS
+#if SK_HAVE_PIDFD || SK_HAVE_KEYRINGS || SK_HAVE_OPENAT2 || SK_HAVE_FSUID
 #include <sys/syscall.h>
 #endif
 #if SK_HAVE_KEYRINGS
 #include <linux/keyctl.h>
+#endif
+#if SK_HAVE_OPENAT2
+#include <linux/openat2.h>
 #endif
 #if defined(__APPLE__)
 #include <crt_externs.h>
@@ -243,5 +248,186 @@ int sk_spawnp_in(pid_t *pid, const char *file, posix_spawn_file_actions_t *fa,
     int rc = posix_spawn(pid, "/bin/sh", fa, attr, tv, envp);
     free(tv);
     return rc;
+#endif
+}
+
+int sk_openat_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+#if SK_HAVE_OPENAT2 && defined(SYS_openat2)
+    struct open_how how;
+    memset(&how, 0, sizeof how);
+    how.flags = (unsigned long long)(flags | O_CLOEXEC);
+    how.mode = (flags & O_CREAT) ? mode : 0;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+    /* EAGAIN: a rename raced the lookup. Bounded, so that sandboxed code
+     * renaming in a loop cannot keep the caller spinning. */
+    int again = 0;
+    for (;;) {
+        long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+        if (fd >= 0)
+            return (int)fd;
+        if (errno == EINTR || (errno == EAGAIN && ++again < 16))
+            continue;
+        return -1;
+    }
+#else
+    (void)dirfd;
+    (void)path;
+    (void)flags;
+    (void)mode;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+int sk_renameat_noreplace(int fromfd, const char *from, int tofd, const char *to)
+{
+#if SK_HAVE_RENAMEAT2
+    return renameat2(fromfd, from, tofd, to, RENAME_NOREPLACE);
+#elif SK_HAVE_RENAMEATX_NP
+    return renameatx_np(fromfd, from, tofd, to, RENAME_EXCL);
+#else
+    struct stat st;
+    if (fstatat(fromfd, from, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        /* flags 0: a symlink is linked itself, never followed */
+        if (linkat(fromfd, from, tofd, to, 0) == 0) {
+            if (unlinkat(fromfd, from, 0) == 0)
+                return 0;
+            int e = errno;
+            (void)unlinkat(tofd, to, 0); /* the file keeps its old name only */
+            errno = e;
+            return -1;
+        }
+        /* EPERM/EACCES: no hard links on this file system, or the kernel
+         * protects this file from them (fs.protected_hardlinks);
+         * EMLINK: too many links already */
+        if (errno != EPERM && errno != EACCES && errno != EMLINK && errno != ENOTSUP
+#if EOPNOTSUPP != ENOTSUP
+            && errno != EOPNOTSUPP
+#endif
+        )
+            return -1;
+    }
+    if (fstatat(tofd, to, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        errno = EEXIST;
+        return -1;
+    }
+    if (errno != ENOENT)
+        return -1;
+    return renameat(fromfd, from, tofd, to);
+#endif
+}
+
+ssize_t sk_copy_range(int in, int out, size_t len)
+{
+#if SK_HAVE_COPY_FILE_RANGE
+    return copy_file_range(in, NULL, out, NULL, len, 0);
+#else
+    (void)in;
+    (void)out;
+    (void)len;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+#if SK_HAVE_FSUID
+/* The raw system calls: glibc's setgroups changes every thread of the
+ * process (its setxid broadcast); the kernel's changes the caller only.
+ * 32-bit x86 and ARM name the 32-bit-id versions *32. */
+#if defined(SYS_setfsuid32)
+#define SK_SYS_SETFSUID SYS_setfsuid32
+#define SK_SYS_SETFSGID SYS_setfsgid32
+#define SK_SYS_SETGROUPS SYS_setgroups32
+#define SK_SYS_GETGROUPS SYS_getgroups32
+#else
+#define SK_SYS_SETFSUID SYS_setfsuid
+#define SK_SYS_SETFSGID SYS_setfsgid
+#define SK_SYS_SETGROUPS SYS_setgroups
+#define SK_SYS_GETGROUPS SYS_getgroups
+#endif
+
+/* setfsuid/setfsgid return the previous id and never fail visibly: an id
+ * of -1 changes nothing and tells the current one. */
+static uid_t thread_fsuid(void) { return (uid_t)syscall(SK_SYS_SETFSUID, (uid_t)-1); }
+static gid_t thread_fsgid(void) { return (gid_t)syscall(SK_SYS_SETFSGID, (gid_t)-1); }
+
+static bool set_fsuid(uid_t uid)
+{
+    (void)syscall(SK_SYS_SETFSUID, uid);
+    return thread_fsuid() == uid;
+}
+
+static bool set_fsgid(gid_t gid)
+{
+    (void)syscall(SK_SYS_SETFSGID, gid);
+    return thread_fsgid() == gid;
+}
+
+static bool set_groups(int n, const gid_t *groups)
+{
+    return syscall(SK_SYS_SETGROUPS, (size_t)n, groups) == 0;
+}
+#endif
+
+int sk_thread_fs_ids_enter(uid_t uid, gid_t gid, sk_thread_fs_ids *saved)
+{
+    memset(saved, 0, sizeof *saved);
+#if SK_HAVE_FSUID
+    saved->fsuid = thread_fsuid();
+    saved->fsgid = thread_fsgid();
+    long n = syscall(SK_SYS_GETGROUPS, 0, NULL);
+    if (n < 0)
+        return errno;
+    if (n > 0) {
+        saved->groups = malloc((size_t)n * sizeof *saved->groups);
+        if (!saved->groups)
+            return ENOMEM;
+        n = syscall(SK_SYS_GETGROUPS, (int)n, saved->groups);
+        if (n < 0) { /* the list changed in between: only another setgroups of ours could */
+            int e = errno;
+            free(saved->groups);
+            saved->groups = NULL;
+            return e;
+        }
+    }
+    saved->ngroups = (int)n;
+    /* the groups first: root's supplementary groups (group 0 among them)
+     * would otherwise still open group-readable files (none to drop, as
+     * for a root started without any: one credential change less) */
+    if (saved->ngroups > 0 && !set_groups(0, NULL)) {
+        int e = errno ? errno : EPERM; /* no CAP_SETGID: nothing changed */
+        free(saved->groups);
+        saved->groups = NULL;
+        return e;
+    }
+    if (set_fsgid(gid) && set_fsuid(uid))
+        return 0;
+    /* undo only what changed: groups could be set, so they can be restored */
+    sk_thread_fs_ids_leave(saved);
+    return EPERM;
+#else
+    (void)uid;
+    (void)gid;
+    return ENOTSUP;
+#endif
+}
+
+void sk_thread_fs_ids_leave(sk_thread_fs_ids *saved)
+{
+#if SK_HAVE_FSUID
+    /* the uid first: it gives back the file capabilities a non-zero fsuid
+     * took away (CAP_SETGID, needed for the rest, was never taken) */
+    bool ok = set_fsuid(saved->fsuid);
+    ok = set_fsgid(saved->fsgid) && ok;
+    ok = (saved->ngroups == 0 || set_groups(saved->ngroups, saved->groups)) && ok;
+    free(saved->groups);
+    saved->groups = NULL;
+    if (!ok)
+        abort();
+#else
+    (void)saved;
 #endif
 }

@@ -4,17 +4,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
-#include <stdio.h> /* renameat2 */
+#include <stdatomic.h>
+#include <stdio.h> /* renameat */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-static bool force_fallback;
-static bool no_openat2; /* the kernel said ENOSYS once */
+#include "compat.h"
 
-void sk_fs_force_fallback(bool on) { force_fallback = on; }
+static atomic_bool force_fallback;
+static atomic_bool no_openat2; /* the kernel (or valgrind) said ENOSYS once */
+
+void sk_fs_force_fallback(bool on) { atomic_store(&force_fallback, on); }
 
 static int neg_errno(void) { return errno ? -errno : -EIO; }
 
@@ -25,7 +26,8 @@ static bool is_symlink_at(int dirfd, const char *name)
 }
 
 /* The walk used without openat2: no component may be "..", and no
- * component (the last one included) may be a symlink. */
+ * component (the last one included) may be a symlink. Directories on the
+ * way are opened with SK_O_DIR_REF (O_PATH where there is one). */
 static int open_fallback(int rootfd, const char *rel, int flags, mode_t mode)
 {
     size_t n = strlen(rel);
@@ -58,7 +60,8 @@ static int open_fallback(int rootfd, const char *rel, int flags, mode_t mode)
                 rc = neg_errno();
                 if ((rc == -ELOOP || rc == -ENOTDIR) && is_symlink_at(cur, comp))
                     rc = -EXDEV;
-            } else if (flags & O_PATH) {
+            } else {
+                /* O_PATH | O_NOFOLLOW opens a symlink itself */
                 struct stat st;
                 if (fstat(rc, &st) == 0 && S_ISLNK(st.st_mode)) {
                     close(rc);
@@ -67,7 +70,7 @@ static int open_fallback(int rootfd, const char *rel, int flags, mode_t mode)
             }
             goto out;
         }
-        int fd = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int fd = openat(cur, comp, SK_O_DIR_REF | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) {
             rc = neg_errno();
             if ((rc == -ELOOP || rc == -ENOTDIR) && is_symlink_at(cur, comp))
@@ -90,21 +93,19 @@ int sk_fs_open(int rootfd, const char *rel, int flags, mode_t mode)
 {
     if (!rel[0])
         rel = ".";
-    if (!force_fallback && !no_openat2) {
-        struct open_how how;
-        memset(&how, 0, sizeof how);
-        how.flags = (unsigned long long)(flags | O_CLOEXEC);
-        how.mode = (flags & O_CREAT) ? mode : 0;
-        how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-        long fd;
-        do
-            fd = syscall(SYS_openat2, rootfd, rel, &how, sizeof how);
-        while (fd < 0 && (errno == EINTR || errno == EAGAIN));
+    if (!atomic_load(&force_fallback) && !atomic_load(&no_openat2)) {
+        int fd = sk_openat_beneath(rootfd, rel, flags, mode);
         if (fd >= 0)
-            return (int)fd;
-        if (errno != ENOSYS)
+            return fd;
+        /* The walk answers instead when openat2 is missing (ENOSYS: an old
+         * kernel, the portable build, valgrind), after renames kept it
+         * from finishing (EAGAIN), and for EPERM, which old container
+         * seccomp profiles give for every system call they do not know
+         * (a real EPERM comes back from the walk too). */
+        if (errno == ENOSYS)
+            atomic_store(&no_openat2, true);
+        else if (errno != EAGAIN && errno != EPERM)
             return neg_errno();
-        no_openat2 = true;
     }
     return open_fallback(rootfd, rel, flags, mode);
 }
@@ -134,7 +135,7 @@ int sk_fs_root_open(const char *path, bool create)
         if (rc)
             return rc;
     }
-    int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int fd = open(path, SK_O_DIR_REF | O_CLOEXEC);
     return fd < 0 ? neg_errno() : fd;
 }
 
@@ -146,14 +147,14 @@ int sk_fs_open_parent(int rootfd, const char *rel, const char **leaf)
         return -EINVAL;
     *leaf = name;
     if (!slash)
-        return sk_fs_open(rootfd, ".", O_PATH | O_DIRECTORY, 0);
+        return sk_fs_open(rootfd, ".", SK_O_DIR_REF, 0);
     size_t n = (size_t)(slash - rel);
     char *dir = malloc(n + 1);
     if (!dir)
         return -ENOMEM;
     memcpy(dir, rel, n);
     dir[n] = '\0';
-    int fd = sk_fs_open(rootfd, dir, O_PATH | O_DIRECTORY, 0);
+    int fd = sk_fs_open(rootfd, dir, SK_O_DIR_REF, 0);
     free(dir);
     return fd;
 }
@@ -167,20 +168,27 @@ int sk_fs_stat(int rootfd, const char *rel, bool nofollow, struct stat *st)
 {
     if (is_root(rel))
         return fstat(rootfd, st) == 0 ? 0 : neg_errno();
-    if (nofollow) {
-        const char *leaf;
-        int dfd = sk_fs_open_parent(rootfd, rel, &leaf);
-        if (dfd < 0)
-            return dfd;
-        int rc = fstatat(dfd, leaf, st, AT_SYMLINK_NOFOLLOW) == 0 ? 0 : neg_errno();
-        close(dfd);
+#if SK_HAVE_O_PATH
+    if (!nofollow) {
+        int fd = sk_fs_open(rootfd, rel, SK_O_REF, 0);
+        if (fd < 0)
+            return fd;
+        int rc = fstat(fd, st) == 0 ? 0 : neg_errno();
+        close(fd);
         return rc;
     }
-    int fd = sk_fs_open(rootfd, rel, O_PATH, 0);
-    if (fd < 0)
-        return fd;
-    int rc = fstat(fd, st) == 0 ? 0 : neg_errno();
-    close(fd);
+#endif
+    /* Without O_PATH, opening the file itself could block or act (a FIFO,
+     * a device): its parent is opened and a final symlink is refused, as
+     * the fallback walk refuses every symlink. */
+    const char *leaf;
+    int dfd = sk_fs_open_parent(rootfd, rel, &leaf);
+    if (dfd < 0)
+        return dfd;
+    int rc = fstatat(dfd, leaf, st, AT_SYMLINK_NOFOLLOW) == 0 ? 0 : neg_errno();
+    close(dfd);
+    if (rc == 0 && !nofollow && S_ISLNK(st->st_mode))
+        rc = -EXDEV;
     return rc;
 }
 
@@ -226,7 +234,7 @@ int sk_fs_rename(int rootfd, const char *from, const char *to, bool noreplace)
         close(df);
         return dt;
     }
-    int rc = renameat2(df, lf, dt, lt, noreplace ? RENAME_NOREPLACE : 0) == 0 ? 0 : neg_errno();
+    int rc = (noreplace ? sk_renameat_noreplace(df, lf, dt, lt) : renameat(df, lf, dt, lt)) == 0 ? 0 : neg_errno();
     if (rc == -EXDEV) /* keep -EXDEV for "outside the root" */
         rc = -ENOTSUP;
     close(df);
@@ -269,7 +277,7 @@ int sk_fs_write_all(int fd, const void *buf, size_t len)
 static int copy_fds(int in, int out)
 {
     for (;;) {
-        ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
+        ssize_t n = sk_copy_range(in, out, 1 << 30);
         if (n == 0)
             return 0;
         if (n > 0)

@@ -2,6 +2,7 @@
  * descriptor, so neither ".." nor a symlink can reach outside the root.
  * openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) where the kernel has it;
  * otherwise a component-by-component walk that refuses symlinks and "..".
+ * Linux-only calls go through compat.h (docs/portability.md).
  * Functions return 0 (or a descriptor) on success and -errno on failure;
  * -EXDEV means "the path leads outside the root". Blocking system calls. */
 #ifndef SK_FS_LOCAL_H
@@ -12,7 +13,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-/* Opens `path` as a root (O_PATH directory). Creates it first (mkdir -p)
+/* Opens `path` as a root (a directory descriptor: SK_O_DIR_REF). Creates it first (mkdir -p)
  * when `create` is set. Returns the descriptor or -errno. */
 int sk_fs_root_open(const char *path, bool create);
 

@@ -1,7 +1,19 @@
-/* The Lua face of src/core/fs_local.c: core.fs_root(path, create) gives a
- * root object whose methods take paths relative to it; failures return
- * nil, errno name ("ENOENT", ...), message. lua/sandkit/fs maps those to
- * typed errors. */
+/* The Lua face of src/core/fs_local.c: core.fs_root(path, create[, uid,
+ * gid]) gives a root object whose methods take paths relative to it;
+ * failures return nil, errno name ("ENOENT", ...), message.
+ * lua/sandkit/fs maps those to typed errors.
+ *
+ * With uid and gid (sb.fs of a sandbox whose commands run as another user:
+ * a root caller's bwrap), every system call on the root's paths is made
+ * with the thread's file-system ids set to that user and no supplementary
+ * groups, restored before the method returns (compat.h,
+ * sk_thread_fs_ids_*). Chosen over chown-after-create: what sb.fs creates
+ * is the user's from the first instant (no window in which a root-owned
+ * file sits in the sandbox's directories, no chown to get wrong on an
+ * error path), and the kernel checks that user's permissions, so sb.fs can
+ * reach no more than the sandbox's own commands can (a root-only file in
+ * the working directory stays unreadable). No Lua call (which could raise
+ * and skip the restore) happens while the ids are changed. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../core/compat.h"
 #include "../core/fs_local.h"
 #include "binding.h"
 
@@ -18,6 +31,9 @@
 
 typedef struct {
     int fd;
+    bool as_user; /* roots only: act as uid/gid */
+    uid_t uid;
+    gid_t gid;
 } fs_handle;
 
 static const struct {
@@ -63,7 +79,23 @@ static fs_handle *check_open(lua_State *L, int idx, const char *tname)
     return h;
 }
 
-static int root_fd(lua_State *L) { return check_open(L, 1, ROOT_NAME)->fd; }
+static fs_handle *check_root(lua_State *L) { return check_open(L, 1, ROOT_NAME); }
+
+/* Brackets each root operation's system calls: 0, or -errno when the ids
+ * could not be changed (then nothing was done and nothing needs undoing). */
+static int user_begin(const fs_handle *h, sk_thread_fs_ids *saved)
+{
+    if (!h->as_user)
+        return 0;
+    int e = sk_thread_fs_ids_enter(h->uid, h->gid, saved);
+    return e ? -e : 0;
+}
+
+static void user_end(const fs_handle *h, sk_thread_fs_ids *saved)
+{
+    if (h->as_user)
+        sk_thread_fs_ids_leave(saved);
+}
 
 /* Paths with NUL bytes would be cut short by the system call: refuse. */
 static const char *check_rel(lua_State *L, int idx)
@@ -89,15 +121,33 @@ static int handle_close(lua_State *L, const char *tname)
 static int root_close(lua_State *L) { return handle_close(L, ROOT_NAME); }
 static int file_close(lua_State *L) { return handle_close(L, FILE_NAME); }
 
+static lua_Integer check_id(lua_State *L, int idx)
+{
+    lua_Integer v = luaL_checkinteger(L, idx);
+    luaL_argcheck(L, v > 0 && v < 4294967295, idx, "a uid/gid from 1 to 4294967294 expected");
+    return v;
+}
+
 static int fs_root(lua_State *L)
 {
     const char *path = check_rel(L, 1);
-    int fd = sk_fs_root_open(path, lua_toboolean(L, 2));
+    bool create = lua_toboolean(L, 2);
+    bool as_user = !lua_isnoneornil(L, 3);
+    uid_t uid = as_user ? (uid_t)check_id(L, 3) : 0;
+    gid_t gid = as_user ? (gid_t)check_id(L, 4) : 0;
+    /* the userdata first: its __gc owns the descriptor from the start */
+    fs_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
+    *h = (fs_handle){ .fd = -1, .as_user = as_user, .uid = uid, .gid = gid };
+    luaL_setmetatable(L, ROOT_NAME);
+    sk_thread_fs_ids saved;
+    int fd = user_begin(h, &saved);
+    if (fd == 0) {
+        fd = sk_fs_root_open(path, create);
+        user_end(h, &saved);
+    }
     if (fd < 0)
         return push_fail(L, fd);
-    fs_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
     h->fd = fd;
-    luaL_setmetatable(L, ROOT_NAME);
     return 1;
 }
 
@@ -120,7 +170,7 @@ static int fs_force_fallback(lua_State *L)
  * "a" create/append. Only regular files open. */
 static int root_open(lua_State *L)
 {
-    int rfd = root_fd(L);
+    fs_handle *root = check_root(L);
     const char *rel = check_rel(L, 2);
     const char *mode = luaL_checkstring(L, 3);
     int flags;
@@ -131,26 +181,31 @@ static int root_open(lua_State *L)
     case 'a': flags = O_WRONLY | O_CREAT | O_APPEND; break;
     default: return luaL_argerror(L, 3, "mode must be r, w, x or a");
     }
+    fs_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
+    *h = (fs_handle){ .fd = -1 };
+    luaL_setmetatable(L, FILE_NAME);
+    sk_thread_fs_ids saved;
+    int rc = user_begin(root, &saved);
+    if (rc < 0)
+        return push_fail(L, rc);
     /* O_NONBLOCK while opening: a FIFO planted by sandboxed code must not
      * hang the caller; it is refused below. O_TRUNC waits for the check. */
-    int fd = sk_fs_open(rfd, rel, (flags & ~O_TRUNC) | O_NONBLOCK | O_NOCTTY, 0666);
-    if (fd < 0)
-        return push_fail(L, fd);
+    int fd = sk_fs_open(root->fd, rel, (flags & ~O_TRUNC) | O_NONBLOCK | O_NOCTTY, 0666);
     struct stat st;
-    int rc = fstat(fd, &st) == 0 ? 0 : -errno;
+    rc = fd < 0 ? fd : fstat(fd, &st) == 0 ? 0 : -errno;
     if (rc == 0 && !S_ISREG(st.st_mode))
         rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
     if (rc == 0 && fcntl(fd, F_SETFL, flags & O_APPEND) != 0)
         rc = -errno;
     if (rc == 0 && (flags & O_TRUNC) && ftruncate(fd, 0) != 0)
         rc = -errno;
+    user_end(root, &saved);
     if (rc < 0) {
-        close(fd);
+        if (fd >= 0)
+            close(fd);
         return push_fail(L, rc);
     }
-    fs_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
     h->fd = fd;
-    luaL_setmetatable(L, FILE_NAME);
     lua_pushinteger(L, (lua_Integer)st.st_size);
     return 2;
 }
@@ -162,10 +217,16 @@ static const char *type_of(mode_t m)
 
 static int root_stat(lua_State *L)
 {
-    int rfd = root_fd(L);
+    fs_handle *root = check_root(L);
     const char *rel = check_rel(L, 2);
+    bool nofollow = lua_toboolean(L, 3);
     struct stat st;
-    int rc = sk_fs_stat(rfd, rel, lua_toboolean(L, 3), &st);
+    sk_thread_fs_ids saved;
+    int rc = user_begin(root, &saved);
+    if (rc == 0) {
+        rc = sk_fs_stat(root->fd, rel, nofollow, &st);
+        user_end(root, &saved);
+    }
     if (rc < 0)
         return push_fail(L, rc);
     lua_createtable(L, 0, 6);
@@ -175,46 +236,90 @@ static int root_stat(lua_State *L)
     lua_setfield(L, -2, "size");
     lua_pushinteger(L, (lua_Integer)(st.st_mode & 07777));
     lua_setfield(L, -2, "mode");
-    lua_pushinteger(L, (lua_Integer)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000);
+    lua_pushinteger(L, (lua_Integer)SK_ST_MTIM(st).tv_sec * 1000 + SK_ST_MTIM(st).tv_nsec / 1000000);
     lua_setfield(L, -2, "mtime_ms");
-    lua_pushinteger(L, (lua_Integer)st.st_ctim.tv_sec * 1000 + st.st_ctim.tv_nsec / 1000000);
+    lua_pushinteger(L, (lua_Integer)SK_ST_CTIM(st).tv_sec * 1000 + SK_ST_CTIM(st).tv_nsec / 1000000);
     lua_setfield(L, -2, "ctime_ms");
     return 1;
 }
 
-static int root_mkdir(lua_State *L) { return push_result(L, sk_fs_mkdir(root_fd(L), check_rel(L, 2), 0777)); }
-static int root_unlink(lua_State *L) { return push_result(L, sk_fs_unlink(root_fd(L), check_rel(L, 2))); }
-static int root_rmdir(lua_State *L) { return push_result(L, sk_fs_rmdir(root_fd(L), check_rel(L, 2))); }
+/* The operations of one path (a) or two (a, b) with a flag, as the user. */
+enum root_op { OP_MKDIR, OP_UNLINK, OP_RMDIR, OP_RENAME, OP_COPY };
 
-static int root_rename(lua_State *L)
+static int root_do(lua_State *L, enum root_op op)
 {
-    int rfd = root_fd(L);
-    return push_result(L, sk_fs_rename(rfd, check_rel(L, 2), check_rel(L, 3), lua_toboolean(L, 4)));
+    fs_handle *root = check_root(L);
+    const char *a = check_rel(L, 2);
+    const char *b = op == OP_RENAME || op == OP_COPY ? check_rel(L, 3) : NULL;
+    bool flag = lua_toboolean(L, 4);
+    sk_thread_fs_ids saved;
+    int rc = user_begin(root, &saved);
+    if (rc < 0)
+        return push_fail(L, rc);
+    switch (op) {
+    case OP_MKDIR: rc = sk_fs_mkdir(root->fd, a, 0777); break;
+    case OP_UNLINK: rc = sk_fs_unlink(root->fd, a); break;
+    case OP_RMDIR: rc = sk_fs_rmdir(root->fd, a); break;
+    case OP_RENAME: rc = sk_fs_rename(root->fd, a, b, flag); break;
+    case OP_COPY: rc = sk_fs_copy(root->fd, a, b, flag); break;
+    }
+    user_end(root, &saved);
+    return push_result(L, rc);
 }
 
-static int root_copy(lua_State *L)
-{
-    int rfd = root_fd(L);
-    return push_result(L, sk_fs_copy(rfd, check_rel(L, 2), check_rel(L, 3), lua_toboolean(L, 4)));
-}
+static int root_mkdir(lua_State *L) { return root_do(L, OP_MKDIR); }
+static int root_unlink(lua_State *L) { return root_do(L, OP_UNLINK); }
+static int root_rmdir(lua_State *L) { return root_do(L, OP_RMDIR); }
+static int root_rename(lua_State *L) { return root_do(L, OP_RENAME); }
+static int root_copy(lua_State *L) { return root_do(L, OP_COPY); }
 
 static int root_readlink(lua_State *L)
 {
-    int rfd = root_fd(L);
+    fs_handle *root = check_root(L);
+    const char *rel = check_rel(L, 2);
     char buf[4096];
-    ssize_t n = sk_fs_readlink(rfd, check_rel(L, 2), buf, sizeof buf);
+    sk_thread_fs_ids saved;
+    ssize_t n = user_begin(root, &saved);
+    if (n == 0) {
+        n = sk_fs_readlink(root->fd, rel, buf, sizeof buf);
+        user_end(root, &saved);
+    }
     if (n < 0)
         return push_fail(L, (int)n);
     lua_pushlstring(L, buf, (size_t)n);
     return 1;
 }
 
+/* An open DIR owned by a Lua value, so that a memory error while the
+ * entries are pushed does not leak it. */
+#define DIR_NAME "sandkit.FsDir"
+
+static int dir_gc(lua_State *L)
+{
+    DIR **d = lua_touserdata(L, 1);
+    if (*d)
+        closedir(*d);
+    *d = NULL;
+    return 0;
+}
+
 /* root:readdir(rel): array of { name, type } (type as in stat, the entry
- * itself: a symlink is "symlink"). */
+ * itself: a symlink is "symlink"). The directory is opened, and an entry
+ * without d_type stat'ed, as the user; the entries are pushed with the ids
+ * back (pushing may raise). */
 static int root_readdir(lua_State *L)
 {
-    int rfd = root_fd(L);
-    int fd = sk_fs_open(rfd, check_rel(L, 2), O_RDONLY | O_DIRECTORY, 0);
+    fs_handle *root = check_root(L);
+    const char *rel = check_rel(L, 2);
+    DIR **box = lua_newuserdatauv(L, sizeof *box, 0);
+    *box = NULL;
+    luaL_setmetatable(L, DIR_NAME);
+    sk_thread_fs_ids saved;
+    int fd = user_begin(root, &saved);
+    if (fd == 0) {
+        fd = sk_fs_open(root->fd, rel, O_RDONLY | O_DIRECTORY, 0);
+        user_end(root, &saved);
+    }
     if (fd < 0)
         return push_fail(L, fd);
     DIR *d = fdopendir(fd);
@@ -223,6 +328,7 @@ static int root_readdir(lua_State *L)
         close(fd);
         return push_fail(L, rc);
     }
+    *box = d;
     lua_newtable(L);
     lua_Integer i = 0;
     struct dirent *e;
@@ -236,9 +342,16 @@ static int root_readdir(lua_State *L)
         case DT_REG: type = "file"; break;
         case DT_DIR: type = "directory"; break;
         case DT_LNK: type = "symlink"; break;
-        case DT_UNKNOWN:
-            type = fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? type_of(st.st_mode) : "other";
+        case DT_UNKNOWN: {
+            sk_thread_fs_ids ids;
+            bool known = user_begin(root, &ids) == 0;
+            if (known) {
+                known = fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+                user_end(root, &ids);
+            }
+            type = known ? type_of(st.st_mode) : "other";
             break;
+        }
         default: type = "other"; break;
         }
         lua_createtable(L, 0, 2);
@@ -251,6 +364,7 @@ static int root_readdir(lua_State *L)
     }
     int rc = errno ? -errno : 0;
     closedir(d);
+    *box = NULL;
     if (rc < 0)
         return push_fail(L, rc);
     return 1;
@@ -364,6 +478,10 @@ void skl_open_fs(lua_State *L)
         lua_setfield(L, -2, "__index");
         lua_pop(L, 1);
     }
+    luaL_newmetatable(L, DIR_NAME);
+    lua_pushcfunction(L, dir_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pop(L, 1);
     lua_pushcfunction(L, fs_root);
     lua_setfield(L, -2, "fs_root");
     lua_pushcfunction(L, fs_getcwd);

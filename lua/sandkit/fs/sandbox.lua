@@ -2,7 +2,11 @@
 -- sandkit.Filesystem interface. Relative paths start at the working
 -- directory. Local sandboxes use confined system calls on the host (the
 -- working directory and, under bwrap, the private /tmp); the others run
--- commands in the sandbox (lua/sandkit/fs/exec.lua).
+-- commands in the sandbox (lua/sandkit/fs/exec.lua). When the sandbox's
+-- commands run as another user than the caller (a root caller under
+-- bwrap: metadata.sandbox_user), sb.fs acts as that user: what it creates
+-- is theirs, and it can read and write only what they can
+-- (src/lua/fs_ud.c says how).
 local core = require "sandkit.core"
 local fs = require "sandkit.fs"
 local fserrors = require "sandkit.fs.errors"
@@ -28,8 +32,7 @@ end
 -- What the sandbox's commands may touch, as { dir (as they see it), host
 -- directory, ro }: the working directory, and under bwrap its /tmp and the
 -- read_write_paths / read_only_paths binds.
-local function binds_of(sb)
-  local meta = sb:info().metadata
+local function binds_of(meta, sb)
   local wd = pathmod.normalize(meta.working_directory)
   local list = { { dir = wd, host = wd, ro = false } }
   if meta.isolation == "bwrap" then
@@ -49,10 +52,15 @@ end
 
 local function local_backend(sb)
   local roots = {} -- host directory -> root userdata
-  local function root_for(dir, path, op)
+  local function root_for(dir, path, op, user)
     local r = roots[dir]
     if r then return r end
-    local root, code, msg = core.fs_root(dir, false)
+    local root, code, msg
+    if user then
+      root, code, msg = core.fs_root(dir, false, user.uid, user.gid)
+    else
+      root, code, msg = core.fs_root(dir, false)
+    end
     if not root then
       return nil, require("sandkit.fs.local").map(code, msg, path, op, fserrors.DirectoryNotFoundError)
     end
@@ -62,7 +70,8 @@ local function local_backend(sb)
   local function resolve(path, op)
     local ok, err = sb:ensure_running()
     if not ok then return nil, err end
-    local binds = binds_of(sb)
+    local meta = sb:info().metadata
+    local binds = binds_of(meta, sb)
     local abs
     if path:sub(1, 1) == "/" then
       abs = pathmod.normalize(path)
@@ -79,7 +88,7 @@ local function local_backend(sb)
       if r and (not best or #b.dir > #best.dir or (#b.dir == #best.dir and b.ro)) then best, rel = b, r end
     end
     if not best or (best.ro and WRITES[op]) then return nil, fserrors.PermissionError(path, op) end
-    local root, rerr = root_for(best.host, path, op)
+    local root, rerr = root_for(best.host, path, op, meta.sandbox_user)
     if not root then return nil, rerr end
     return root, rel, abs
   end

@@ -27,6 +27,7 @@
 
 #include "../buf.h"
 #include "../cgroup.h"
+#include "../compat.h"
 #include "../proc.h"
 #include "../sandbox.h"
 #include "local_host.h"
@@ -269,7 +270,7 @@ static bool local_writable_by(const local_sandbox *ls, int fd, const struct stat
     if ((st->st_uid == ls->uid && (st->st_mode & S_IWUSR)) ||
         (st->st_gid == ls->gid && (st->st_mode & S_IWGRP)) || (st->st_mode & S_IWOTH))
         return true;
-    char path[64]; /* works for an O_PATH descriptor too */
+    char path[64]; /* works for a descriptor that only names the file too */
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     return getxattr(path, "system.posix_acl_access", NULL, 0) > 0;
 }
@@ -352,7 +353,7 @@ static sk_error *local_pin_list(local_sandbox *ls, char **paths, int **fds, cons
     for (size_t i = 0; i < n; i++)
         (*fds)[i] = -1;
     for (size_t i = 0; i < n; i++) {
-        int fd = open(paths[i], O_PATH | O_CLOEXEC);
+        int fd = open(paths[i], SK_O_REF | O_CLOEXEC);
         if (fd < 0)
             return local_path_error(key, paths[i], errno);
         (*fds)[i] = fd;
@@ -451,18 +452,23 @@ static sk_error *local_pin_nested(local_sandbox *ls, size_t i)
         }
         memcpy(comp, name, len);
         comp[len] = '\0';
-        int next = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        int next = openat(cur, comp, SK_O_REF | O_NOFOLLOW | O_CLOEXEC);
+        int open_errno = errno;
         close(cur);
         struct stat st;
-        if (next < 0 || fstat(next, &st) != 0) {
-            sk_error *e = local_path_error("read_only_paths", path, errno);
+        memset(&st, 0, sizeof st);
+        /* without O_PATH a symlink is refused (ELOOP) instead of opened */
+        bool link = next < 0 && open_errno == ELOOP;
+        if (!link && (next < 0 || fstat(next, &st) != 0)) {
+            sk_error *e = local_path_error("read_only_paths", path, next < 0 ? open_errno : errno);
             if (next >= 0)
                 close(next);
             return e;
         }
         off += 1 + len;
-        if (S_ISLNK(st.st_mode) || (path[off] && !S_ISDIR(st.st_mode))) {
-            close(next);
+        if (link || S_ISLNK(st.st_mode) || (path[off] && !S_ISDIR(st.st_mode))) {
+            if (next >= 0)
+                close(next);
             return sk_error_new("SandboxError", json_pack("{s:s,s:s}", "key", "read_only_paths", "path", path),
                                 "LocalSandbox read_only_paths entry %s, inside the writable directory %s, "
                                 "leads through a symlink or a non-directory (%.*s); name its real path",
@@ -1372,6 +1378,11 @@ static json_t *local_metadata(sk_sandbox *sb)
     /* where the sandbox's /tmp lives on the host (sb.fs reaches it there) */
     if (meta && ls->tmpdir)
         json_object_set_new(meta, "tmp_directory", json_string(ls->tmpdir));
+    /* whom the commands run as when that is not the caller (a root caller
+     * under bwrap): sb.fs acts as that user too */
+    if (meta && ls->drop_ids)
+        json_object_set_new(meta, "sandbox_user", json_pack("{s:I,s:I}", "uid", (json_int_t)ls->uid, "gid",
+                                                            (json_int_t)ls->gid));
     return meta;
 }
 
