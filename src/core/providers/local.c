@@ -305,6 +305,117 @@ static sk_error *local_check_reachable(const local_sandbox *ls, const char *what
     return NULL;
 }
 
+/* ---- resolving a path without trusting others' symlinks -------------------
+ * Each path a sandbox gets (working directory, read_only_paths,
+ * read_write_paths) is resolved one component at a time, and a symlink on
+ * the way is followed only if root or the caller owns it. A symlink planted
+ * by a sandbox (owned by the sandbox user) or by another user could
+ * otherwise point a root caller's chown and binds at any host directory:
+ * an empty root-owned /usr/local/bin given to nobody, then filled by the
+ * next command. Returns an O_PATH descriptor, or -1 with errno (EPERM and
+ * *untrusted set: a symlink owned by someone else, named in link). */
+enum { LOCAL_MAX_SYMLINKS = 40 };
+
+static int local_open_trusted(const char *path, bool *untrusted, uid_t *owner, char *link, size_t link_len)
+{
+    *untrusted = false;
+    size_t cap = strlen(path) + 1;
+    char *rest = malloc(cap);
+    int cur = rest ? open("/", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (cur < 0) {
+        free(rest);
+        errno = rest ? errno : ENOMEM;
+        return -1;
+    }
+    memcpy(rest, path, cap);
+    int links = 0, e = 0;
+    char *p = rest;
+    for (;;) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        char *end = strchr(p, '/');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char comp[NAME_MAX + 1];
+        if (len > NAME_MAX) {
+            e = ENAMETOOLONG;
+            break;
+        }
+        memcpy(comp, p, len);
+        comp[len] = '\0';
+        p += len;
+        if (strcmp(comp, ".") == 0)
+            continue;
+        int next = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (next < 0 || fstat(next, &st) != 0) {
+            e = errno;
+            if (next >= 0)
+                close(next);
+            break;
+        }
+        if (!S_ISLNK(st.st_mode)) {
+            close(cur);
+            cur = next;
+            continue;
+        }
+        char target[PATH_MAX];
+        ssize_t n = -1;
+        if (st.st_uid != 0 && st.st_uid != geteuid()) {
+            *untrusted = true;
+            *owner = st.st_uid;
+            snprintf(link, link_len, "%s", comp);
+            e = EPERM;
+        } else if (++links > LOCAL_MAX_SYMLINKS) {
+            e = ELOOP;
+        } else if ((n = readlinkat(next, "", target, sizeof target - 1)) < 0) {
+            e = errno;
+        }
+        close(next);
+        if (e)
+            break;
+        target[n] = '\0';
+        /* the rest of the path now follows the link's target */
+        size_t left = strlen(p), need = (size_t)n + left + 1;
+        char *joined = malloc(need > cap ? need : cap);
+        if (!joined) {
+            e = ENOMEM;
+            break;
+        }
+        memcpy(joined, target, (size_t)n);
+        memcpy(joined + n, p, left + 1);
+        free(rest);
+        rest = p = joined;
+        cap = need > cap ? need : cap;
+        if (target[0] == '/') {
+            int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+            if (root < 0) {
+                e = errno;
+                break;
+            }
+            close(cur);
+            cur = root;
+        }
+    }
+    free(rest);
+    if (e) {
+        close(cur);
+        errno = e;
+        return -1;
+    }
+    return cur;
+}
+
+static sk_error *local_untrusted_link(const char *key, const char *path, uid_t owner, const char *link)
+{
+    return sk_error_new("SandboxError", json_pack("{s:s,s:s,s:I}", "key", key, "path", path, "link_owner",
+                                                  (json_int_t)owner),
+                        "LocalSandbox %s %s leads through a symlink (%s) owned by uid %u, which sandkit does "
+                        "not follow (only root's and the caller's own): name the real path",
+                        key, path, link, (unsigned)owner);
+}
+
 static sk_error *local_path_error(const char *key, const char *path, int e)
 {
     if (e == ENOENT)
@@ -352,9 +463,13 @@ static sk_error *local_pin_list(local_sandbox *ls, char **paths, int **fds, cons
     for (size_t i = 0; i < n; i++)
         (*fds)[i] = -1;
     for (size_t i = 0; i < n; i++) {
-        int fd = open(paths[i], O_PATH | O_CLOEXEC);
+        bool untrusted;
+        uid_t owner;
+        char link[NAME_MAX + 1];
+        int fd = local_open_trusted(paths[i], &untrusted, &owner, link, sizeof link);
         if (fd < 0)
-            return local_path_error(key, paths[i], errno);
+            return untrusted ? local_untrusted_link(key, paths[i], owner, link)
+                             : local_path_error(key, paths[i], errno);
         (*fds)[i] = fd;
         sk_error *unreachable = ls->drop_ids ? local_check_reachable(ls, key, paths[i], fd) : NULL;
         if (unreachable)
@@ -501,7 +616,20 @@ static sk_error *local_pin_nested(local_sandbox *ls, size_t i)
 static sk_error *local_pin(local_sandbox *ls, bool created)
 {
     sk_error *err = NULL;
-    ls->wd_fd = open(ls->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    bool untrusted;
+    uid_t owner;
+    char link[NAME_MAX + 1];
+    int path_fd = local_open_trusted(ls->workdir, &untrusted, &owner, link, sizeof link);
+    if (path_fd < 0 && untrusted) {
+        err = local_untrusted_link("working_directory", ls->workdir, owner, link);
+        goto fail;
+    }
+    ls->wd_fd = path_fd >= 0 ? openat(path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (path_fd >= 0) {
+        int e = errno;
+        close(path_fd);
+        errno = e;
+    }
     if (ls->wd_fd < 0) {
         err = sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
                            "Cannot open working directory %s: %s", ls->workdir, strerror(errno));

@@ -1,0 +1,79 @@
+-- Attacks on the promises of issue 10 (docs/security.md) that the trust_*
+-- specs did not try: each case is a break found on this build, kept as a
+-- regression test. The command is hostile, the caller is root.
+local sandkit = require "sandkit"
+local tmp = require "helpers.tmp"
+
+teardown(tmp.cleanup)
+
+local HAVE_BWRAP = os.execute("bwrap --ro-bind / / true >/dev/null 2>&1") == true
+local IS_ROOT = io.popen("id -u"):read("l") == "0"
+
+local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+local function capture(cmd)
+  local p = io.popen(cmd)
+  local out = p:read("a")
+  p:close()
+  return out
+end
+
+local function owner(path) return capture("stat -c %u " .. sh_quote(path)):match("%d+") end
+
+local function exists(path) return os.execute("test -e " .. sh_quote(path)) == true end
+
+local function it_root_bwrap(name, fn)
+  if HAVE_BWRAP and IS_ROOT then it(name, fn) else pending(name .. " (needs root and bubblewrap)") end
+end
+
+describe("attack: LocalSandbox bwrap, root caller", function()
+  -- An outer sandbox plants `inner` as a symlink to an empty root-owned host
+  -- directory (think /usr/local/bin) before the caller starts a sandbox
+  -- there. Following it, sandkit (root) gave that directory to nobody and
+  -- bound it writable: the next command could fill root's PATH.
+  for _, key in ipairs { "working_directory", "read_write_paths", "read_only_paths" } do
+    it_root_bwrap(key .. ": a symlink planted by a sandbox does not lead a root caller to a host directory",
+      function()
+      local base = tmp.dir()
+      local host = tmp.dir()
+      os.execute("chmod 755 " .. sh_quote(host))
+      if key == "read_only_paths" then
+        assert(io.open(host .. "/secret", "w")):write("host-secret"):close()
+        os.execute("chmod 644 " .. sh_quote(host .. "/secret"))
+      end
+      local outer = sandkit.LocalSandbox { isolation = "bwrap", working_directory = base .. "/ws" }
+      assert(outer:start())
+      local planted = assert(outer:exec("ln -s " .. sh_quote(host) .. " inner && echo PLANTED"))
+      assert.equal("PLANTED\n", planted.stdout, "positive control: the symlink was planted")
+      outer:destroy()
+      local opts = { isolation = "bwrap", working_directory = base .. "/other" }
+      if key == "working_directory" then
+        opts.working_directory = base .. "/ws/inner"
+      else
+        opts[key] = { base .. "/ws/inner" }
+      end
+      local sb = sandkit.LocalSandbox(opts)
+      local ok, err = sb:start()
+      local r = ok and sb:exec(("cat %s/ws/inner/secret; echo pwned > %s/ws/inner/pwned"):format(base, base))
+      sb:destroy()
+      assert.equal("0", owner(host), "the host directory was given to the sandbox user")
+      assert.is_false(exists(host .. "/pwned"), "the sandbox wrote the host directory")
+      if r then assert.is_nil(r.stdout:find("host-secret", 1, true), "the sandbox read the host directory") end
+      assert.is_nil(ok)
+      assert.equal("SandboxError", err.kind)
+      assert.truthy(err.message:find("symlink", 1, true), err.message)
+      assert.truthy(err.message:find("65534", 1, true), err.message)
+    end)
+  end
+
+  it_root_bwrap("a symlink owned by root is still followed (positive control)", function()
+    local base = tmp.dir()
+    os.execute("mkdir -p " .. sh_quote(base .. "/real") .. " && ln -s real " .. sh_quote(base .. "/link"))
+    local sb = sandkit.LocalSandbox { isolation = "bwrap", working_directory = base .. "/link" }
+    assert(sb:start())
+    local r = assert(sb:exec("echo hi > f && cat f"))
+    sb:destroy()
+    assert.equal("hi\n", r.stdout)
+    assert.is_true(exists(base .. "/real/f"))
+  end)
+end)
