@@ -77,3 +77,38 @@ describe("attack: LocalSandbox bwrap, root caller", function()
     assert.is_true(exists(base .. "/real/f"))
   end)
 end)
+
+describe("attack: LocalSandbox bwrap, nested user namespaces", function()
+  local HAVE_BWRAP_ANY = HAVE_BWRAP
+  local function it_bwrap(name, fn)
+    if HAVE_BWRAP_ANY then it(name, fn) else pending(name .. " (bubblewrap cannot run here)") end
+  end
+
+  -- With its own user namespace a command holds CAP_NET_ADMIN and
+  -- CAP_SYS_ADMIN over namespaces of its own: it wrote a sysctl of its own
+  -- network namespace and mounted a tmpfs, and reached the netfilter and
+  -- mount code most kernel escapes go through. bwrap 0.8 forbids it.
+  it_bwrap("a command cannot create a user namespace (unshare -U), so holds no capability anywhere", function()
+    local sb = sandkit.LocalSandbox { isolation = "bwrap", working_directory = tmp.dir() .. "/ws" }
+    assert(sb:start())
+    local r = assert(sb:exec(table.concat({
+      "unshare -Ur true 2>/dev/null && echo USERNS",
+      "unshare -Urn sh -c 'echo 1 > /proc/sys/net/ipv4/ip_forward' 2>/dev/null && echo SYSCTL",
+      "unshare -Urm sh -c 'mount -t tmpfs x /tmp' 2>/dev/null && echo MOUNT",
+      "grep CapEff /proc/self/status",
+    }, "; ")))
+    sb:destroy()
+    assert.is_nil(r.stdout:find("USERNS", 1, true), "made a user namespace: " .. r.stdout)
+    assert.is_nil(r.stdout:find("SYSCTL", 1, true), r.stdout)
+    assert.is_nil(r.stdout:find("MOUNT", 1, true), r.stdout)
+    assert.truthy(r.stdout:find("CapEff:%s+0+\n"), r.stdout)
+  end)
+
+  it("positive control: without bwrap, root can make a user namespace here", function()
+    if not IS_ROOT then return pending("needs root") end
+    local sb = sandkit.LocalSandbox { isolation = "none", working_directory = tmp.dir() .. "/ws" }
+    local r = assert(sb:exec("unshare -Ur true && echo USERNS"))
+    sb:destroy()
+    assert.equal("USERNS\n", r.stdout)
+  end)
+end)

@@ -46,6 +46,7 @@ typedef struct local_sandbox {
     bool bwrap;
     bool allow_network;
     bool drop_ids;            /* bwrap by a root caller: run as uid/gid */
+    bool bwrap_setuid;        /* a setuid bwrap may not make user namespaces */
     uid_t uid;
     gid_t gid;
     char **ro_paths, **rw_paths; /* NULL-terminated, absolute */
@@ -146,7 +147,9 @@ static int local_mkdir_p(const char *path)
     return rc;
 }
 
-static bool local_find_in_path(const char *name)
+/* Whether name is an executable in PATH; *setuid (when given): it carries
+ * the setuid bit. */
+static bool local_find_in_path_mode(const char *name, bool *setuid)
 {
     const char *path = getenv("PATH");
     if (!path || !*path)
@@ -157,10 +160,18 @@ static bool local_find_in_path(const char *name)
          dir = strtok_r(NULL, ":", &save)) {
         char *full = local_path_join(dir, name);
         found = full && access(full, X_OK) == 0;
+        struct stat st;
+        if (found && setuid)
+            *setuid = stat(full, &st) == 0 && (st.st_mode & S_ISUID);
         free(full);
     }
     free(copy);
     return found;
+}
+
+static bool local_find_in_path(const char *name)
+{
+    return local_find_in_path_mode(name, NULL);
 }
 
 static void local_free_list(char **list)
@@ -885,7 +896,7 @@ static int local_init(sk_sandbox *sb, const json_t *o, sk_error **err)
     ls->inherit = local_string_list(json_object_get(o, "inherit_env"));
     if (!ls->ro_paths || !ls->rw_paths || !ls->inherit)
         goto oom;
-    if (ls->bwrap && !local_find_in_path("bwrap")) {
+    if (ls->bwrap && !local_find_in_path_mode("bwrap", &ls->bwrap_setuid)) {
         *err = sk_error_new("IsolationUnavailableError", json_pack("{s:s}", "backend", "bwrap"),
                             "bubblewrap (bwrap) is not installed; install it with: "
                             "apt-get install bubblewrap (or: dnf install bubblewrap)");
@@ -1259,6 +1270,15 @@ static void local_bwrap_argv(argv_builder *a, local_keep *k, local_sandbox *ls, 
      * caller's capabilities for the command */
     argv_push(a, "--cap-drop");
     argv_push(a, "ALL");
+    /* no user namespaces inside: a command could otherwise make its own
+     * and hold CAP_SYS_ADMIN/CAP_NET_ADMIN over namespaces of its own
+     * (netfilter, mounts), the kernel surface most escapes go through.
+     * An unprivileged bwrap makes a user namespace anyway; a setuid one
+     * may run where unprivileged user namespaces are off. */
+    if (!ls->bwrap_setuid) {
+        argv_push(a, "--unshare-user");
+        argv_push(a, "--disable-userns");
+    }
     argv_push(a, "--unshare-pid");
     argv_push(a, "--unshare-ipc");
     argv_push(a, "--unshare-uts");
