@@ -112,3 +112,52 @@ describe("attack: LocalSandbox bwrap, nested user namespaces", function()
     assert.equal("USERNS\n", r.stdout)
   end)
 end)
+
+describe("attack: LocalSandbox bwrap, what read-only does not stop", function()
+  local function it_bwrap(name, fn)
+    if HAVE_BWRAP then it(name, fn) else pending(name .. " (bubblewrap cannot run here)") end
+  end
+
+  local function wait_for(path, seconds)
+    local deadline = os.time() + seconds
+    while os.time() <= deadline do
+      if exists(path) then return true end
+      os.execute("sleep 0.05")
+    end
+    return false
+  end
+
+  -- docs/security.md, "What bwrap does not promise": a Unix socket inside a
+  -- bound path, read-only or not, still connects to whatever listens on the
+  -- host, with allow_network = false too (sockets in the file system are not
+  -- part of a network namespace).
+  it_bwrap("a Unix socket in a read_only_paths entry still reaches the host listener", function()
+    local dir = tmp.dir() .. "/socks"
+    os.execute("mkdir -p " .. sh_quote(dir) .. " && chmod 755 " .. sh_quote(dir) .. " " .. sh_quote(dir .. "/.."))
+    local sock, got = dir .. "/s", dir .. "/../got"
+    local listener = ([[local socket = require "cqueues.socket"
+      local srv = socket.listen { path = %q, unlink = true }
+      srv:listen()
+      os.execute("chmod 777 %s")
+      local c = srv:accept(10)
+      local data = c and c:read("*a") or ""
+      local f = io.open(%q, "w") f:write(data) f:close()]]):format(sock, sh_quote(sock), got)
+    local script = dir .. "/../listener.lua"
+    assert(io.open(script, "w")):write(listener):close()
+    local bg = io.popen("timeout 20 lua5.4 " .. sh_quote(script) .. " 2>&1")
+    assert.is_true(wait_for(sock, 10), "the host listener did not start")
+    local sb = sandkit.LocalSandbox { isolation = "bwrap", working_directory = tmp.dir() .. "/ws",
+      read_only_paths = { dir } }
+    assert(sb:start())
+    local r = assert(sb:exec(("lua5.4 -e 'local s = require(\"cqueues.socket\").connect { path = %q }; "
+      .. "s:write(\"from-the-sandbox\"); s:flush(); s:close()'"):format(sock)))
+    sb:destroy()
+    local arrived = wait_for(got, 10)
+    bg:close()
+    assert.equal(0, r.exit_code, r.stderr)
+    assert.is_true(arrived)
+    local f = assert(io.open(got))
+    assert.equal("from-the-sandbox", f:read("a"))
+    f:close()
+  end)
+end)
