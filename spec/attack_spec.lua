@@ -161,3 +161,61 @@ describe("attack: LocalSandbox bwrap, what read-only does not stop", function()
     f:close()
   end)
 end)
+
+describe("attack: a hostile Platform exec endpoint", function()
+  local server = require "helpers.server"
+  local have_node = os.execute("command -v node >/dev/null 2>&1") == true
+    and exists("spec/servers/platform/node_modules/ws")
+  local function it_node(name, fn)
+    if have_node then it(name, fn) else pending(name .. " (needs node and spec/servers/platform/node_modules)") end
+  end
+
+  -- Runs one exec against the server in a child Lua; returns everything it
+  -- printed (every string of the error, tostring, info) and logged.
+  local function exec_child(url)
+    local script = tmp.dir() .. "/child.lua"
+    assert(io.open(script, "w")):write(([[
+      local sandkit = require "sandkit"
+      local sb = sandkit.PlatformSandbox { access_token = "test-token", base_url = %q, project_id = "proj_1",
+        environment_id = "env_1", retry_delays_ms = {} }
+      assert(sb:start())
+      local r, err = sb:exec("echo hi")
+      local function dump(prefix, t)
+        for k, v in pairs(t) do
+          if type(v) == "table" then dump(prefix .. tostring(k) .. ".", v) else print(prefix .. tostring(k), tostring(v)) end
+        end
+      end
+      print("result", tostring(r), "tostring", tostring(err))
+      if err then dump("err.", err) end
+      sb:destroy()
+    ]]):format(url))
+    local p = io.popen("lua5.4 " .. sh_quote(script) .. " 2>&1")
+    local out = p:read("a")
+    p:close()
+    return out
+  end
+
+  -- The exec lease's jwt opens exec on the sandbox for an hour. A proxy
+  -- that echoed the offered Sec-WebSocket-Protocol header ("railway-shell,
+  -- <jwt>") in a close reason put the jwt in message, close_reason and
+  -- tostring(err): unlike Modal's router JWT, it was not held as a secret.
+  for _, case in ipairs {
+    { "short jwt, echoed whole", "eyJhbGciOiJIUzI1NiJ9.eyJsaXgiOjF9.bGVhc2Utc2VjcmV0LWNhbmFyeQ" },
+    { "long jwt, cut by the 123-byte close reason", "eyJhbGciOiJIUzI1NiJ9." .. ("bGVhc2Ut"):rep(30) .. ".c2lnbmF0dXJl" },
+  } do
+    it_node("a close reason echoing the lease jwt shows no form of it (" .. case[1] .. ")", function()
+      local jwt = case[2]
+      local srv = server.start("spec/servers/platform/hostile_lease.mjs", { "--jwt", jwt })
+      local ok, out = pcall(exec_child, srv.url)
+      srv:stop()
+      assert(ok, out)
+      assert.truthy(out:find("err.close_reason\tbad lease railway-shell, [redacted]", 1, true), out)
+      -- no piece of the signature or the payload (the header segment is the same in every HS256 jwt)
+      local secret = jwt:match("^[^.]+%.(.*)$")
+      for i = 1, #secret - 11 do
+        local piece = secret:sub(i, i + 11)
+        assert.is_nil(out:find(piece, 1, true), "a piece of the lease jwt shows: " .. piece .. "\n" .. out)
+      end
+    end)
+  end
+end)
