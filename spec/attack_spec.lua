@@ -189,7 +189,8 @@ describe("attack: a hostile Platform exec endpoint", function()
       if err then dump("err.", err) end
       sb:destroy()
     ]]):format(url))
-    local p = io.popen("lua5.4 " .. sh_quote(script) .. " 2>&1")
+    local p = io.popen(("env LUA_PATH=%s LUA_CPATH=%s lua5.4 %s 2>&1"):format(sh_quote(package.path),
+      sh_quote(package.cpath), sh_quote(script)))
     local out = p:read("a")
     p:close()
     return out
@@ -216,6 +217,39 @@ describe("attack: a hostile Platform exec endpoint", function()
         local piece = secret:sub(i, i + 11)
         assert.is_nil(out:find(piece, 1, true), "a piece of the lease jwt shows: " .. piece .. "\n" .. out)
       end
+    end)
+  end
+end)
+
+describe("attack: a hostile Modal control plane", function()
+  local server = require "helpers.server"
+  local have_node = os.execute("command -v node >/dev/null 2>&1") == true
+  local function it_node(name, fn)
+    if have_node then it(name, fn) else pending(name .. " (needs node)") end
+  end
+
+  -- The retry hint is a float from the wire: 3.4e38 s (or 1e16 s) times
+  -- 1000 was converted to int64, which is undefined (UBSan aborted the
+  -- client; plain builds got INT64_MIN). Now clamped: the call fails
+  -- with the server's status, as any throttle past MODAL_MAX_THROTTLE_WAIT.
+  for _, hint in ipairs { "max", "1e16", "-1" } do
+    it_node("a retry_after_secs of " .. hint .. " s ends start() with nil, err (no undefined conversion)", function()
+      local srv = server.start("spec/servers/modal/hostile_throttle.mjs", { "--retry-after", hint })
+      local script = tmp.dir() .. "/child.lua"
+      assert(io.open(script, "w")):write(([[
+        local sandkit = require "sandkit"
+        local sb = sandkit.ModalSandbox { token_id = "ak-test", token_secret = "as-test", server_url = %q }
+        local ok, err = sb:start()
+        print("start", tostring(ok), err and err.kind, err and err.message)
+      ]]):format(srv.url))
+      local p = io.popen(("env LUA_PATH=%s LUA_CPATH=%s MODAL_MAX_THROTTLE_WAIT=2 lua5.4 %s 2>&1"):format(
+        sh_quote(package.path), sh_quote(package.cpath), sh_quote(script)))
+      local out = p:read("a")
+      local closed_ok = p:close()
+      srv:stop()
+      assert.is_nil(out:find("runtime error", 1, true), out)
+      assert.is_true(closed_ok, "the client died: " .. out)
+      assert.truthy(out:find("start\tnil\tModalError\t[^\n]*RESOURCE_EXHAUSTED"), out)
     end)
   end
 end)
