@@ -253,3 +253,39 @@ describe("attack: a hostile Modal control plane", function()
     end)
   end
 end)
+
+describe("attack: a lying Modal router", function()
+  local server = require "helpers.server"
+  local have_node = os.execute("command -v node >/dev/null 2>&1") == true
+    and exists("spec/servers/modal/node_modules")
+  local function it_node(name, fn)
+    if have_node then it(name, fn) else pending(name .. " (needs node and spec/servers/modal/node_modules)") end
+  end
+
+  -- The exit signal is an int32 from the wire and the result is 128 + it:
+  -- INT32_MAX overflowed a signed int (undefined; it wrapped to a negative
+  -- exit code, or UBSan aborted). Now clamped at INT_MAX.
+  for _, case in ipairs {
+    { exit = { signal = 2147483647 }, code = 2147483647, killed = true },
+    { exit = { signal = -2147483648 }, code = -2147483520, killed = true },
+    { exit = { code = -2147483648 }, code = -2147483648, killed = false },
+  } do
+    local what = case.exit.signal and ("signal " .. case.exit.signal) or ("code " .. case.exit.code)
+    it_node("an exec reported as " .. what .. " gives a result in range, no undefined arithmetic", function()
+      local srv = server.start("spec/servers/modal/server.mjs",
+        { "--port", "0", "--token-id", "ak-test", "--token-secret", "as-test" })
+      local ok, e = pcall(function()
+        srv:faults({ exec_exit = case.exit })
+        local sb = sandkit.ModalSandbox { token_id = "ak-test", token_secret = "as-test", server_url = srv.url }
+        local r, err = sb:exec("true")
+        sb:destroy()
+        assert.is_nil(err)
+        assert.equal(case.code, r.exit_code)
+        assert.equal(case.killed, r.killed == true)
+        assert.is_false(r.success)
+      end)
+      srv:stop()
+      if not ok then error(e, 0) end
+    end)
+  end
+end)

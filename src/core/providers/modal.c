@@ -17,6 +17,7 @@
  * - stdin goes through TaskExecStdinWrite, serialised by byte offset; a
  *   command run with exec() gets stdin EOF at once so it never hangs on a
  *   read. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1087,7 +1088,9 @@ static void proc_on_wait(void *ud, const mc_reply *r)
     }
     memset(&mp->result, 0, sizeof mp->result);
     if (resp.kind == SK_MODAL_EXIT_SIGNAL) {
-        mp->result.exit_code = 128 + resp.value;
+        /* the signal is any int32 the router sends: 128 + INT32_MAX
+         * would overflow */
+        mp->result.exit_code = resp.value > INT_MAX - 128 ? INT_MAX : 128 + resp.value;
         mp->result.killed = true;
     } else {
         mp->result.exit_code = resp.value;
