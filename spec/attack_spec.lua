@@ -289,3 +289,41 @@ describe("attack: a lying Modal router", function()
     end)
   end
 end)
+
+describe("attack: a Platform proxy echoing the token into the sandbox record", function()
+  local server = require "helpers.server"
+  local have_node = os.execute("command -v node >/dev/null 2>&1") == true
+    and exists("spec/servers/platform/node_modules/ws")
+  local function it_node(name, fn)
+    if have_node then it(name, fn) else pending(name .. " (needs node and spec/servers/platform/node_modules)") end
+  end
+
+  -- README: no info() contains an access token. info().metadata carries
+  -- the proxy's own strings (sandbox_id, provider_resource_id,
+  -- platform_status): a proxy that put the caller's token there had it
+  -- shown (and logged by whoever prints info()).
+  it_node("info() shows no form of the access token the proxy put in the record", function()
+    local token = "sk-live/attack+canary=0123456789"
+    local srv = server.start("spec/servers/platform/hostile_lease.mjs", { "--jwt", "unused-jwt", "--mode", "record" })
+    local ok, e = pcall(function()
+      local sb = sandkit.PlatformSandbox { access_token = token, base_url = srv.url, project_id = "proj_1",
+        environment_id = "env_1", retry_delays_ms = {} }
+      assert(sb:start())
+      local info = sb:info()
+      sb:destroy()
+      local function walk(t, path)
+        for k, v in pairs(t) do
+          local where = path .. "." .. tostring(k)
+          assert.is_nil(tostring(k):find("0123456789", 1, true), where)
+          if type(v) == "table" then walk(v, where)
+          else assert.is_nil(tostring(v):find("0123456789", 1, true), where .. " = " .. tostring(v)) end
+        end
+      end
+      walk(info, "info")
+      -- the proxy's strings are there, cut
+      assert.equal("ready [redacted]", info.metadata.platform_status)
+    end)
+    srv:stop()
+    if not ok then error(e, 0) end
+  end)
+end)

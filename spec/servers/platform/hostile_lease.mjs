@@ -2,7 +2,9 @@
 // creates sandboxes, mints exec leases whose jwt is --jwt, and closes every
 // exec socket with a reason that echoes the Sec-WebSocket-Protocol header
 // it was offered, which carries that jwt. Prints "LISTENING <port>"; exits
-// when stdin ends.
+// when stdin ends. --mode record: the sandbox record instead echoes the
+// caller's bearer token (in providerResourceId, status and, JSON-escaped,
+// the id).
 import http from 'node:http';
 import { WebSocketServer } from 'ws';
 
@@ -24,6 +26,11 @@ const server = http.createServer((req, res) => {
         wsEndpoint: `ws://127.0.0.1:${port}/ws/exec`, subprotocol: 'railway-shell',
         expiresAt: new Date(Date.now() + 3600e3).toISOString(),
       });
+    }
+    if (req.method === 'POST' && /\/sandbox$/.test(req.url) && mode === 'record') {
+      const token = String(req.headers.authorization ?? '').replace(/^Bearer /, '');
+      return send(201, { id: `sbx_${token}`, providerResourceId: `rw ${token}`, status: `ready ${token}`,
+        createdAt: new Date().toISOString(), destroyedAt: null, instanceUrl: null });
     }
     if (req.method === 'POST' && /\/sandbox$/.test(req.url)) {
       return send(201, { id: 'sbx_1', providerResourceId: 'rw_1', status: 'ready',
