@@ -327,3 +327,16 @@ describe("attack: a Platform proxy echoing the token into the sandbox record", f
     if not ok then error(e, 0) end
   end)
 end)
+
+describe("attack: bad input to the scheduler", function()
+  -- sleep(2e9) passed its own check and failed in the loop's timer with
+  -- "bad argument #1 to 'timer'" at sandkit's line, not the caller's.
+  it("sleep beyond the loop's timers names sleep and the limit, at the caller's line", function()
+    for _, v in ipairs { 1e9, 2e9, 1e300 } do
+      local ok, err = pcall(sandkit.sleep, v)
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find("bad argument #1 to 'sleep' (at most 1e9 seconds", 1, true), tostring(err))
+      assert.is_nil(tostring(err):find("scheduler.lua", 1, true), tostring(err))
+    end
+  end)
+end)
