@@ -340,3 +340,38 @@ describe("attack: bad input to the scheduler", function()
     end
   end)
 end)
+
+describe("attack: Modal timeouts past 32 bits", function()
+  local server = require "helpers.server"
+  local have_node = os.execute("command -v node >/dev/null 2>&1") == true
+    and exists("spec/servers/modal/node_modules")
+  local function it_node(name, fn)
+    if have_node then it(name, fn) else pending(name .. " (needs node and spec/servers/modal/node_modules)") end
+  end
+
+  -- The exec's backstop timeout_secs is a uint32: timeout = 4294967296000 ms
+  -- (2^32 s) wrapped to 1 s, and the router killed a 2 s command the caller
+  -- had given 136 years.
+  it_node("an exec timeout of 2^32 s does not wrap to a 1 s backstop", function()
+    local srv = server.start("spec/servers/modal/server.mjs",
+      { "--port", "0", "--token-id", "ak-test", "--token-secret", "as-test" })
+    local ok, e = pcall(function()
+      local sb = sandkit.ModalSandbox { token_id = "ak-test", token_secret = "as-test", server_url = srv.url }
+      local r, err = sb:exec("sleep 2; echo done", nil, { timeout = 4294967296000 })
+      sb:destroy()
+      assert.is_nil(err)
+      assert.equal(0, r.exit_code, r.stderr)
+      assert.equal("done\n", r.stdout)
+    end)
+    srv:stop()
+    if not ok then error(e, 0) end
+  end)
+
+  it("a sandbox timeout_ms past 2^32 s is a ConfigError naming it (it wrapped to 0 s)", function()
+    local ok, err = pcall(sandkit.ModalSandbox, { token_id = "ak-test", token_secret = "as-test",
+      server_url = "http://127.0.0.1:9", timeout_ms = 4294967296000 })
+    assert.is_false(ok)
+    assert.equal("ConfigError", err.kind)
+    assert.truthy(err.message:find("timeout_ms", 1, true), err.message)
+  end)
+end)
