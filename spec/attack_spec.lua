@@ -66,6 +66,35 @@ describe("attack: LocalSandbox bwrap, root caller", function()
     end)
   end
 
+  -- Before the symlink check, start() made the missing directories as root
+  -- with mkdir -p, through the planted symlink: an empty root-owned
+  -- directory appeared wherever the sandbox pointed.
+  it_root_bwrap("a working directory below a planted symlink is not made on the host", function()
+    local base = tmp.dir()
+    local host = tmp.dir()
+    local outer = sandkit.LocalSandbox { isolation = "bwrap", working_directory = base .. "/ws" }
+    assert(outer:start())
+    assert.equal("PLANTED\n", assert(outer:exec("ln -s " .. sh_quote(host) .. " inner && echo PLANTED")).stdout)
+    outer:destroy()
+    local sb = sandkit.LocalSandbox { isolation = "bwrap", working_directory = base .. "/ws/inner/made/here" }
+    local ok, err = sb:start()
+    sb:destroy()
+    assert.is_nil(ok)
+    assert.equal("SandboxError", err.kind)
+    assert.is_false(exists(host .. "/made"), "start() made a directory through the planted symlink")
+  end)
+
+  it_root_bwrap("missing directories of the working directory are made, the last one given to the sandbox user", function()
+    local base = tmp.dir()
+    local sb = sandkit.LocalSandbox { isolation = "bwrap", working_directory = base .. "/a/b/c" }
+    assert(sb:start())
+    local r = assert(sb:exec("echo x > f && echo ok"))
+    sb:destroy()
+    assert.equal("ok\n", r.stdout)
+    assert.equal("65534", owner(base .. "/a/b/c"))
+    assert.equal("0", owner(base .. "/a/b"))
+  end)
+
   it_root_bwrap("a symlink owned by root is still followed (positive control)", function()
     local base = tmp.dir()
     os.execute("mkdir -p " .. sh_quote(base .. "/real") .. " && ln -s real " .. sh_quote(base .. "/link"))

@@ -327,9 +327,12 @@ static sk_error *local_check_reachable(const local_sandbox *ls, const char *what
  * *untrusted set: a symlink owned by someone else, named in link). */
 enum { LOCAL_MAX_SYMLINKS = 40 };
 
-static int local_open_trusted(const char *path, bool *untrusted, uid_t *owner, char *link, size_t link_len)
+static int local_open_trusted(const char *path, bool *untrusted, uid_t *owner, char *link, size_t link_len,
+                              bool *created)
 {
     *untrusted = false;
+    if (created)
+        *created = false;
     size_t cap = strlen(path) + 1;
     char *rest = malloc(cap);
     int cur = rest ? open("/", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
@@ -359,6 +362,19 @@ static int local_open_trusted(const char *path, bool *untrusted, uid_t *owner, c
         if (strcmp(comp, ".") == 0)
             continue;
         int next = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0 && errno == ENOENT && created) {
+            /* made here, beneath what was resolved so far: never through
+             * a symlink this walk would refuse */
+            bool made = mkdirat(cur, comp, 0755) == 0;
+            if (made || errno == EEXIST)
+                next = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+            if (made && next >= 0) {
+                const char *q = p;
+                while (*q == '/')
+                    q++;
+                *created = !*q; /* the last component */
+            }
+        }
         struct stat st;
         if (next < 0 || fstat(next, &st) != 0) {
             e = errno;
@@ -477,7 +493,7 @@ static sk_error *local_pin_list(local_sandbox *ls, char **paths, int **fds, cons
         bool untrusted;
         uid_t owner;
         char link[NAME_MAX + 1];
-        int fd = local_open_trusted(paths[i], &untrusted, &owner, link, sizeof link);
+        int fd = local_open_trusted(paths[i], &untrusted, &owner, link, sizeof link, NULL);
         if (fd < 0)
             return untrusted ? local_untrusted_link(key, paths[i], owner, link)
                              : local_path_error(key, paths[i], errno);
@@ -620,17 +636,18 @@ static sk_error *local_pin_nested(local_sandbox *ls, size_t i)
     return NULL;
 }
 
-/* created: sandkit made the working directory just now. A root caller's
- * working directory goes to the sandbox user when sandkit created it or it
- * is an empty directory of root's (made for the sandbox); any other must
- * already be writable by that user. */
-static sk_error *local_pin(local_sandbox *ls, bool created)
+/* Opens (making it if missing) and pins the working directory and the
+ * paths. A root caller's working directory goes to the sandbox user when
+ * sandkit created it or it is an empty directory of root's (made for the
+ * sandbox); any other must already be writable by that user. */
+static sk_error *local_pin(local_sandbox *ls)
 {
     sk_error *err = NULL;
     bool untrusted;
     uid_t owner;
     char link[NAME_MAX + 1];
-    int path_fd = local_open_trusted(ls->workdir, &untrusted, &owner, link, sizeof link);
+    bool created;
+    int path_fd = local_open_trusted(ls->workdir, &untrusted, &owner, link, sizeof link, &created);
     if (path_fd < 0 && untrusted) {
         err = local_untrusted_link("working_directory", ls->workdir, owner, link);
         goto fail;
@@ -643,7 +660,7 @@ static sk_error *local_pin(local_sandbox *ls, bool created)
     }
     if (ls->wd_fd < 0) {
         err = sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
-                           "Cannot open working directory %s: %s", ls->workdir, strerror(errno));
+                           "Cannot create or open working directory %s: %s", ls->workdir, strerror(errno));
         goto fail;
     }
     if (ls->drop_ids && (err = local_check_reachable(ls, "working directory", ls->workdir, ls->wd_fd)))
@@ -936,9 +953,9 @@ static sk_error *local_make_tmpdir(local_sandbox *ls)
 static void local_start(sk_sandbox *sb, sk_provider_done done)
 {
     local_sandbox *ls = sb->impl;
-    struct stat st;
-    bool existed = stat(ls->workdir, &st) == 0;
-    if (local_mkdir_p(ls->workdir) != 0) {
+    /* bwrap: the first start makes the directory as it resolves the path
+     * (local_open_trusted), never through a planted symlink */
+    if (!ls->bwrap && local_mkdir_p(ls->workdir) != 0) {
         done(sb, sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
                               "Cannot create working directory %s: %s", ls->workdir, strerror(errno)));
         return;
@@ -947,7 +964,7 @@ static void local_start(sk_sandbox *sb, sk_provider_done done)
     if (!ls->bwrap)
         err = local_check_paths(ls);
     else if (!ls->pinned)
-        err = local_pin(ls, !existed);
+        err = local_pin(ls);
     if (!err && ls->bwrap && !ls->tmpdir)
         err = local_make_tmpdir(ls);
     if (!err && !ls->cgroup)
