@@ -143,7 +143,7 @@ let callSeq = 0;
 const startMs = Date.now();
 
 function resetFaults(initial) {
-  faults = { unavailable: [], cut_stream: null, delay: null, token_ttl_s: null };
+  faults = { unavailable: [], cut_stream: null, delay: null, token_ttl_s: null, exec_exit: null };
   if (initial) applyFaults(initial);
 }
 
@@ -184,6 +184,11 @@ function applyFaults(body) {
         break;
       case 'token_ttl_s':
         faults.token_ttl_s = v === null ? null : Number(v);
+        break;
+      case 'exec_exit':
+        // A lying router: every exec reports this exit ({code} or {signal}).
+        faults.exec_exit = v === null ? null
+          : v.signal != null ? { signal: Number(v.signal) } : { code: Number(v.code ?? 0) };
         break;
       default:
         throw new Error(`unknown fault key: ${k}`);
@@ -682,7 +687,7 @@ function startExec(sb, req) {
   child.stdin.on('error', () => {});
   const setExit = (x) => {
     if (ex.exit) return;
-    ex.exit = x;
+    ex.exit = faults.exec_exit ? { ...faults.exec_exit } : x;
     clearTimeout(ex.timer);
     ex.cond.notify();
     touchIdle(sb);

@@ -17,6 +17,7 @@
  * - stdin goes through TaskExecStdinWrite, serialised by byte offset; a
  *   command run with exec() gets stdin EOF at once so it never hangs on a
  *   read. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,9 @@
 #define MODAL_TASK_ID_TRIES 600          /* 5 minutes at 500 ms */
 #define MODAL_TASK_ID_DELAY_MS 500
 #define MODAL_EXEC_WAIT_ATTEMPT_MS 60000 /* per TaskExecWait attempt */
+
+/* The longest exec backstop sent (TaskExecStart.timeout_secs), in seconds. */
+#define MODAL_MAX_BACKSTOP_S 2147483
 
 typedef void (*modal_wait_fn)(void *ud, const sk_error *err);
 
@@ -1092,7 +1096,9 @@ static void proc_on_wait(void *ud, const mc_reply *r)
     }
     memset(&mp->result, 0, sizeof mp->result);
     if (resp.kind == SK_MODAL_EXIT_SIGNAL) {
-        mp->result.exit_code = 128 + resp.value;
+        /* the signal is any int32 the router sends: 128 + INT32_MAX
+         * would overflow */
+        mp->result.exit_code = resp.value > INT_MAX - 128 ? INT_MAX : 128 + resp.value;
         mp->result.killed = true;
     } else {
         mp->result.exit_code = resp.value;
@@ -1197,7 +1203,12 @@ static void proc_exec_start(modal_proc *mp)
             /* A backstop for the remote process: the local timer (sandbox.c)
              * fires first and reports the timeout. */
             m.has_timeout_secs = true;
-            m.timeout_secs = (uint32_t)((mp->timeout_ms + 999) / 1000 + 1);
+            /* a uint32 on the wire: a longer timeout must not wrap to a
+             * short backstop (2^32 s became 1 s). Capped at 2^31 - 1 ms,
+             * the longest a JavaScript timer waits (a longer one fires at
+             * once) and longer than a Modal sandbox lives (24 h). */
+            int64_t secs = (mp->timeout_ms + 999) / 1000 + 1;
+            m.timeout_secs = secs > MODAL_MAX_BACKSTOP_S ? MODAL_MAX_BACKSTOP_S : (uint32_t)secs;
         }
         rc = sk_modal_encode_task_exec_start(&msg, &m);
         free(kv);
