@@ -301,6 +301,7 @@ function summarizeRequest(req) {
     };
   }
   if (req.image) out.dockerfile_commands = req.image.dockerfile_commands;
+  if (req.file_exec_request_oneof) out.op = req.file_exec_request_oneof; // never the data or path
   return out;
 }
 
@@ -983,9 +984,20 @@ const controlStreams = {
     while (!fx.done && !ctx.cancelled && Date.now() < deadline) await fx.cond.wait(deadline - Date.now());
     if (!fx.done || ctx.cancelled) return;
     let index = 0;
+    let sent = 0;
     for (const out of fx.output) {
       for (let off = 0; off < out.length; off += FS_CHUNK) {
-        if (!(await ctx.write({ output: [out.subarray(off, off + FS_CHUNK)], batch_index: ++index }))) return;
+        // cut_stream with fd "fs" (or "any"): fail once after_bytes went out
+        const cut = faults.cut_stream;
+        if (cut && cut.count > 0 && (cut.fd === 'any' || cut.fd === 'fs') && sent >= cut.after_bytes) {
+          cut.count--;
+          ctx.entry.fault = `cut_stream:${cut.mode}`;
+          if (cut.mode === 'rst' && resetStream(call)) { ctx.entry.code = 'rst'; return; }
+          fail(cut.code, 'injected fault: stream cut');
+        }
+        const data = out.subarray(off, off + FS_CHUNK);
+        sent += data.length;
+        if (!(await ctx.write({ output: [data], batch_index: ++index }))) return;
       }
     }
     if (fx.error) {
