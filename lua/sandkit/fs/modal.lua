@@ -1,7 +1,7 @@
 --- sb.fs of a ModalSandbox: reading and writing files go through the SDK's
 -- own filesystem calls (Sandbox.open() and its file handle over
--- ContainerFilesystemExec, docs/modal-filesystem.md), in pieces of PIECE
--- bytes so neither side holds a large file whole. Everything else (listing,
+-- ContainerFilesystemExec, docs/modal-filesystem.md), in pieces so neither
+-- side holds a large file whole. Everything else (listing,
 -- stat, delete, copy, move, mkdir, exclusive create) stays on the exec
 -- streams of lua/sandkit/fs/exec.lua, which Modal's handle API cannot do.
 local core = require "sandkit.core"
@@ -11,7 +11,11 @@ local scheduler = require "sandkit.scheduler"
 
 local M = {}
 
-local PIECE = 4 << 20
+-- Each operation costs two RPCs (and on the reference server a process in
+-- the sandbox), so pieces are large; a read's answer still arrives in
+-- batches of about 1 MiB, far below the response size limit.
+local READ_PIECE = 16 << 20
+local WRITE_PIECE = 8 << 20
 local OP_TIMEOUT_MS = 600000
 -- SystemErrorCode values (errno numbers)
 local ENOENT, EACCES, ENOTDIR, EISDIR, EPERM = 2, 13, 20, 21, 1
@@ -75,11 +79,11 @@ function Backend:read_file(path, opts)
   local pok, perr = pcall(function()
     while true do
       local got = 0
-      ok, rerr = self:op({ kind = "read", fd = fd, n = PIECE }, function(c)
+      ok, rerr = self:op({ kind = "read", fd = fd, n = READ_PIECE }, function(c)
         got = got + #c
         emit(c)
       end)
-      if not ok or got < PIECE then break end
+      if not ok or got < READ_PIECE then break end
     end
   end)
   self:close(fd)
@@ -106,8 +110,8 @@ function Backend:send(path, content, mode, recursive)
   end
   local ok, werr = true, nil
   if type(content) == "string" then
-    for i = 1, #content, PIECE do
-      ok, werr = piece(content:sub(i, i + PIECE - 1))
+    for i = 1, #content, WRITE_PIECE do
+      ok, werr = piece(content:sub(i, i + WRITE_PIECE - 1))
       if not ok then break end
     end
   else
@@ -119,7 +123,7 @@ function Backend:send(path, content, mode, recursive)
         error(("chunk source returned %s (string or nil expected)"):format(type(chunk)), 0)
       end
       if chunk then buf[#buf + 1] = chunk; n = n + #chunk end
-      if n >= PIECE or (chunk == nil and n > 0) then
+      if n >= WRITE_PIECE or (chunk == nil and n > 0) then
         ok, werr = piece(table.concat(buf))
         buf, n = {}, 0
       end
