@@ -35,6 +35,8 @@ static skl_sandbox *sandbox_check(lua_State *L, int idx)
     return s;
 }
 
+sk_sandbox *skl_check_sandbox(lua_State *L, int idx) { return sandbox_check(L, idx)->sb; }
+
 static skl_process *process_check(lua_State *L, int idx)
 {
     skl_process *p = luaL_checkudata(L, idx, SKL_PROCESS);
