@@ -657,8 +657,6 @@ rows[#rows + 1] = {
   run = function(ctx)
     local rounds, per = ctx.quick and 2 or 10, ctx.quick and 2 or 20
     local workdir = ctx.tmp .. "/bwrap"
-    -- run by root, bwrap runs as nobody, who must be able to enter ctx.tmp
-    os.execute("chmod 711 " .. shell_quote(ctx.tmp))
     os.execute("mkdir -p " .. shell_quote(workdir) .. " " .. shell_quote(ctx.tmp .. "/bwrap-tmp"))
     local sb, argv
     if ctx.sk then
@@ -1407,6 +1405,8 @@ local function main(argv)
   -- many commands at once need descriptors: the soft limit goes to the hard one
   ctx.nofile_soft, ctx.nofile_hard = raise_nofile()
   ctx.tmp = make_temp_dir("sandkit-bench")
+  -- run by root, bwrap commands run as nobody, who must be able to enter it
+  os.execute("chmod 711 " .. shell_quote(ctx.tmp))
   for _, row in ipairs(table_rows) do
     if not only or only[row.id] then
       io.stderr:write("bench: ", row.id, " ...\n")
