@@ -443,6 +443,44 @@ describe("embedding", function()
     sb:destroy()
   end)
 
+  it("sandkit.now() is monotonic milliseconds, current without a step", function()
+    local last = sandkit.now()
+    for _ = 1, 10000 do
+      local t = sandkit.now()
+      assert.is_true(t >= last)
+      last = t
+    end
+    local t0 = sandkit.now()
+    os.execute("sleep 0.1")
+    local ms = sandkit.now() - t0
+    assert.is_true(ms >= 95 and ms < 60000, tostring(ms))
+  end)
+
+  it("callbacks and completions reach Lua only from step or a wait", function()
+    local dir = tmp.dir()
+    local sb = new { working_directory = dir }
+    assert(sb:start())
+    local seen = 0
+    -- the command writes only once `go` exists, so nothing can arrive during this one step
+    local op = sb:exec_async("while [ ! -e go ]; do sleep 0.01; done; echo out; touch done",
+      nil, { on_stdout = function() seen = seen + 1 end })
+    sandkit.step(0)
+    assert(io.open(dir .. "/go", "w")):close()
+    local deadline = os.time() + 30
+    while not io.open(dir .. "/done") do
+      assert.is_true(os.time() < deadline, "the command never finished")
+      os.execute("sleep 0.01")
+    end
+    -- the output is in the pipe, but no step ran since
+    assert.equal(0, seen)
+    assert.is_false(op.done)
+    local r = assert(op:wait())
+    assert.equal(1, seen)
+    assert.is_true(op.done)
+    assert.equal("out\n", r.stdout)
+    sb:destroy()
+  end)
+
   it("a finished operation polls ready at once", function()
     local sb = new()
     local op = sb:exec_async("true")

@@ -151,6 +151,10 @@ return function(config, env)
           local r = assert(op:wait())
           assert.is_false(r.success)
           assert.is_true(r.execution_time_ms < 5000)
+          -- README, "Background processes": killed = true and 137 whatever the provider
+          assert.is_true(r.cancelled)
+          assert.is_true(r.killed)
+          assert.equal(137, r.exit_code)
         end)
 
         it("aborts immediately when signal is already aborted", function()
@@ -554,6 +558,9 @@ return function(config, env)
           assert.is_true(h:kill())
           local r = assert(h:wait())
           assert.is_false(r.success)
+          -- README, "Background processes": killed = true and 137 whatever the provider
+          assert.is_true(r.killed)
+          assert.equal(137, r.exit_code)
         end)
 
         it("kill: returns false when killing an already-exited process", function()
