@@ -316,6 +316,17 @@ describe("fleets", function()
     assert.truthy(err.message:find("fleet clone 3", 1, true), err.message)
   end)
 
+  it("when a clone cannot start, the clones that started are destroyed", function()
+    local started = {}
+    local template = new { on_start = function(ctx) started[#started + 1] = ctx.sandbox end }
+    local f, err = sandkit.fleet(template, 3, {
+      overrides = function(i) return i == 2 and { working_directory = "/proc/no/such" } or nil end })
+    assert.is_nil(f)
+    assert.equal(2, err.clone)
+    assert.equal(2, #started)
+    for _, sb in ipairs(started) do assert.equal("destroyed", sb.status) end
+  end)
+
   it("on_progress(done, total) for fleet, exec and map", function()
     local seen = {}
     local function track(what) return function(done, total) seen[#seen + 1] = what .. done .. "/" .. total end end
@@ -441,6 +452,15 @@ describe("embedding", function()
     assert.equal("polled\n", result.stdout)
     assert.is_true(polls < 200, "polled " .. polls .. " times: busy-waiting")
     sb:destroy()
+  end)
+
+  it("sandkit.spawn runs the function from the next turn, not at once", function()
+    local ran = false
+    local t = sandkit.spawn(function() ran = true; return "v" end)
+    assert.is_false(ran)
+    sandkit.step(0)
+    assert.is_true(ran)
+    assert.equal("v", t:wait())
   end)
 
   it("sandkit.now() is monotonic milliseconds, current without a step", function()
