@@ -364,6 +364,13 @@ describe("processes:spawn(command, args?, opts?)", function()
     assert.equal("legacy\n", h:wait().stdout)
   end)
 
+  it("writes the stdin option first and keeps stdin open for send_stdin", function()
+    local h = assert(sb.processes:spawn("cat", { stdin = "first|" }))
+    assert.is_true(h:send_stdin("second"))
+    assert.is_true(h:close_stdin())
+    assert.equal("first|second", assert(h:wait()).stdout)
+  end)
+
   it("arguments mixed into the options table get a clear error", function()
     local err = tostring(raised(function() sb.processes:spawn("sleep", { "1", timeout = 5 }) end))
     assert.truthy(err:find("arguments go in their own table", 1, true), err)
