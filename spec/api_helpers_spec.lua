@@ -470,6 +470,14 @@ describe("embedding", function()
     assert.equal("v", t:wait())
   end)
 
+  it("step raises a task's uncaught error, then returns false once nothing is left", function()
+    sandkit.spawn(function() error("boom-from-task") end)
+    local ok, err = pcall(sandkit.step, 0)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("boom-from-task", 1, true), tostring(err))
+    assert.is_false(sandkit.step(0))
+  end)
+
   it("sandkit.now() is monotonic milliseconds, current without a step", function()
     local last = sandkit.now()
     for _ = 1, 10000 do

@@ -2,7 +2,8 @@
 -- packages with `apt-get install -y` when run as root, or print the exact
 -- `apt-get` command otherwise. Both go through `make deps`; a package name
 -- that cannot exist stands for a missing one, and a stand-in apt-get on
--- PATH records what root's run would do (nothing is installed).
+-- PATH records what root's run would do (nothing is installed). `make
+-- test` also runs `npm ci` for the reference servers (`make npm-deps`).
 local tmp = require "helpers.tmp"
 
 teardown(tmp.cleanup)
@@ -54,5 +55,21 @@ describe("make deps", function()
     assert.are_not.equal(0, code, out)
     assert.truthy(out:find("run: sudo apt-get install -y " .. MISSING, 1, true), out)
     assert.is_nil(io.open(log), "apt-get ran")
+  end)
+
+  it("npm-deps (part of make test) runs npm ci where a reference server has a lock file and no node_modules", function()
+    local dir = copy_tree()
+    local bin, log = dir .. "/fakebin", dir .. "/npm.log"
+    assert(os.execute(("mkdir -p %s %s/spec/servers/a %s/spec/servers/b/node_modules %s/spec/servers/c"
+      .. " && touch %s/spec/servers/a/package-lock.json %s/spec/servers/b/package-lock.json"
+      .. " && printf '#!/bin/sh\\necho \"$(basename \"$PWD\") $*\" >>%s\\n' >%s/npm && chmod +x %s/npm"):format(
+      q(bin), q(dir), q(dir), q(dir), q(dir), q(dir), q(log), q(bin), q(bin))))
+    local code, out = run(("cd %s && PATH=%s:\"$PATH\" make -s npm-deps"):format(q(dir), q(bin)))
+    assert.equal(0, code, out)
+    local f = assert(io.open(log))
+    local calls = f:read("a")
+    f:close()
+    -- a: lock file, no node_modules; b: already installed; c: no lock file
+    assert.equal("a ci --no-audit --no-fund --loglevel=error\n", calls)
   end)
 end)

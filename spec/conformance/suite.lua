@@ -606,7 +606,7 @@ return function(config, env)
           h:wait()
           local ok, err = h:send_stdin("data")
           assert.is_nil(ok)
-          assert.truthy(err)
+          assert.equal("ProcessExitedError", err.kind)
         end)
 
         it("list: lists spawned processes", function()
