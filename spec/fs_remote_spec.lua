@@ -52,10 +52,6 @@ describe("remote sb.fs", function()
         return sb.fs
       end,
       cleanup = function() if sb then sb:destroy() end end,
-      -- Modal: under CPU load the tail of a command's output sometimes
-      -- never arrives (e.g. 8347648 of 8388608 bytes, then the exec times
-      -- out), with plain sb:exec too: an exec-stream bug, reported apart
-      big = name ~= "ModalSandbox",
     }, _ENV)
   end
 end)

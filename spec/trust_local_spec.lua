@@ -550,6 +550,12 @@ describe("the Lua process SIGKILLed", function()
     for dir in capture("ls -d /tmp/sandkit-tmp-* 2>/dev/null"):gmatch("[^\n]+") do
       if exists(dir .. "/killed-marker-" .. counter) then os.execute("rm -rf " .. sh_quote(dir)) end
     end
+    -- nor its cgroup directories (emptied with its processes): left, they
+    -- pile up on the machine one per run
+    for dir in capture("find /sys/fs/cgroup -maxdepth 6 -type d -name 'sandkit-" .. pid
+      .. "-*' -prune 2>/dev/null"):gmatch("[^\n]+") do
+      os.execute("find " .. sh_quote(dir) .. " -depth -type d -exec rmdir {} + 2>/dev/null")
+    end
     assert.is_true(ok, "a bwrap command outlived its SIGKILLed parent")
   end)
 end)

@@ -309,6 +309,10 @@ function M.sleep(seconds)
   if type(seconds) ~= "number" or seconds ~= seconds or seconds < 0 or seconds == math.huge then
     errors.misuse(("bad argument #1 to 'sleep' (non-negative number expected, got %s)"):format(tostring(seconds)))
   end
+  -- the loop's timers take up to 1e12 ms
+  if seconds >= 1e9 then
+    errors.misuse(("bad argument #1 to 'sleep' (at most 1e9 seconds, got %s)"):format(tostring(seconds)))
+  end
   local rec = M.record(function(r) M.complete(r) end)
   local timer = core.timer(seconds * 1000, rec.token)
   M.await(rec)

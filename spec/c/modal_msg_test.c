@@ -856,6 +856,87 @@ static void test_truncations(void)
     }
 }
 
+/* Container filesystem (Sandbox.open): goldens from protobufjs over
+ * src/core/providers/modal.proto with keepCase (the same bytes as the SDK's
+ * encoders: the oneof member, then task_id). */
+static const uint8_t G_FS_OPEN[] = { 0x0a, 0x09, 0x12, 0x04, 0x2f, 0x61, 0x20, 0x62, 0x1a,
+                                     0x01, 0x77, 0x52, 0x04, 0x74, 0x61, 0x2d, 0x31 };
+static const uint8_t G_FS_READ[] = { 0x1a, 0x07, 0x0a, 0x02, 0x66, 0x64, 0x10, 0xac,
+                                     0x02, 0x52, 0x04, 0x74, 0x61, 0x2d, 0x31 };
+static const uint8_t G_FS_WRITE[] = { 0x12, 0x08, 0x0a, 0x02, 0x66, 0x64, 0x12, 0x02,
+                                      0x00, 0xff, 0x52, 0x04, 0x74, 0x61, 0x2d, 0x31 };
+static const uint8_t G_FS_CLOSE[] = { 0x4a, 0x04, 0x0a, 0x02, 0x66, 0x64, 0x52, 0x04, 0x74, 0x61, 0x2d, 0x31 };
+static const uint8_t G_FS_GETOUT[] = { 0x0a, 0x04, 0x66, 0x65, 0x2d, 0x31, 0x15, 0x00, 0x00, 0x5c, 0x42 };
+static const uint8_t G_FS_RESP[] = { 0x0a, 0x04, 0x66, 0x65, 0x2d, 0x31, 0x12, 0x04, 0x66, 0x64, 0x2d, 0x32 };
+static const uint8_t G_FS_BATCH[] = { 0x0a, 0x02, 0x61, 0x62, 0x0a, 0x01, 0x63, 0x18, 0x03, 0x20, 0x01 };
+static const uint8_t G_FS_BATCH_ERR[] = { 0x12, 0x08, 0x08, 0x02, 0x12, 0x04, 0x6e, 0x6f, 0x70, 0x65, 0x18, 0x01 };
+
+static void fs_collect(void *ud, const uint8_t *d, size_t n) { sk_buf_append(ud, d, n); }
+
+static void test_container_filesystem(void)
+{
+    sk_buf b = { 0 };
+    sk_modal_container_filesystem_exec_req open = { .task_id = "ta-1", .kind = SK_MODAL_FS_OPEN,
+                                                    .path = "/a b", .mode = "w" };
+    tap(sk_modal_encode_container_filesystem_exec(&b, &open) == 0, "ContainerFilesystemExec open encodes");
+    bytes_eq("ContainerFilesystemExec open", &b, G_FS_OPEN, sizeof G_FS_OPEN);
+    sk_buf_reset(&b);
+    sk_modal_container_filesystem_exec_req rd = { .task_id = "ta-1", .kind = SK_MODAL_FS_READ, .fd = "fd",
+                                                  .has_n = true, .n = 300 };
+    tap(sk_modal_encode_container_filesystem_exec(&b, &rd) == 0, "ContainerFilesystemExec read encodes");
+    bytes_eq("ContainerFilesystemExec read", &b, G_FS_READ, sizeof G_FS_READ);
+    sk_buf_reset(&b);
+    sk_modal_container_filesystem_exec_req wr = { .task_id = "ta-1", .kind = SK_MODAL_FS_WRITE, .fd = "fd",
+                                                  .data = "\x00\xff", .len = 2 };
+    tap(sk_modal_encode_container_filesystem_exec(&b, &wr) == 0, "ContainerFilesystemExec write encodes");
+    bytes_eq("ContainerFilesystemExec write", &b, G_FS_WRITE, sizeof G_FS_WRITE);
+    sk_buf_reset(&b);
+    sk_modal_container_filesystem_exec_req cl = { .task_id = "ta-1", .kind = SK_MODAL_FS_CLOSE, .fd = "fd" };
+    tap(sk_modal_encode_container_filesystem_exec(&b, &cl) == 0, "ContainerFilesystemExec close encodes");
+    bytes_eq("ContainerFilesystemExec close", &b, G_FS_CLOSE, sizeof G_FS_CLOSE);
+    sk_buf_reset(&b);
+    sk_modal_container_filesystem_exec_req bad = { .task_id = "ta-1", .kind = (sk_modal_fs_kind)7, .fd = "fd" };
+    tap(sk_modal_encode_container_filesystem_exec(&b, &bad) == -1 && b.len == 0,
+        "an unknown operation is refused and leaves the buffer as it was");
+    tap(sk_modal_encode_container_filesystem_exec_get_output(&b, "fe-1", 55.0f) == 0,
+        "ContainerFilesystemExecGetOutput encodes");
+    bytes_eq("ContainerFilesystemExecGetOutput", &b, G_FS_GETOUT, sizeof G_FS_GETOUT);
+    sk_buf_free(&b);
+
+    sk_modal_container_filesystem_exec_resp r;
+    tap(sk_modal_decode_container_filesystem_exec(G_FS_RESP, sizeof G_FS_RESP, &r) == 0 &&
+            streq(r.exec_id, "fe-1") && streq(r.file_descriptor, "fd-2"),
+        "ContainerFilesystemExecResponse decodes exec_id and file_descriptor");
+    sk_modal_container_filesystem_exec_resp_free(&r);
+    tap(sk_modal_decode_container_filesystem_exec("", 0, &r) == 0 && streq(r.exec_id, "") && !r.file_descriptor,
+        "an empty response: exec_id \"\", no file descriptor");
+    sk_modal_container_filesystem_exec_resp_free(&r);
+    for (size_t n = 1; n < sizeof G_FS_RESP; n++) {
+        int rc = sk_modal_decode_container_filesystem_exec(G_FS_RESP, n, &r);
+        if (rc == 0)
+            sk_modal_container_filesystem_exec_resp_free(&r);
+        else if (r.exec_id || r.file_descriptor)
+            tap(0, "a failed decode leaves nothing allocated (%zu bytes)", n);
+    }
+
+    sk_buf out = { 0 };
+    sk_modal_fs_batch batch;
+    tap(sk_modal_decode_fs_batch(G_FS_BATCH, sizeof G_FS_BATCH, &batch, fs_collect, &out) == 0 &&
+            out.len == 3 && memcmp(out.data, "abc", 3) == 0 && batch.eof && batch.batch_index == 3 &&
+            !batch.has_error,
+        "FilesystemRuntimeOutputBatch: every output entry in order, batch_index, eof");
+    sk_buf_free(&out);
+    tap(sk_modal_decode_fs_batch(G_FS_BATCH_ERR, sizeof G_FS_BATCH_ERR, &batch, NULL, NULL) == 0 &&
+            batch.has_error && batch.error_code == 2 && batch.error_message_len == 4 &&
+            memcmp(batch.error_message, "nope", 4) == 0 && !batch.eof,
+        "FilesystemRuntimeOutputBatch: the error's code and message");
+    static const uint8_t truncated_error[] = { 0x12, 0x03, 0x08, 0x02, 0x12 };
+    tap(sk_modal_decode_fs_batch(truncated_error, sizeof truncated_error, &batch, NULL, NULL) == -1 &&
+            errno == EBADMSG,
+        "a malformed error inside a batch is EBADMSG");
+    tap(sk_modal_decode_fs_batch(G_FS_BATCH, 5, &batch, NULL, NULL) == -1, "a truncated batch is refused");
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0); /* a crash keeps the lines so far */
@@ -864,6 +945,7 @@ int main(void)
     test_decoders();
     test_unknown_and_mistyped();
     test_truncations();
+    test_container_filesystem();
     printf("1..%d\n", tap_n);
     return tap_failed ? 1 : 0;
 }

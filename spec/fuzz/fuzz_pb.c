@@ -112,6 +112,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (sk_modal_decode_task_exec_wait(data, size, &w) != 0 && !fuzz_all_zero(&w, sizeof w))
             abort();
     }
+    DECODE(container_filesystem_exec, sk_modal_container_filesystem_exec_resp,
+           sk_modal_container_filesystem_exec_resp_free);
+    {
+        sk_modal_fs_batch fb;
+        if (sk_modal_decode_fs_batch(data, size, &fb, NULL, NULL) == 0 && fb.error_message &&
+            (fb.error_message < (const char *)data || fb.error_message + fb.error_message_len >
+                                                          (const char *)data + size))
+            abort(); /* the message must point into the input */
+    }
     (void)sk_modal_decode_empty(data, size);
     return 0;
 }

@@ -50,7 +50,6 @@ struct http_pool {
     uv_timer_t kick;      /* see http_on_kick */
     bool kick_armed;
     bool delivered;       /* body bytes were delivered during this socket action */
-    long curl_timeout_ms; /* what curl last asked for (-1: none) */
     http_sock *socks;
 };
 
@@ -414,11 +413,18 @@ static void http_socket_action(http_pool *pool, curl_socket_t fd, int flags);
 static void http_on_timer(uv_timer_t *t);
 
 /* curl 7.88 over HTTP/2 with the multi_socket API can leave frames it has
- * already read from a socket unprocessed (typically the END_STREAM after a
- * large body) and then sleep on a ~200 ms timer: the socket never turns
- * readable again. After an action that delivered body bytes, while curl's
- * timer is not imminent, we report each watched socket readable once more;
- * spurious readiness is harmless to curl (it reads EAGAIN). */
+ * already read from a socket unprocessed: when a stream's buffer fills it
+ * pauses nghttp2 with the rest of the read (more DATA, END_STREAM, the
+ * trailers) still in its connection buffer, and its "data pending" check
+ * never reports that buffer (the comparison is inverted; fixed by the
+ * rewrite in curl 8.1). Nothing runs the stream again unless its socket
+ * turns readable, which never happens once the server has sent everything:
+ * the tail of the output is lost and the call hangs. curl's own timer does
+ * not help even when it is due at once: it runs only the transfers that
+ * expired, not the one holding the bytes. So after every action that
+ * delivered body bytes we report each watched socket readable once more
+ * (every transfer on it runs); spurious readiness is harmless to curl (it
+ * reads EAGAIN). docs/reliability.md, "HTTP/2 stalls in libcurl 7.88". */
 static void http_on_kick(uv_timer_t *t)
 {
     http_pool *pool = t->data;
@@ -450,11 +456,9 @@ static void http_socket_action(http_pool *pool, curl_socket_t fd, int flags)
     long next_ms = -1;
     if (!svc->closing && !uv_is_active((uv_handle_t *)&pool->timer) &&
         curl_multi_timeout(pool->multi, &next_ms) == CURLM_OK && next_ms >= 0) {
-        pool->curl_timeout_ms = next_ms;
         uv_timer_start(&pool->timer, http_on_timer, (uint64_t)(next_ms > 0 ? next_ms : 1), 0);
     }
-    if (pool->delivered && running > 0 && !pool->kick_armed && !svc->closing &&
-        (pool->curl_timeout_ms < 0 || pool->curl_timeout_ms > 20)) {
+    if (pool->delivered && running > 0 && !pool->kick_armed && !svc->closing) {
         pool->kick_armed = true;
         uv_timer_start(&pool->kick, http_on_kick, 0, 0);
     }
@@ -535,7 +539,6 @@ static int http_curl_timer(CURLM *multi, long timeout_ms, void *userp)
 {
     (void)multi;
     http_pool *pool = userp;
-    pool->curl_timeout_ms = timeout_ms;
     if (timeout_ms < 0)
         uv_timer_stop(&pool->timer);
     else
@@ -610,7 +613,6 @@ static http_svc *http_svc_get(sk_loop *loop)
         pool->timer.data = pool;
         uv_timer_init(sk_loop_uv(loop), &pool->kick);
         pool->kick.data = pool;
-        pool->curl_timeout_ms = -1;
     }
     svc->hook.shutdown = http_svc_shutdown;
     svc->hook.finish = http_svc_finish;

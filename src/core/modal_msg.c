@@ -875,3 +875,120 @@ void sk_modal_status_details_free(sk_modal_status_details *m)
     free(m->message);
     memset(m, 0, sizeof *m);
 }
+
+/* ---- container filesystem (Sandbox.open) ---- */
+
+int sk_modal_encode_container_filesystem_exec(sk_buf *out, const sk_modal_container_filesystem_exec_req *m)
+{
+    size_t start = out->len, mark;
+    TRY(sk_pb_begin(out, (uint32_t)m->kind, &mark));
+    switch (m->kind) {
+    case SK_MODAL_FS_OPEN:
+        if (m->fd)
+            TRY(sk_pb_put_string(out, 1, m->fd, SK_PB_EXPLICIT));
+        TRY(sk_pb_put_string(out, 2, m->path, SK_PB_IMPLICIT));
+        TRY(sk_pb_put_string(out, 3, m->mode, SK_PB_IMPLICIT));
+        break;
+    case SK_MODAL_FS_WRITE:
+        TRY(sk_pb_put_string(out, 1, m->fd, SK_PB_IMPLICIT));
+        TRY(sk_pb_put_bytes(out, 2, m->data, m->len, SK_PB_IMPLICIT));
+        break;
+    case SK_MODAL_FS_READ:
+        TRY(sk_pb_put_string(out, 1, m->fd, SK_PB_IMPLICIT));
+        if (m->has_n)
+            TRY(sk_pb_put_uint64(out, 2, m->n, SK_PB_EXPLICIT));
+        break;
+    case SK_MODAL_FS_FLUSH:
+    case SK_MODAL_FS_CLOSE:
+        TRY(sk_pb_put_string(out, 1, m->fd, SK_PB_IMPLICIT));
+        break;
+    default:
+        errno = EINVAL;
+        goto fail;
+    }
+    TRY(sk_pb_end(out, mark));
+    TRY(sk_pb_put_string(out, 10, m->task_id, SK_PB_IMPLICIT));
+    return 0;
+fail:
+    return msg_encode_fail(out, start);
+}
+
+int sk_modal_decode_container_filesystem_exec(const void *data, size_t len,
+                                              sk_modal_container_filesystem_exec_resp *out)
+{
+    memset(out, 0, sizeof *out);
+    sk_pb_reader rd;
+    sk_pb_field f;
+    int rc;
+    sk_pb_reader_init(&rd, data, len);
+    while ((rc = sk_pb_next(&rd, &f)) > 0) {
+        if (f.wire != SK_PB_LEN)
+            continue;
+        if ((f.num == 1 && sk_pb_dup_string(&f, &out->exec_id) != 0) ||
+            (f.num == 2 && sk_pb_dup_string(&f, &out->file_descriptor) != 0)) {
+            rc = -1;
+            break;
+        }
+    }
+    if (rc == 0 && msg_default_str(&out->exec_id) == 0)
+        return 0;
+    int e = rc < 0 && errno == ENOMEM ? ENOMEM : EBADMSG;
+    sk_modal_container_filesystem_exec_resp_free(out);
+    errno = e;
+    return -1;
+}
+
+void sk_modal_container_filesystem_exec_resp_free(sk_modal_container_filesystem_exec_resp *m)
+{
+    free(m->exec_id);
+    free(m->file_descriptor);
+    m->exec_id = m->file_descriptor = NULL;
+}
+
+int sk_modal_encode_container_filesystem_exec_get_output(sk_buf *out, const char *exec_id, float timeout_secs)
+{
+    size_t start = out->len;
+    TRY(sk_pb_put_string(out, 1, exec_id, SK_PB_IMPLICIT));
+    TRY(sk_pb_put_float(out, 2, timeout_secs, SK_PB_IMPLICIT));
+    return 0;
+fail:
+    return msg_encode_fail(out, start);
+}
+
+int sk_modal_decode_fs_batch(const void *data, size_t len, sk_modal_fs_batch *out,
+                             void (*output)(void *ud, const uint8_t *d, size_t n), void *ud)
+{
+    memset(out, 0, sizeof *out);
+    sk_pb_reader rd;
+    sk_pb_field f;
+    int rc;
+    sk_pb_reader_init(&rd, data, len);
+    while ((rc = sk_pb_next(&rd, &f)) > 0) {
+        if (f.num == 1 && f.wire == SK_PB_LEN) {
+            if (f.len && output)
+                output(ud, f.data, f.len);
+        } else if (f.num == 2 && f.wire == SK_PB_LEN) {
+            /* SystemErrorMessage: error_code = 1, error_message = 2 */
+            sk_pb_reader er;
+            sk_pb_field g;
+            int erc;
+            out->has_error = true;
+            sk_pb_reader_init(&er, f.data, f.len);
+            while ((erc = sk_pb_next(&er, &g)) > 0) {
+                if (g.num == 1 && g.wire == SK_PB_VARINT)
+                    out->error_code = sk_pb_as_int32(&g);
+                else if (g.num == 2 && g.wire == SK_PB_LEN) {
+                    out->error_message = (const char *)g.data;
+                    out->error_message_len = g.len;
+                }
+            }
+            if (erc < 0)
+                return msg_bad();
+        } else if (f.num == 3 && f.wire == SK_PB_VARINT) {
+            out->batch_index = f.v;
+        } else if (f.num == 4 && f.wire == SK_PB_VARINT) {
+            out->eof = sk_pb_as_bool(&f);
+        }
+    }
+    return rc < 0 ? msg_bad() : 0;
+}

@@ -37,6 +37,8 @@
 #define SK_MODAL_RPC_SANDBOX_GET_TASK_ID SK_MODAL_CP "SandboxGetTaskId"
 #define SK_MODAL_RPC_TASK_GET_COMMAND_ROUTER_ACCESS SK_MODAL_CP "TaskGetCommandRouterAccess"
 #define SK_MODAL_RPC_SANDBOX_SNAPSHOT_FS SK_MODAL_CP "SandboxSnapshotFs"
+#define SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC SK_MODAL_CP "ContainerFilesystemExec"
+#define SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC_GET_OUTPUT SK_MODAL_CP "ContainerFilesystemExecGetOutput"
 #define SK_MODAL_RPC_TASK_EXEC_START SK_MODAL_ROUTER "TaskExecStart"
 #define SK_MODAL_RPC_TASK_EXEC_STDIO_READ SK_MODAL_ROUTER "TaskExecStdioRead"
 #define SK_MODAL_RPC_TASK_EXEC_WAIT SK_MODAL_ROUTER "TaskExecWait"
@@ -368,5 +370,49 @@ typedef struct sk_modal_status_details {
 } sk_modal_status_details;
 int sk_modal_decode_status_details(const void *data, size_t len, sk_modal_status_details *out);
 void sk_modal_status_details_free(sk_modal_status_details *m);
+
+/* ContainerFilesystemExec (control plane): one operation of Sandbox.open()
+ * or of its file handle (docs/modal-filesystem.md). */
+typedef enum sk_modal_fs_kind {
+    SK_MODAL_FS_OPEN = 1,  /* path, mode -> a file descriptor */
+    SK_MODAL_FS_WRITE = 2, /* fd, data */
+    SK_MODAL_FS_READ = 3,  /* fd, n (has_n) or to the end */
+    SK_MODAL_FS_FLUSH = 4, /* fd */
+    SK_MODAL_FS_CLOSE = 9, /* fd */
+} sk_modal_fs_kind;
+typedef struct sk_modal_container_filesystem_exec_req {
+    const char *task_id;
+    sk_modal_fs_kind kind;
+    const char *fd, *path, *mode;
+    const void *data;
+    size_t len;
+    bool has_n;
+    uint32_t n;
+} sk_modal_container_filesystem_exec_req;
+typedef struct sk_modal_container_filesystem_exec_resp {
+    char *exec_id;         /* "" when absent */
+    char *file_descriptor; /* NULL when absent */
+} sk_modal_container_filesystem_exec_resp;
+int sk_modal_encode_container_filesystem_exec(sk_buf *out, const sk_modal_container_filesystem_exec_req *m);
+int sk_modal_decode_container_filesystem_exec(const void *data, size_t len,
+                                              sk_modal_container_filesystem_exec_resp *out);
+void sk_modal_container_filesystem_exec_resp_free(sk_modal_container_filesystem_exec_resp *m);
+
+/* ContainerFilesystemExecGetOutput (control plane, server stream). */
+int sk_modal_encode_container_filesystem_exec_get_output(sk_buf *out, const char *exec_id, float timeout_secs);
+
+/* FilesystemRuntimeOutputBatch, read in place: output entries are handed to
+ * `output` as they are met (pointing into data); the error and eof are
+ * returned. error_message points into data (not NUL-terminated). */
+typedef struct sk_modal_fs_batch {
+    bool has_error;
+    int32_t error_code;
+    const char *error_message;
+    size_t error_message_len;
+    uint64_t batch_index;
+    bool eof;
+} sk_modal_fs_batch;
+int sk_modal_decode_fs_batch(const void *data, size_t len, sk_modal_fs_batch *out,
+                             void (*output)(void *ud, const uint8_t *d, size_t n), void *ud);
 
 #endif

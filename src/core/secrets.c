@@ -757,6 +757,11 @@ static int redact_json(const void *scope, json_t *v, bool redact_keys, int depth
     return 0;
 }
 
+int sk_json_redact(const void *scope, json_t *v)
+{
+    return v ? redact_json(scope, v, false, 0) : 0;
+}
+
 void sk_error_redact(const void *scope, sk_error *e)
 {
     if (!e)

@@ -55,5 +55,9 @@ bool sk_redact_needed(const void *scope, const char *text, size_t len);
  * out it drops the fields and replaces the message. NULL is a no-op. */
 void sk_error_redact(const void *scope, sk_error *e);
 
+/* Redacts every string (and every key below the top level) of v in place,
+ * as for an error's fields. 0, or -1 on out of memory (v half done). */
+int sk_json_redact(const void *scope, json_t *v);
+
 
 #endif

@@ -61,6 +61,8 @@ int skl_raise_error(lua_State *L, skl_state *st, const sk_error *err, const void
 
 void skl_open_sandbox(lua_State *L); /* registers the classes; expects the state upvalue on top */
 int skl_new_sandbox(lua_State *L);
+sk_sandbox *skl_check_sandbox(lua_State *L, int idx); /* raises unless an open sandkit.Sandbox */
+int skl_modal_fs(lua_State *L); /* core.modal_fs (modal_fs_ud.c) */
 int skl_http_request(lua_State *L); /* core.http_request (http_ud.c) */
 int skl_json_decode(lua_State *L);  /* core.json_decode (http_ud.c) */
 void skl_open_fs(lua_State *L); /* adds fs_root & co. to the module table on top */

@@ -489,6 +489,7 @@ int luaopen_sandkit_core(lua_State *L)
         { "provider_ids", core_provider_ids },
         { "new_sandbox", skl_new_sandbox },
         { "http_request", skl_http_request },
+        { "modal_fs", skl_modal_fs },
         { "json_decode", skl_json_decode },
         { NULL, NULL },
     };

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../core/secrets.h"
 #include "binding.h"
 
 #define SKL_SANDBOX "sandkit.Sandbox"
@@ -33,6 +34,8 @@ static skl_sandbox *sandbox_check(lua_State *L, int idx)
         luaL_error(L, "sandkit.Sandbox is closed");
     return s;
 }
+
+sk_sandbox *skl_check_sandbox(lua_State *L, int idx) { return sandbox_check(L, idx)->sb; }
 
 static skl_process *process_check(lua_State *L, int idx)
 {
@@ -258,6 +261,14 @@ static int sandbox_info(lua_State *L)
     lua_pushstring(L, iso);
     lua_setfield(L, -2, "created_at");
     json_t *meta = sb->provider->metadata ? sb->provider->metadata(sb) : NULL;
+    /* metadata holds a server's strings (ids, statuses): a token it echoes
+     * there is cut as in errors. Tokens only: paths and names in it may
+     * well contain an env value. */
+    static const char tokens_only;
+    if (meta && sk_json_redact(&tokens_only, meta) != 0) {
+        json_decref(meta);
+        meta = NULL; /* out of memory: withheld rather than half redacted */
+    }
     if (meta)
         skl_push_json(L, meta);
     else

@@ -14,10 +14,8 @@ local pathmod = require "sandkit.fs.path"
 local M = {}
 
 local PIECE = 8 << 20
--- Reads go in larger pieces (one command each) except on Modal, where a
--- command's large output can stall in the exec stream (seen from 16 MiB).
-local READ_PIECE = { modal = 8 << 20 }
-local READ_PIECE_DEFAULT = 64 << 20
+-- Reads go in larger pieces (one command each).
+local READ_PIECE = 64 << 20
 local PIECE_TIMEOUT_MS = 600000
 
 local PRELUDE = [[e(){ printf 'sandkit-fs: %s %s\n' "$1" "$2" >&2; exit 3; }; ]]
@@ -120,7 +118,7 @@ end
 -- per command, and each piece streams to on_chunk.
 function Backend:read_file(path, opts)
   local p = fix(path)
-  local piece = READ_PIECE[self.sb.provider] or READ_PIECE_DEFAULT
+  local piece = READ_PIECE
   local parts = {}
   local emit = opts.on_chunk or function(c) parts[#parts + 1] = c end
   local offset = 0

@@ -1,11 +1,12 @@
 --- sb.fs: the sandbox's own filesystem as its commands see it, with the
 -- sandkit.Filesystem interface. Relative paths start at the working
 -- directory. Local sandboxes use confined system calls on the host (the
--- working directory and, under bwrap, the private /tmp); the others run
--- commands in the sandbox (lua/sandkit/fs/exec.lua). When the sandbox's
--- commands run as another user than the caller (a root caller under
--- bwrap: metadata.sandbox_user), sb.fs acts as that user: what it creates
--- is theirs, and it can read and write only what they can
+-- working directory and, under bwrap, the private /tmp); Modal reads and
+-- writes files with the SDK's own calls (lua/sandkit/fs/modal.lua); the
+-- rest runs commands in the sandbox (lua/sandkit/fs/exec.lua). When the
+-- sandbox's commands run as another user than the caller (a root caller
+-- under bwrap: metadata.sandbox_user), sb.fs acts as that user: what it
+-- creates is theirs, and it can read and write only what they can
 -- (src/lua/fs_ud.c says how).
 local core = require "sandkit.core"
 local fs = require "sandkit.fs"
@@ -110,6 +111,8 @@ function M.for_sandbox(sb)
   local backend
   if sb.provider == "local" then
     backend = local_backend(sb)
+  elseif sb.provider == "modal" then
+    backend = require("sandkit.fs.modal").backend(sb)
   else
     backend = require("sandkit.fs.exec").backend(sb)
   end

@@ -143,7 +143,7 @@ let callSeq = 0;
 const startMs = Date.now();
 
 function resetFaults(initial) {
-  faults = { unavailable: [], cut_stream: null, delay: null, token_ttl_s: null };
+  faults = { unavailable: [], cut_stream: null, delay: null, token_ttl_s: null, exec_exit: null };
   if (initial) applyFaults(initial);
 }
 
@@ -184,6 +184,11 @@ function applyFaults(body) {
         break;
       case 'token_ttl_s':
         faults.token_ttl_s = v === null ? null : Number(v);
+        break;
+      case 'exec_exit':
+        // A lying router: every exec reports this exit ({code} or {signal}).
+        faults.exec_exit = v === null ? null
+          : v.signal != null ? { signal: Number(v.signal) } : { code: Number(v.code ?? 0) };
         break;
       default:
         throw new Error(`unknown fault key: ${k}`);
@@ -306,6 +311,7 @@ function summarizeRequest(req) {
     };
   }
   if (req.image) out.dockerfile_commands = req.image.dockerfile_commands;
+  if (req.file_exec_request_oneof) out.op = req.file_exec_request_oneof; // never the data or path
   return out;
 }
 
@@ -682,7 +688,7 @@ function startExec(sb, req) {
   child.stdin.on('error', () => {});
   const setExit = (x) => {
     if (ex.exit) return;
-    ex.exit = x;
+    ex.exit = faults.exec_exit ? { ...faults.exec_exit } : x;
     clearTimeout(ex.timer);
     ex.cond.notify();
     touchIdle(sb);
@@ -714,9 +720,148 @@ function startExec(sb, req) {
   return ex;
 }
 
+// ---------------------------------------------------- container filesystem --
+// Sandbox.open() and SandboxFile (docs/modal-filesystem.md). Each operation
+// runs a small shell script inside the sandbox's own view (view.mjs), so a
+// path or a symlink means what it means to the sandbox's commands and can
+// never reach the host. Operations of one sandbox run one at a time, in the
+// order they arrived; a handle is a path, a mode and a position.
+
+const SEC = { PERM: 1, NOENT: 2, IO: 5, ACCES: 13, EXIST: 17, NOTDIR: 20, ISDIR: 21, INVAL: 22 };
+const FS_CHUNK = 1 << 20; // bytes per output entry and batch
+const FS_MODES = new Set(['r', 'w', 'a', 'r+', 'w+', 'a+']);
+// Exit codes of the scripts below are errno values.
+const FS_CHECK = `
+  p=$1
+  [ -d "$p" ] && exit ${SEC.ISDIR}
+  d=$(dirname -- "$p")
+  [ -d "$d" ] || { [ -e "$d" ] && exit ${SEC.NOTDIR}; exit ${SEC.NOENT}; }`;
+const FS_SCRIPTS = {
+  open_r: `${FS_CHECK}
+  [ -e "$p" ] || exit ${SEC.NOENT}
+  [ -r "$p" ] || exit ${SEC.ACCES}`,
+  open_w: `${FS_CHECK}
+  : > "$p" 2>/dev/null || exit ${SEC.ACCES}`,
+  open_a: `${FS_CHECK}
+  : >> "$p" 2>/dev/null || exit ${SEC.ACCES}`,
+  read: `[ -e "$1" ] || exit ${SEC.NOENT}
+  if [ -n "$3" ]; then tail -c +"$2" -- "$1" | head -c "$3"; else tail -c +"$2" -- "$1"; fi`,
+  write_at: `[ -e "$1" ] || exit ${SEC.NOENT}
+  dd of="$1" oflag=seek_bytes seek="$2" conv=notrunc status=none 2>/dev/null || exit ${SEC.IO}`,
+  append: `[ -e "$1" ] || exit ${SEC.NOENT}
+  cat >> "$1" || exit ${SEC.IO}`,
+};
+
+class FsError extends Error {
+  constructor(code, message) { super(message); this.code = code; }
+}
+
+function fsErrorFor(code, what, p) {
+  const text = {
+    [SEC.NOENT]: 'No such file or directory', [SEC.ACCES]: 'Permission denied',
+    [SEC.ISDIR]: 'Is a directory', [SEC.NOTDIR]: 'Not a directory',
+  }[code];
+  return new FsError(text ? code : SEC.IO, `${what} ${p}: ${text ?? `failed (exit ${code})`}`);
+}
+
+// Runs `script` (sh -c) with args inside the view; resolves { code, out }.
+function fsRun(sb, script, args, input) {
+  return new Promise((resolve, reject) => {
+    const child = spawnIn(sb, ['/bin/sh', '-c', script, 'sh', ...args], {
+      cwd: sb.cwd, env: baseEnv(sb), stdin: input ? 'pipe' : 'ignore', stdout: 'pipe', stderr: 'ignore',
+    });
+    const out = [];
+    child.stdout.on('data', (d) => out.push(d));
+    child.on('error', reject);
+    child.on('close', (code, sig) => resolve({ code: sig ? SEC.IO : code, out: Buffer.concat(out) }));
+    if (input) {
+      child.stdin.on('error', () => {});
+      child.stdin.end(input);
+    }
+  });
+}
+
+function fsHandle(sb, fd) {
+  const h = sb.files.get(fd ?? '');
+  if (!h) throw new FsError(SEC.INVAL, `File descriptor ${fd} is not open`);
+  return h;
+}
+
+async function fsOperate(sb, req, fd) {
+  const op = req.file_exec_request_oneof;
+  if (op === 'file_open_request') {
+    const { path: p = '', mode = 'r' } = req.file_open_request;
+    if (!p) throw new FsError(SEC.INVAL, 'open: a path is required');
+    const m = mode.replace('b', '');
+    if (!FS_MODES.has(m)) throw new FsError(SEC.INVAL, `open: invalid mode ${JSON.stringify(mode)}`);
+    const abs = path.posix.resolve(sb.cwd, p);
+    const r = await fsRun(sb, FS_SCRIPTS[`open_${m[0]}`], [abs]);
+    if (r.code !== 0) throw fsErrorFor(r.code, 'open', p);
+    sb.files.set(fd, { path: abs, name: p, mode: m, pos: 0 });
+    return [];
+  }
+  if (op === 'file_read_request') {
+    const h = fsHandle(sb, req.file_read_request.file_descriptor);
+    if (h.mode === 'w' || h.mode === 'a') throw new FsError(SEC.INVAL, `read ${h.name}: not open for reading`);
+    const n = req.file_read_request.n;
+    const r = await fsRun(sb, FS_SCRIPTS.read, [h.path, String(h.pos + 1), n == null ? '' : String(n)]);
+    if (r.code !== 0) throw fsErrorFor(r.code, 'read', h.name);
+    h.pos += r.out.length;
+    return [r.out];
+  }
+  if (op === 'file_write_request') {
+    const h = fsHandle(sb, req.file_write_request.file_descriptor);
+    if (h.mode === 'r') throw new FsError(SEC.INVAL, `write ${h.name}: not open for writing`);
+    const data = req.file_write_request.data ?? Buffer.alloc(0);
+    if (data.length) {
+      const append = h.mode[0] === 'a';
+      const r = await fsRun(sb, append ? FS_SCRIPTS.append : FS_SCRIPTS.write_at,
+        append ? [h.path] : [h.path, String(h.pos)], data);
+      if (r.code !== 0) throw fsErrorFor(r.code, 'write', h.name);
+      if (!append) h.pos += data.length;
+    }
+    return [];
+  }
+  if (op === 'file_flush_request') {
+    fsHandle(sb, req.file_flush_request.file_descriptor);
+    return [];
+  }
+  if (op === 'file_close_request') {
+    fsHandle(sb, req.file_close_request.file_descriptor);
+    sb.files.delete(req.file_close_request.file_descriptor);
+    return [];
+  }
+  throw new FsError(SEC.INVAL, `unsupported filesystem operation ${op ?? '(none)'}`);
+}
+
+// Starts an operation; its result (output or error) is kept for
+// ContainerFilesystemExecGetOutput, which may be called again (the SDK
+// retries on an error batch).
+function fsStart(sb, req) {
+  sb.files ??= new Map();
+  sb.fsExecs ??= new Map();
+  sb.fsQueue ??= Promise.resolve();
+  const id = newId('fe');
+  const fd = req.file_exec_request_oneof === 'file_open_request'
+    ? (req.file_open_request.file_descriptor || newId('fd')) : undefined;
+  const fx = { id, done: false, output: [], error: null, cond: new Cond() };
+  sb.fsExecs.set(id, fx);
+  fsExecIndex.set(id, sb);
+  sb.fsQueue = sb.fsQueue.then(() => fsOperate(sb, req, fd)).then((out) => { fx.output = out; }, (e) => {
+    fx.error = e instanceof FsError ? { error_code: e.code, error_message: e.message }
+      : { error_code: SEC.IO, error_message: String(e?.message ?? e) };
+  }).then(() => { fx.done = true; fx.cond.notify(); });
+  return { exec_id: id, ...(fd ? { file_descriptor: fd } : {}) };
+}
+const fsExecIndex = new Map(); // exec id -> sandbox
+
 // ------------------------------------------------------- control handlers --
 
 const control = {
+  async ContainerFilesystemExec(req) {
+    return fsStart(liveTask(req.task_id ?? ''), req);
+  },
+
   async AuthTokenGet() {
     return { token: issueJwt({ typ: 'auth', sub: opts.tokenId }) };
   },
@@ -838,6 +983,42 @@ const control = {
 };
 
 const controlStreams = {
+  async ContainerFilesystemExecGetOutput(req, call, ctx) {
+    const sb = fsExecIndex.get(req.exec_id ?? '');
+    const fx = sb?.fsExecs.get(req.exec_id);
+    if (!fx) fail(Status.NOT_FOUND, `Filesystem exec ${req.exec_id} not found`);
+    call.on('cancelled', () => fx.cond.notify());
+    const limitMs = Math.min(Number(req.timeout) > 0 ? Number(req.timeout) : 55, 55) * 1000;
+    const deadline = Date.now() + limitMs;
+    // Not finished within the call's timeout: the stream ends without eof
+    // and the client asks again.
+    while (!fx.done && !ctx.cancelled && Date.now() < deadline) await fx.cond.wait(deadline - Date.now());
+    if (!fx.done || ctx.cancelled) return;
+    let index = 0;
+    let sent = 0;
+    for (const out of fx.output) {
+      for (let off = 0; off < out.length; off += FS_CHUNK) {
+        // cut_stream with fd "fs" (or "any"): fail once after_bytes went out
+        const cut = faults.cut_stream;
+        if (cut && cut.count > 0 && (cut.fd === 'any' || cut.fd === 'fs') && sent >= cut.after_bytes) {
+          cut.count--;
+          ctx.entry.fault = `cut_stream:${cut.mode}`;
+          if (cut.mode === 'rst' && resetStream(call)) { ctx.entry.code = 'rst'; return; }
+          fail(cut.code, 'injected fault: stream cut');
+        }
+        const data = out.subarray(off, off + FS_CHUNK);
+        sent += data.length;
+        if (!(await ctx.write({ output: [data], batch_index: ++index }))) return;
+      }
+    }
+    if (fx.error) {
+      await ctx.write({ error: fx.error, batch_index: ++index });
+    } else if (await ctx.write({ eof: true, batch_index: ++index })) {
+      sb.fsExecs.delete(fx.id); // delivered: its output is not kept
+      fsExecIndex.delete(fx.id);
+    }
+  },
+
   async ImageJoinStreaming(req, call, ctx) {
     if (!images.has(req.image_id)) fail(Status.NOT_FOUND, `Image ${req.image_id} not found`);
     await ctx.write({ result: { status: GS.SUCCESS }, entry_id: '1', eof: true });

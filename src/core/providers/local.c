@@ -47,6 +47,7 @@ typedef struct local_sandbox {
     bool bwrap;
     bool allow_network;
     bool drop_ids;            /* bwrap by a root caller: run as uid/gid */
+    bool bwrap_setuid;        /* a setuid bwrap may not make user namespaces */
     uid_t uid;
     gid_t gid;
     char **ro_paths, **rw_paths; /* NULL-terminated, absolute */
@@ -147,7 +148,9 @@ static int local_mkdir_p(const char *path)
     return rc;
 }
 
-static bool local_find_in_path(const char *name)
+/* Whether name is an executable in PATH; *setuid (when given): it carries
+ * the setuid bit. */
+static bool local_find_in_path_mode(const char *name, bool *setuid)
 {
     const char *path = getenv("PATH");
     if (!path || !*path)
@@ -158,10 +161,18 @@ static bool local_find_in_path(const char *name)
          dir = strtok_r(NULL, ":", &save)) {
         char *full = local_path_join(dir, name);
         found = full && access(full, X_OK) == 0;
+        struct stat st;
+        if (found && setuid)
+            *setuid = stat(full, &st) == 0 && (st.st_mode & S_ISUID);
         free(full);
     }
     free(copy);
     return found;
+}
+
+static bool local_find_in_path(const char *name)
+{
+    return local_find_in_path_mode(name, NULL);
 }
 
 static void local_free_list(char **list)
@@ -306,6 +317,139 @@ static sk_error *local_check_reachable(const local_sandbox *ls, const char *what
     return NULL;
 }
 
+/* ---- resolving a path without trusting others' symlinks -------------------
+ * Each path a sandbox gets (working directory, read_only_paths,
+ * read_write_paths) is resolved one component at a time, and a symlink on
+ * the way is followed only if root or the caller owns it. A symlink planted
+ * by a sandbox (owned by the sandbox user) or by another user could
+ * otherwise point a root caller's chown and binds at any host directory:
+ * an empty root-owned /usr/local/bin given to nobody, then filled by the
+ * next command. Returns an O_PATH descriptor, or -1 with errno (EPERM and
+ * *untrusted set: a symlink owned by someone else, named in link). */
+enum { LOCAL_MAX_SYMLINKS = 40 };
+
+static int local_open_trusted(const char *path, bool *untrusted, uid_t *owner, char *link, size_t link_len,
+                              bool *created)
+{
+    *untrusted = false;
+    if (created)
+        *created = false;
+    size_t cap = strlen(path) + 1;
+    char *rest = malloc(cap);
+    int cur = rest ? open("/", SK_O_DIR_REF | O_CLOEXEC) : -1;
+    if (cur < 0) {
+        free(rest);
+        errno = rest ? errno : ENOMEM;
+        return -1;
+    }
+    memcpy(rest, path, cap);
+    int links = 0, e = 0;
+    char *p = rest;
+    for (;;) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        char *end = strchr(p, '/');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char comp[NAME_MAX + 1];
+        if (len > NAME_MAX) {
+            e = ENAMETOOLONG;
+            break;
+        }
+        memcpy(comp, p, len);
+        comp[len] = '\0';
+        p += len;
+        if (strcmp(comp, ".") == 0)
+            continue;
+        int next = openat(cur, comp, SK_O_REF | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0 && errno == ENOENT && created) {
+            /* made here, beneath what was resolved so far: never through
+             * a symlink this walk would refuse */
+            bool made = mkdirat(cur, comp, 0755) == 0;
+            if (made || errno == EEXIST)
+                next = openat(cur, comp, SK_O_REF | O_NOFOLLOW | O_CLOEXEC);
+            if (made && next >= 0) {
+                const char *q = p;
+                while (*q == '/')
+                    q++;
+                *created = !*q; /* the last component */
+            }
+        }
+        struct stat st;
+        /* without O_PATH a symlink cannot be opened itself (ELOOP): it is
+         * looked at through its directory instead */
+        bool by_name = !SK_HAVE_O_PATH && next < 0 && errno == ELOOP &&
+                       fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+        if (!by_name && (next < 0 || fstat(next, &st) != 0)) {
+            e = errno;
+            if (next >= 0)
+                close(next);
+            break;
+        }
+        if (!S_ISLNK(st.st_mode)) {
+            close(cur);
+            cur = next;
+            continue;
+        }
+        char target[PATH_MAX];
+        ssize_t n = -1;
+        if (st.st_uid != 0 && st.st_uid != geteuid()) {
+            *untrusted = true;
+            *owner = st.st_uid;
+            snprintf(link, link_len, "%s", comp);
+            e = EPERM;
+        } else if (++links > LOCAL_MAX_SYMLINKS) {
+            e = ELOOP;
+        } else if ((n = by_name ? readlinkat(cur, comp, target, sizeof target - 1)
+                               : readlinkat(next, "", target, sizeof target - 1)) < 0) {
+            e = errno;
+        }
+        if (next >= 0)
+            close(next);
+        if (e)
+            break;
+        target[n] = '\0';
+        /* the rest of the path now follows the link's target */
+        size_t left = strlen(p), need = (size_t)n + left + 1;
+        char *joined = malloc(need > cap ? need : cap);
+        if (!joined) {
+            e = ENOMEM;
+            break;
+        }
+        memcpy(joined, target, (size_t)n);
+        memcpy(joined + n, p, left + 1);
+        free(rest);
+        rest = p = joined;
+        cap = need > cap ? need : cap;
+        if (target[0] == '/') {
+            int root = open("/", SK_O_DIR_REF | O_CLOEXEC);
+            if (root < 0) {
+                e = errno;
+                break;
+            }
+            close(cur);
+            cur = root;
+        }
+    }
+    free(rest);
+    if (e) {
+        close(cur);
+        errno = e;
+        return -1;
+    }
+    return cur;
+}
+
+static sk_error *local_untrusted_link(const char *key, const char *path, uid_t owner, const char *link)
+{
+    return sk_error_new("SandboxError", json_pack("{s:s,s:s,s:I}", "key", key, "path", path, "link_owner",
+                                                  (json_int_t)owner),
+                        "LocalSandbox %s %s leads through a symlink (%s) owned by uid %u, which sandkit does "
+                        "not follow (only root's and the caller's own): name the real path",
+                        key, path, link, (unsigned)owner);
+}
+
 static sk_error *local_path_error(const char *key, const char *path, int e)
 {
     if (e == ENOENT)
@@ -353,9 +497,13 @@ static sk_error *local_pin_list(local_sandbox *ls, char **paths, int **fds, cons
     for (size_t i = 0; i < n; i++)
         (*fds)[i] = -1;
     for (size_t i = 0; i < n; i++) {
-        int fd = open(paths[i], SK_O_REF | O_CLOEXEC);
+        bool untrusted;
+        uid_t owner;
+        char link[NAME_MAX + 1];
+        int fd = local_open_trusted(paths[i], &untrusted, &owner, link, sizeof link, NULL);
         if (fd < 0)
-            return local_path_error(key, paths[i], errno);
+            return untrusted ? local_untrusted_link(key, paths[i], owner, link)
+                             : local_path_error(key, paths[i], errno);
         (*fds)[i] = fd;
         sk_error *unreachable = ls->drop_ids ? local_check_reachable(ls, key, paths[i], fd) : NULL;
         if (unreachable)
@@ -500,17 +648,31 @@ static sk_error *local_pin_nested(local_sandbox *ls, size_t i)
     return NULL;
 }
 
-/* created: sandkit made the working directory just now. A root caller's
- * working directory goes to the sandbox user when sandkit created it or it
- * is an empty directory of root's (made for the sandbox); any other must
- * already be writable by that user. */
-static sk_error *local_pin(local_sandbox *ls, bool created)
+/* Opens (making it if missing) and pins the working directory and the
+ * paths. A root caller's working directory goes to the sandbox user when
+ * sandkit created it or it is an empty directory of root's (made for the
+ * sandbox); any other must already be writable by that user. */
+static sk_error *local_pin(local_sandbox *ls)
 {
     sk_error *err = NULL;
-    ls->wd_fd = open(ls->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    bool untrusted;
+    uid_t owner;
+    char link[NAME_MAX + 1];
+    bool created;
+    int path_fd = local_open_trusted(ls->workdir, &untrusted, &owner, link, sizeof link, &created);
+    if (path_fd < 0 && untrusted) {
+        err = local_untrusted_link("working_directory", ls->workdir, owner, link);
+        goto fail;
+    }
+    ls->wd_fd = path_fd >= 0 ? openat(path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (path_fd >= 0) {
+        int e = errno;
+        close(path_fd);
+        errno = e;
+    }
     if (ls->wd_fd < 0) {
         err = sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
-                           "Cannot open working directory %s: %s", ls->workdir, strerror(errno));
+                           "Cannot create or open working directory %s: %s", ls->workdir, strerror(errno));
         goto fail;
     }
     if (ls->drop_ids && (err = local_check_reachable(ls, "working directory", ls->workdir, ls->wd_fd)))
@@ -763,7 +925,7 @@ static int local_init(sk_sandbox *sb, const json_t *o, sk_error **err)
     ls->inherit = local_string_list(json_object_get(o, "inherit_env"));
     if (!ls->ro_paths || !ls->rw_paths || !ls->inherit)
         goto oom;
-    if (ls->bwrap && !local_find_in_path("bwrap")) {
+    if (ls->bwrap && !local_find_in_path_mode("bwrap", &ls->bwrap_setuid)) {
         *err = sk_error_new("IsolationUnavailableError", json_pack("{s:s}", "backend", "bwrap"),
                             "bubblewrap (bwrap) is not installed; install it with: "
                             "apt-get install bubblewrap (or: dnf install bubblewrap)");
@@ -803,9 +965,9 @@ static sk_error *local_make_tmpdir(local_sandbox *ls)
 static void local_start(sk_sandbox *sb, sk_provider_done done)
 {
     local_sandbox *ls = sb->impl;
-    struct stat st;
-    bool existed = stat(ls->workdir, &st) == 0;
-    if (local_mkdir_p(ls->workdir) != 0) {
+    /* bwrap: the first start makes the directory as it resolves the path
+     * (local_open_trusted), never through a planted symlink */
+    if (!ls->bwrap && local_mkdir_p(ls->workdir) != 0) {
         done(sb, sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
                               "Cannot create working directory %s: %s", ls->workdir, strerror(errno)));
         return;
@@ -814,7 +976,7 @@ static void local_start(sk_sandbox *sb, sk_provider_done done)
     if (!ls->bwrap)
         err = local_check_paths(ls);
     else if (!ls->pinned)
-        err = local_pin(ls, !existed);
+        err = local_pin(ls);
     if (!err && ls->bwrap && !ls->tmpdir)
         err = local_make_tmpdir(ls);
     if (!err && !ls->cgroup)
@@ -1137,6 +1299,15 @@ static void local_bwrap_argv(argv_builder *a, local_keep *k, local_sandbox *ls, 
      * caller's capabilities for the command */
     argv_push(a, "--cap-drop");
     argv_push(a, "ALL");
+    /* no user namespaces inside: a command could otherwise make its own
+     * and hold CAP_SYS_ADMIN/CAP_NET_ADMIN over namespaces of its own
+     * (netfilter, mounts), the kernel surface most escapes go through.
+     * An unprivileged bwrap makes a user namespace anyway; a setuid one
+     * may run where unprivileged user namespaces are off. */
+    if (!ls->bwrap_setuid) {
+        argv_push(a, "--unshare-user");
+        argv_push(a, "--disable-userns");
+    }
     argv_push(a, "--unshare-pid");
     argv_push(a, "--unshare-ipc");
     argv_push(a, "--unshare-uts");

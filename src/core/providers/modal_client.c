@@ -31,6 +31,11 @@ enum {
     MC_STDIO_BASE_DELAY_MS = 10,
 };
 
+/* A server's retry_after beyond this is taken as this: 2^53 ms, about
+ * 285,000 years, "forever" as the spec's unlimited wait has it, and still
+ * an int64 (a float from the wire reaches 3.4e38 s). */
+#define MC_SERVER_RETRY_MAX_MS 9007199254740992.0
+
 const mc_retry MC_RETRY_ROUTER = { .base_ms = 10, .factor = 2, .max_retries = 10 };
 
 typedef enum { MC_CP, MC_CP_STREAM, MC_ROUTER, MC_STDIO } mc_kind;
@@ -611,8 +616,14 @@ static int64_t call_server_retry_ms(const char *details_bin)
         sk_modal_status_details d;
         if (sk_modal_decode_status_details(raw.data ? raw.data : "", raw.len, &d) == 0) {
             if (d.has_retry_after) {
+                /* the server's float may be NaN, infinite or past any
+                 * int64 (3.4e38 s): converting such a value is undefined */
                 double v = (double)d.retry_after_secs * 1000.0;
-                ms = (int64_t)(v > MC_CP_BASE_DELAY_MS ? v : MC_CP_BASE_DELAY_MS);
+                if (!(v > MC_CP_BASE_DELAY_MS))
+                    v = MC_CP_BASE_DELAY_MS;
+                else if (v > MC_SERVER_RETRY_MAX_MS)
+                    v = MC_SERVER_RETRY_MAX_MS;
+                ms = (int64_t)v;
             }
             sk_modal_status_details_free(&d);
         }

@@ -99,6 +99,8 @@ void platform_lease_unref(platform_lease *l)
 {
     if (!l || --l->refs > 0)
         return;
+    if (l->jwt_held)
+        sk_secret_release(l->jwt);
     exec_wipe_free(l->jwt);
     free(l->ws_endpoint);
     free(l->subprotocol);
@@ -143,6 +145,13 @@ static platform_lease *lease_parse(const json_t *j, sk_error **err)
         return NULL;
     }
     l->refs = 1;
+    /* the jwt opens exec on the sandbox: a server echoing the offered
+     * subprotocol header (a close reason, an error body) must not show it */
+    if (!(l->jwt_held = sk_secret_hold(l->jwt) == 0)) {
+        platform_lease_unref(l);
+        *err = sk_error_new("Error", NULL, "out of memory");
+        return NULL;
+    }
     /* null or unparseable expiresAt: never cached, a mint per command */
     l->has_expiry = platform_parse_iso(json_string_value(json_object_get(j, "expiresAt")), &l->expires_ms);
     return l;

@@ -18,7 +18,8 @@
  * "drop only if still cached" rule of §2.5 compares. */
 typedef struct platform_lease {
     int refs;
-    char *jwt;
+    char *jwt;                 /* a bearer credential: held as a secret */
+    bool jwt_held;
     char *ws_endpoint;
     char *subprotocol;
     bool has_expiry;

@@ -306,3 +306,56 @@ test('fault: expired auth token with a long TTL is NOT transparent, the SDK trus
   // A new client fetches a fresh token and works.
   await new modal.ModalClient().apps.fromName('mastra', { createIfMissing: true });
 });
+
+test('sandbox.open(): write, read back, append, r+ in place, errors', async () => {
+  const mc = new modal.ModalClient();
+  const sb = await newSandbox(mc, { workdir: '/work' });
+  try {
+    const bytes = new Uint8Array(3 * 1024 * 1024 + 7);
+    for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 7 + (i >> 8)) & 0xff;
+    let f = await sb.open('/work/data.bin', 'w');
+    await f.write(bytes.subarray(0, 1000));
+    await f.write(bytes.subarray(1000));
+    await f.flush();
+    await f.close();
+    // the file is the sandbox's own: its commands see it
+    const p = await sb.exec(['sh', '-c', 'wc -c < /work/data.bin']);
+    assert.equal((await p.stdout.readText()).trim(), String(bytes.length));
+
+    f = await sb.open('data.bin', 'r'); // relative: from the working directory
+    const back = await f.read();
+    await f.close();
+    assert.equal(back.length, bytes.length);
+    assert.ok(Buffer.from(back).equals(Buffer.from(bytes)), 'read back differs');
+
+    f = await sb.open('/work/data.bin', 'a');
+    await f.write(new TextEncoder().encode('tail'));
+    await f.close();
+    f = await sb.open('/work/data.bin', 'r+');
+    await f.write(new TextEncoder().encode('HEAD'));
+    await f.close();
+    const q = await sb.exec(['sh', '-c', 'head -c 4 /work/data.bin; tail -c 4 /work/data.bin']);
+    assert.equal(await q.stdout.readText(), 'HEADtail');
+
+    await assert.rejects(sb.open('/work/missing.txt', 'r'), (e) => {
+      assert.equal(e.name, 'SandboxFilesystemError');
+      assert.match(e.message, /No such file or directory/);
+      return true;
+    });
+    await assert.rejects(sb.open('/work', 'r'), /Is a directory/);
+    await assert.rejects(sb.open('/no/such/dir/x', 'w'), /No such file or directory/);
+    // a symlink means what it means inside the sandbox: not the host's file
+    fs.writeFileSync('/tmp/sandkit-modal-open-host.txt', 'host secret');
+    try {
+      await (await sb.exec(['ln', '-s', '/tmp/sandkit-modal-open-host.txt', '/work/link'])).wait();
+      await assert.rejects(sb.open('/work/link', 'r'), /No such file or directory/);
+    } finally {
+      fs.rmSync('/tmp/sandkit-modal-open-host.txt', { force: true });
+    }
+    const log = await callLog();
+    assert.ok(log.some((e) => e.rpc === 'ContainerFilesystemExec'), 'ContainerFilesystemExec was called');
+    assert.ok(log.some((e) => e.rpc === 'ContainerFilesystemExecGetOutput'), 'GetOutput was called');
+  } finally {
+    await sb.terminate();
+  }
+});

@@ -1,0 +1,162 @@
+--- sb.fs of a ModalSandbox: reading and writing files go through the SDK's
+-- own filesystem calls (Sandbox.open() and its file handle over
+-- ContainerFilesystemExec, docs/modal-filesystem.md), in pieces so neither
+-- side holds a large file whole. Everything else (listing,
+-- stat, delete, copy, move, mkdir, exclusive create) stays on the exec
+-- streams of lua/sandkit/fs/exec.lua, which Modal's handle API cannot do.
+local core = require "sandkit.core"
+local fserrors = require "sandkit.fs.errors"
+local pathmod = require "sandkit.fs.path"
+local scheduler = require "sandkit.scheduler"
+
+local M = {}
+
+-- Each operation costs two RPCs (and on the reference server a process in
+-- the sandbox), so pieces are large; a read's answer still arrives in
+-- batches of about 1 MiB, far below the response size limit.
+local READ_PIECE = 16 << 20
+local WRITE_PIECE = 8 << 20
+local OP_TIMEOUT_MS = 600000
+-- SystemErrorCode values (errno numbers)
+local ENOENT, EACCES, ENOTDIR, EISDIR, EPERM = 2, 13, 20, 21, 1
+
+local Backend = {}
+
+-- One operation: the returned values of the op (fd for open, true else) or
+-- nil, err. on_data receives bytes read.
+function Backend:op(o, on_data)
+  local ok, err = self.sb:ensure_running()
+  if not ok then return nil, err end
+  o.timeout_ms = self.sb:_state().options.timeout or OP_TIMEOUT_MS
+  local fd
+  local rec = scheduler.record(function(r, kind, stream, data)
+    if kind == "output" and stream == 0 then
+      fd = data
+    elseif kind == "output" then
+      if r.cb_err then return end
+      local cok, e = pcall(on_data, data)
+      if not cok then r.cb_err = e; r.handle:cancel(); scheduler.complete(r, nil) end
+    elseif kind == "lifecycle" then
+      scheduler.complete(r, stream == nil and true or nil, stream)
+    end
+  end)
+  rec.handle = core.modal_fs(self.sb, o, rec.token)
+  local done, oerr = scheduler.await(rec)
+  if rec.cb_err then error(rec.cb_err, 0) end
+  if not done then return nil, oerr end
+  return fd or true
+end
+
+-- The typed error for a failed operation on `path`; writing: the parent
+-- directory is the one that is missing or not a directory.
+local function typed(err, path, writing)
+  if not err or err.kind ~= "ModalFilesystemError" then return err end
+  local c = err.error_code
+  if c == EISDIR then return fserrors.IsDirectoryError(path) end
+  if c == ENOENT then
+    if writing then return fserrors.DirectoryNotFoundError(pathmod.dirname(path) or path) end
+    return fserrors.FileNotFoundError(path)
+  end
+  if c == ENOTDIR then return fserrors.NotDirectoryError(writing and pathmod.dirname(path) or path) end
+  if c == EACCES or c == EPERM then return fserrors.PermissionError(path, writing and "write" or "read") end
+  return fserrors.FilesystemError(path, "EIO", err.message)
+end
+
+function Backend:open(path, mode)
+  local fd, err = self:op({ kind = "open", path = path == "" and "." or path, mode = mode })
+  if not fd then return nil, typed(err, path, mode ~= "r") end
+  return fd
+end
+
+function Backend:close(fd) return self:op({ kind = "close", fd = fd }) end
+
+function Backend:read_file(path, opts)
+  local fd, err = self:open(path, "r")
+  if not fd then return nil, err end
+  local parts = {}
+  local emit = opts.on_chunk or function(c) parts[#parts + 1] = c end
+  local ok, rerr
+  local pok, perr = pcall(function()
+    while true do
+      local got = 0
+      ok, rerr = self:op({ kind = "read", fd = fd, n = READ_PIECE }, function(c)
+        got = got + #c
+        emit(c)
+      end)
+      if not ok or got < READ_PIECE then break end
+    end
+  end)
+  self:close(fd)
+  if not pok then error(perr, 0) end -- on_chunk raised
+  if not ok then return nil, typed(rerr, path, false) end
+  if opts.on_chunk then return true end
+  return table.concat(parts)
+end
+
+-- Writes content (a string or a chunk source) through a handle opened
+-- with mode; the parent directories are made first when recursive.
+function Backend:send(path, content, mode, recursive)
+  local fd, err = self:open(path, mode)
+  if not fd and recursive ~= false and err and err.kind == "DirectoryNotFoundError" then
+    local mk, merr = self.exec:mkdir(pathmod.dirname(path) or ".", { recursive = true })
+    if not mk then return nil, merr end
+    fd, err = self:open(path, mode)
+  end
+  if not fd then return nil, err end
+  local function piece(data)
+    local ok, werr = self:op({ kind = "write", fd = fd, data = data })
+    if not ok then return nil, typed(werr, path, true) end
+    return true
+  end
+  local ok, werr = true, nil
+  if type(content) == "string" then
+    for i = 1, #content, WRITE_PIECE do
+      ok, werr = piece(content:sub(i, i + WRITE_PIECE - 1))
+      if not ok then break end
+    end
+  else
+    local buf, n = {}, 0
+    while ok do
+      local chunk = content()
+      if chunk ~= nil and type(chunk) ~= "string" then
+        self:close(fd)
+        error(("chunk source returned %s (string or nil expected)"):format(type(chunk)), 0)
+      end
+      if chunk then buf[#buf + 1] = chunk; n = n + #chunk end
+      if n >= WRITE_PIECE or (chunk == nil and n > 0) then
+        ok, werr = piece(table.concat(buf))
+        buf, n = {}, 0
+      end
+      if chunk == nil then break end
+    end
+  end
+  local cok, cerr = self:close(fd)
+  if not ok then return nil, werr end
+  if not cok then return nil, typed(cerr, path, true) end
+  return true
+end
+
+function Backend:write_file(path, content, opts)
+  -- exclusive creation needs an atomic check: the exec stream's `set -C`
+  if opts.overwrite == false then return self.exec:write_file(path, content, opts) end
+  return self:send(path, content, "w", opts.recursive)
+end
+
+function Backend:append_file(path, content)
+  return self:send(path, content, "a", true)
+end
+
+function M.backend(sb)
+  local exec = require("sandkit.fs.exec").backend(sb)
+  local b = setmetatable({ sb = sb, exec = exec }, {
+    __index = function(_, k)
+      if Backend[k] then return Backend[k] end
+      local f = exec[k]
+      if type(f) == "function" then return function(_, ...) return f(exec, ...) end end
+      return f
+    end,
+  })
+  return b
+end
+
+return M
