@@ -316,6 +316,17 @@ describe("fleets", function()
     assert.truthy(err.message:find("fleet clone 3", 1, true), err.message)
   end)
 
+  it("when a clone cannot start, the clones that started are destroyed", function()
+    local started = {}
+    local template = new { on_start = function(ctx) started[#started + 1] = ctx.sandbox end }
+    local f, err = sandkit.fleet(template, 3, {
+      overrides = function(i) return i == 2 and { working_directory = "/proc/no/such" } or nil end })
+    assert.is_nil(f)
+    assert.equal(2, err.clone)
+    assert.equal(2, #started)
+    for _, sb in ipairs(started) do assert.equal("destroyed", sb.status) end
+  end)
+
   it("on_progress(done, total) for fleet, exec and map", function()
     local seen = {}
     local function track(what) return function(done, total) seen[#seen + 1] = what .. done .. "/" .. total end end
@@ -351,6 +362,13 @@ describe("processes:spawn(command, args?, opts?)", function()
     assert.equal("x\n", table.concat(chunks))
     h = assert(sb.processes:spawn("echo $V", { env = { V = "legacy" } }))
     assert.equal("legacy\n", h:wait().stdout)
+  end)
+
+  it("writes the stdin option first and keeps stdin open for send_stdin", function()
+    local h = assert(sb.processes:spawn("cat", { stdin = "first|" }))
+    assert.is_true(h:send_stdin("second"))
+    assert.is_true(h:close_stdin())
+    assert.equal("first|second", assert(h:wait()).stdout)
   end)
 
   it("arguments mixed into the options table get a clear error", function()
@@ -440,6 +458,61 @@ describe("embedding", function()
     assert(cq:loop(20))
     assert.equal("polled\n", result.stdout)
     assert.is_true(polls < 200, "polled " .. polls .. " times: busy-waiting")
+    sb:destroy()
+  end)
+
+  it("sandkit.spawn runs the function from the next turn, not at once", function()
+    local ran = false
+    local t = sandkit.spawn(function() ran = true; return "v" end)
+    assert.is_false(ran)
+    sandkit.step(0)
+    assert.is_true(ran)
+    assert.equal("v", t:wait())
+  end)
+
+  it("step raises a task's uncaught error, then returns false once nothing is left", function()
+    sandkit.spawn(function() error("boom-from-task") end)
+    local ok, err = pcall(sandkit.step, 0)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("boom-from-task", 1, true), tostring(err))
+    assert.is_false(sandkit.step(0))
+  end)
+
+  it("sandkit.now() is monotonic milliseconds, current without a step", function()
+    local last = sandkit.now()
+    for _ = 1, 10000 do
+      local t = sandkit.now()
+      assert.is_true(t >= last)
+      last = t
+    end
+    local t0 = sandkit.now()
+    os.execute("sleep 0.1")
+    local ms = sandkit.now() - t0
+    assert.is_true(ms >= 95 and ms < 60000, tostring(ms))
+  end)
+
+  it("callbacks and completions reach Lua only from step or a wait", function()
+    local dir = tmp.dir()
+    local sb = new { working_directory = dir }
+    assert(sb:start())
+    local seen = 0
+    -- the command writes only once `go` exists, so nothing can arrive during this one step
+    local op = sb:exec_async("while [ ! -e go ]; do sleep 0.01; done; echo out; touch done",
+      nil, { on_stdout = function() seen = seen + 1 end })
+    sandkit.step(0)
+    assert(io.open(dir .. "/go", "w")):close()
+    local deadline = os.time() + 30
+    while not io.open(dir .. "/done") do
+      assert.is_true(os.time() < deadline, "the command never finished")
+      os.execute("sleep 0.01")
+    end
+    -- the output is in the pipe, but no step ran since
+    assert.equal(0, seen)
+    assert.is_false(op.done)
+    local r = assert(op:wait())
+    assert.equal(1, seen)
+    assert.is_true(op.done)
+    assert.equal("out\n", r.stdout)
     sb:destroy()
   end)
 

@@ -105,6 +105,25 @@ describe("PlatformFilesystem", function()
     assert.equal(0, #(log.requests or log))
   end)
 
+  it("takes its settings from MASTRA_PLATFORM_ACCESS_TOKEN, MASTRA_PROJECT_ID, MASTRA_PLATFORM_BUCKET_NAME", function()
+    local function q(x) return "'" .. x:gsub("'", "'\\''") .. "'" end
+    local script = [[
+      local sandkit = require "sandkit"
+      local fs = sandkit.PlatformFilesystem {}
+      assert(fs:write_file("/env/fallback.txt", "from env"))
+      io.write(fs:info().metadata.bucket_name, " ", assert(fs:read_file("env/fallback.txt")))
+    ]]
+    local p = assert(io.popen(("env MASTRA_PLATFORM_ACCESS_TOKEN=test-token MASTRA_PROJECT_ID=proj_env "
+      .. "MASTRA_PLATFORM_BUCKET_NAME=bucket-env MASTRA_WORKSPACE_PROXY_URL=%s LUA_PATH=%s LUA_CPATH=%s lua5.4 -e %s 2>&1"):format(
+      q(srv.url), q(package.path), q(package.cpath), q(script))))
+    local out = p:read("a")
+    p:close()
+    assert.equal("bucket-env from env", out)
+    local r = last("PUT") or last("POST")
+    assert.truthy(r and r.url:find("proj_env", 1, true), r and r.url)
+    assert.truthy(r.url:find("bucket-env", 1, true), r.url)
+  end)
+
   it("needs its settings and never shows the token", function()
     assert.has_error(function() sandkit.PlatformFilesystem { project_id = "p", bucket_name = "b", access_token = "" } end)
     assert.has_error(function() sandkit.PlatformFilesystem { access_token = "t", bucket_name = "b", project_id = "" } end)

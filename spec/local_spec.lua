@@ -38,6 +38,26 @@ describe("LocalSandbox environment", function()
     sb:destroy()
   end)
 
+  it("working_directory defaults to ./.sandbox; ~ is expanded from HOME", function()
+    -- in a child: the default is relative to the current directory
+    local base = tmp.dir()
+    local function q(x) return "'" .. x:gsub("'", "'\\''") .. "'" end
+    local script = [[
+      local sandkit = require "sandkit"
+      local a = sandkit.LocalSandbox {}
+      io.write(assert(a:exec("pwd")).stdout)
+      a:destroy()
+      local b = sandkit.LocalSandbox { working_directory = "~/ws" }
+      io.write(assert(b:exec("pwd")).stdout)
+      b:destroy()
+    ]]
+    local p = assert(io.popen(("cd %s && mkdir home && HOME=%s/home LUA_PATH=%s LUA_CPATH=%s lua5.4 -e %s 2>&1"):format(
+      q(base), q(base), q(package.path), q(package.cpath), q(script))))
+    local out = p:read("a")
+    p:close()
+    assert.equal(base .. "/.sandbox\n" .. base .. "/home/ws\n", out)
+  end)
+
   it("a missing cwd is a runtime error naming it", function()
     local sb = sandkit.LocalSandbox { working_directory = tmp.dir() }
     local r, err = sb:exec("pwd", nil, { cwd = "/no/such/dir" })

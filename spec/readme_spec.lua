@@ -157,6 +157,60 @@ describe("README", function()
     end
   end)
 
+  -- The option tables of "## Providers" say each default; sandkit.providers()
+  -- is where the provider's own descriptor says it. A row's cells split at
+  -- ", " outside braces; a row whose key and default counts differ, or whose
+  -- descriptor has no default, is prose ("—", an environment variable).
+  it("gives the descriptors' defaults in its provider option tables", function()
+    local sandkit = require "sandkit"
+    local function split(cell)
+      local out, depth, cur = {}, 0, {}
+      local i = 1
+      while i <= #cell do
+        local c = cell:sub(i, i)
+        if c == "{" then depth = depth + 1 elseif c == "}" then depth = depth - 1 end
+        if depth == 0 and cell:sub(i, i + 1) == ", " then
+          out[#out + 1] = table.concat(cur); cur = {}; i = i + 2
+        else
+          cur[#cur + 1] = c; i = i + 1
+        end
+      end
+      out[#out + 1] = table.concat(cur)
+      return out
+    end
+    local function render(v)
+      if type(v) ~= "table" then return tostring(v) end
+      local parts = {}
+      for _, e in ipairs(v) do parts[#parts + 1] = type(e) == "string" and ("%q"):format(e) or tostring(e) end
+      return "{" .. table.concat(parts, ", ") .. "}"
+    end
+    local by_id = {}
+    for _, d in ipairs(sandkit.providers()) do by_id[d.id] = d end
+    local f = assert(io.open(README))
+    local id, checked = nil, 0
+    for line in f:lines() do
+      local h = line:match("^### %a+ %(`([%w-]+)`%)")
+      if h then id = h elseif line:match("^##? ") then id = nil end
+      local keys_cell, default_cell = line:match("^| (`[^|]-) | ([^|]-) |")
+      if id and by_id[id] and keys_cell then
+        local keys, defaults = split(keys_cell), split(default_cell)
+        if #keys == #defaults then
+          for n, k in ipairs(keys) do
+            local spec = by_id[id].options[k:match("^`([%w_]+)`$") or ""]
+            if spec and spec.default ~= nil then
+              local want = render(spec.default)
+              local said = defaults[n]:match("^`(.-)`") or defaults[n]:match("^(%S+)")
+              assert.are.equal(want, said, ("README, %s option %s: default"):format(id, k))
+              checked = checked + 1
+            end
+          end
+        end
+      end
+    end
+    f:close()
+    assert.is_true(checked >= 12, "only " .. checked .. " defaults found")
+  end)
+
   it("uses no bashisms in its shell examples (Debian's sh is dash)", function()
     for _, b in ipairs(blocks) do
       if b.lang == "sh" then
