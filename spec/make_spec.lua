@@ -8,14 +8,8 @@ local tmp = require "helpers.tmp"
 
 teardown(tmp.cleanup)
 
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-
-local function run(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1"))
-  local out = p:read("a")
-  local _, _, code = p:close()
-  return code, out
-end
+local sh = require "helpers.sh"
+local q, run = sh.quote, sh.run
 
 local ROOT = os.getenv("R") or io.popen("pwd"):read("l")
 local MISSING = "sandkit-no-such-package-" .. os.time()

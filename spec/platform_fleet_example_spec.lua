@@ -4,14 +4,8 @@
 -- `npm` on PATH records its arguments and copies the real node_modules.
 local ROOT = os.getenv("R") or (io.popen("pwd"):read("l"))
 
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-
-local function run(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1"))
-  local out = p:read("a")
-  local _, _, code = p:close()
-  return code, out
-end
+local sh = require "helpers.sh"
+local q, run = sh.quote, sh.run
 
 local function mktemp()
   local p = assert(io.popen("mktemp -d"))

@@ -2,14 +2,8 @@
 -- interface the core uses goes through src/core/compat.c, and the fallbacks
 -- (-DSK_PORTABLE, what `make test-portable` runs the suite with) use none of
 -- them. Compiles one file: cheap enough for every run.
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-
-local function run(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1"))
-  local out = p:read("a")
-  local _, _, code = p:close()
-  return code, out
-end
+local sh = require "helpers.sh"
+local q, run = sh.quote, sh.run
 
 -- Linux-only (or glibc-only) symbols and constants, as they appear in C.
 local LINUX_ONLY = {

@@ -5,14 +5,8 @@
 -- external command runs under a generous timeout(1) (10 minutes).
 local TIMEOUT = "timeout -k 10 600 "
 
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-
-local function run(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1"))
-  local out = p:read("a")
-  local _, _, code = p:close()
-  return code, out
-end
+local sh = require "helpers.sh"
+local q, run = sh.quote, sh.run
 
 local function mktemp()
   local p = assert(io.popen("mktemp -d"))

@@ -10,14 +10,8 @@ local function read(path)
   return s
 end
 
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-
-local function run(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1"))
-  local out = p:read("a")
-  local _, _, code = p:close()
-  return code, out
-end
+local sh = require "helpers.sh"
+local q, run = sh.quote, sh.run
 
 local function load_rockspec(path)
   local env = {}
