@@ -13,6 +13,8 @@ local LINUX_ONLY = {
   -- the confined file access of fs_local.c (issue 13)
   "openat2", "linux/", "RESOLVE_BENEATH", "O_PATH", "renameat2", "RENAME_NOREPLACE",
   "copy_file_range", "setfsuid", "setfsgid",
+  -- getxattr has another signature on macOS
+  "getxattr", "sys/xattr.h",
 }
 
 describe("portability (compat.h)", function()

@@ -21,6 +21,9 @@
 #if SK_HAVE_KEYRINGS
 #include <linux/keyctl.h>
 #endif
+#if defined(__linux__)
+#include <sys/xattr.h>
+#endif
 #if SK_HAVE_OPENAT2
 #include <linux/openat2.h>
 #endif
@@ -127,6 +130,16 @@ int sk_join_new_session_keyring(void)
         return errno;
 #endif
     return 0;
+}
+
+bool sk_has_posix_acl(const char *path)
+{
+#if defined(__linux__)
+    return getxattr(path, "system.posix_acl_access", NULL, 0) > 0;
+#else
+    (void)path; /* macOS's getxattr differs, and bwrap (the only user) is Linux-only */
+    return false;
+#endif
 }
 
 bool sk_pidfd_peek_status(int pidfd, int *code, int *signal)

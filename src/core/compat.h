@@ -257,6 +257,10 @@ bool sk_pidfd_peek_status(int pidfd, int *code, int *signal);
  * 0, or an errno. Where there are no keyrings there is none to leak: 0. */
 int sk_join_new_session_keyring(void);
 
+/* Whether `path` carries a POSIX access ACL (Linux's system.posix_acl_access
+ * attribute; false where there is none, or no such attribute). */
+bool sk_has_posix_acl(const char *path);
+
 /* Spawn setup, for posix_spawn's attributes and file actions: */
 /* no descriptor of ours from `from` (3 and up) upwards reaches the child; 0 or an errno */
 int sk_spawn_close_inherited(posix_spawn_file_actions_t *fa, short *flags, int from);

@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "../buf.h"
@@ -283,7 +282,7 @@ static bool local_writable_by(const local_sandbox *ls, int fd, const struct stat
         return true;
     char path[64]; /* works for a descriptor that only names the file too */
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    return getxattr(path, "system.posix_acl_access", NULL, 0) > 0;
+    return sk_has_posix_acl(path);
 }
 
 /* bwrap binds a descriptor by resolving it to its path and walking that
@@ -304,7 +303,7 @@ static sk_error *local_check_reachable(const local_sandbox *ls, const char *what
                   (st.st_uid == ls->uid ? (st.st_mode & S_IXUSR) != 0
                                         : st.st_gid == ls->gid ? (st.st_mode & S_IXGRP) != 0
                                                                : (st.st_mode & S_IXOTH) != 0) ||
-                  getxattr(real, "system.posix_acl_access", NULL, 0) > 0;
+                  sk_has_posix_acl(real);
         if (!ok)
             return sk_error_new("SandboxError", json_pack("{s:s,s:s,s:I}", "path", shown, "blocked_by", real,
                                                           "uid", (json_int_t)ls->uid),
