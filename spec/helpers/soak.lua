@@ -35,7 +35,9 @@ local WORKERS = 24
 local LARGE_AT_ONCE = 2
 local KINDS = { "normal", "failing", "timeout", "kill", "large", "cancel" }
 local MIX = { "normal", "normal", "normal", "failing", "timeout", "kill", "large", "cancel", "cancel", "normal" }
-local MARKERS = { "sleep 30.25", "sleep 30.5", "sleep 30.75" }
+-- unique to this run: another run's soak (CI, a sanitizer run) may be live
+local MARKERS = {}
+for i = 1, 3 do MARKERS[i] = ("sleep 30.%s%d"):format(procs.self_pid(), i) end
 
 local function check(cond, msg)
   if not cond then error(msg, 2) end
