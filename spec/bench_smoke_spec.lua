@@ -90,13 +90,11 @@ local function parse_table(text)
   return rows
 end
 
+-- Asked of a separate Lua, as the bench runs: this process keeps no loop,
+-- thread or exit handler of the bench's build.
 local function sandkit_loadable()
-  local saved_path, saved_cpath = package.path, package.cpath
-  package.path = ROOT .. "/lua/?.lua;" .. ROOT .. "/lua/?/init.lua;" .. package.path
-  package.cpath = ROOT .. "/build/?.so;" .. package.cpath
-  local ok = pcall(require, "sandkit")
-  package.path, package.cpath = saved_path, saved_cpath
-  return ok
+  local cmd = ("cd '%s' && LUA_PATH='lua/?.lua;lua/?/init.lua;;' LUA_CPATH='build/?.so;;' %s -e 'require \"sandkit\"' >/dev/null 2>&1"):format(ROOT, LUA)
+  return os.execute(cmd) == true
 end
 
 describe("bench/run.lua --quick", function()
@@ -130,9 +128,10 @@ describe("bench/run.lua --quick", function()
 
   it("gives every row a verdict or says pending", function()
     local allowed = { PASS = true, MISS = true, pending = true, ["n/a"] = true, info = true }
-    for _, r in ipairs(rows) do
+    for i, r in ipairs(rows) do
       assert.is_true(allowed[r.result] == true, r.label .. ": result " .. tostring(r.result))
-      if r.result == "pending" then
+      -- a peer row without its peer (bench/peer not installed) still shows sandkit's figure
+      if r.result == "pending" and not EXPECTED[i].peer then
         assert.are.equal("pending", r.sk, r.label)
       end
     end
