@@ -34,18 +34,7 @@ local function unique(prefix)
   return ("%s-%s-%d"):format(prefix, procs.self_pid(), counter)
 end
 
-local function gone(needle, seconds)
-  local deadline = core.now() + (seconds or 10) * 1000
-  repeat
-    if #procs.pids_matching(needle) == 0 then return true end
-    sandkit.step(0.02)
-  until core.now() > deadline
-  return false
-end
-
-local function kill_leftovers(needle)
-  for _, pid in ipairs(procs.pids_matching(needle)) do os.execute("kill -9 " .. pid .. " 2>/dev/null") end
-end
+local gone, kill_leftovers = procs.gone, procs.kill_matching
 
 -- Run by root, commands run as nobody (65534): a directory the spec makes
 -- for the sandbox to write is handed to that user, as a user would.

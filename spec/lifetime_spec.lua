@@ -21,21 +21,7 @@ local function marker()
   return ("sleep %d.%s%d"):format(700 + counter, procs.self_pid(), counter)
 end
 
--- Killed processes leave /proc asynchronously (their parent, or init
--- once they are orphans, reaps them): wait for that, boundedly, turning
--- our loop so that our own children are reaped too.
-local function gone(needle, seconds)
-  local deadline = core.now() + (seconds or 10) * 1000
-  repeat
-    if #procs.pids_matching(needle) == 0 then return true end
-    sandkit.step(0.02)
-  until core.now() > deadline
-  return false
-end
-
-local function kill_leftovers(needle)
-  for _, pid in ipairs(procs.pids_matching(needle)) do os.execute("kill -9 " .. pid .. " 2>/dev/null") end
-end
+local gone, kill_leftovers = procs.gone, procs.kill_matching
 
 local function full_gc()
   for _ = 1, 3 do collectgarbage() end

@@ -21,19 +21,7 @@ local function marker()
   return ("sleep %d.%s%d"):format(3000 + counter, procs.self_pid(), counter)
 end
 
--- Killed orphans are reaped by init, asynchronously: wait, boundedly.
-local function gone(needle, seconds)
-  local deadline = core.now() + (seconds or 10) * 1000
-  repeat
-    if #procs.pids_matching(needle) == 0 then return true end
-    sandkit.step(0.02)
-  until core.now() > deadline
-  return false
-end
-
-local function kill_leftovers(needle)
-  for _, pid in ipairs(procs.pids_matching(needle)) do os.execute("kill -9 " .. pid .. " 2>/dev/null") end
-end
+local gone, kill_leftovers = procs.gone, procs.kill_matching
 
 local function is_dir(path)
   return os.execute("test -d '" .. path .. "'") == true

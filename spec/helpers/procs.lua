@@ -91,6 +91,18 @@ function M.wait_gone(needle, seconds)
   return left
 end
 
+--- Waits (bounded, default 10 s) until no live process's command line
+-- contains `needle` (read from /proc, see pids_matching); true once none.
+function M.gone(needle, seconds)
+  return M.wait_for(function() return #M.pids_matching(needle) == 0 end, seconds)
+end
+
+--- SIGKILLs every live process whose command line contains `needle`:
+-- cleanup after a test that failed before its processes were reaped.
+function M.kill_matching(needle)
+  for _, pid in ipairs(M.pids_matching(needle)) do os.execute("kill -9 " .. pid .. " 2>/dev/null") end
+end
+
 --- Pids of live (non-zombie) processes anywhere whose command line
 -- (/proc/<pid>/cmdline, arguments joined by spaces) contains `needle`;
 -- read from /proc directly, so nothing started to look matches.
