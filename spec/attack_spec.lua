@@ -26,6 +26,15 @@ local function it_root_bwrap(name, fn)
   if HAVE_BWRAP and IS_ROOT then it(name, fn) else pending(name .. " (needs root and bubblewrap)") end
 end
 
+-- An `it` for tests against a reference server: pending when node (or
+-- `needed`, the server's node_modules) is missing.
+local function it_with_node(needed)
+  local missing = require("helpers.server").node_missing(needed)
+  return function(name, fn)
+    if missing then pending(name .. " (" .. missing .. ")") else it(name, fn) end
+  end
+end
+
 describe("attack: LocalSandbox bwrap, root caller", function()
   -- An outer sandbox plants `inner` as a symlink to an empty root-owned host
   -- directory (think /usr/local/bin) before the caller starts a sandbox
@@ -193,11 +202,7 @@ end)
 
 describe("attack: a hostile Platform exec endpoint", function()
   local server = require "helpers.server"
-  local have_node = os.execute("command -v node >/dev/null 2>&1") == true
-    and exists("spec/servers/platform/node_modules/ws")
-  local function it_node(name, fn)
-    if have_node then it(name, fn) else pending(name .. " (needs node and spec/servers/platform/node_modules)") end
-  end
+  local it_node = it_with_node("spec/servers/platform/node_modules/ws")
 
   -- Runs one exec against the server in a child Lua; returns everything it
   -- printed (every string of the error, tostring, info) and logged.
@@ -252,10 +257,7 @@ end)
 
 describe("attack: a hostile Modal control plane", function()
   local server = require "helpers.server"
-  local have_node = os.execute("command -v node >/dev/null 2>&1") == true
-  local function it_node(name, fn)
-    if have_node then it(name, fn) else pending(name .. " (needs node)") end
-  end
+  local it_node = it_with_node()
 
   -- The retry hint is a float from the wire: 3.4e38 s (or 1e16 s) times
   -- 1000 was converted to int64, which is undefined (UBSan aborted the
@@ -285,11 +287,7 @@ end)
 
 describe("attack: a lying Modal router", function()
   local server = require "helpers.server"
-  local have_node = os.execute("command -v node >/dev/null 2>&1") == true
-    and exists("spec/servers/modal/node_modules")
-  local function it_node(name, fn)
-    if have_node then it(name, fn) else pending(name .. " (needs node and spec/servers/modal/node_modules)") end
-  end
+  local it_node = it_with_node("spec/servers/modal/node_modules")
 
   -- The exit signal is an int32 from the wire and the result is 128 + it:
   -- INT32_MAX overflowed a signed int (undefined; it wrapped to a negative
@@ -321,11 +319,7 @@ end)
 
 describe("attack: a Platform proxy echoing the token into the sandbox record", function()
   local server = require "helpers.server"
-  local have_node = os.execute("command -v node >/dev/null 2>&1") == true
-    and exists("spec/servers/platform/node_modules/ws")
-  local function it_node(name, fn)
-    if have_node then it(name, fn) else pending(name .. " (needs node and spec/servers/platform/node_modules)") end
-  end
+  local it_node = it_with_node("spec/servers/platform/node_modules/ws")
 
   -- README: no info() contains an access token. info().metadata carries
   -- the proxy's own strings (sandbox_id, provider_resource_id,
@@ -372,11 +366,7 @@ end)
 
 describe("attack: Modal timeouts past 32 bits", function()
   local server = require "helpers.server"
-  local have_node = os.execute("command -v node >/dev/null 2>&1") == true
-    and exists("spec/servers/modal/node_modules")
-  local function it_node(name, fn)
-    if have_node then it(name, fn) else pending(name .. " (needs node and spec/servers/modal/node_modules)") end
-  end
+  local it_node = it_with_node("spec/servers/modal/node_modules")
 
   -- The exec's backstop timeout_secs is a uint32: timeout = 4294967296000 ms
   -- (2^32 s) wrapped to 1 s, and the router killed a 2 s command the caller

@@ -10,6 +10,16 @@ Server.__index = Server
 
 local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
+--- Why a test that needs node (and `needed`, a path such as a server's
+-- node_modules, when given) cannot run here; nil when it can.
+function M.node_missing(needed)
+  if os.execute("command -v node >/dev/null 2>&1") ~= true then return "needs node" end
+  if needed and os.execute("test -e " .. sh_quote(needed)) ~= true then
+    return "needs node and " .. needed:gsub("/ws$", "")
+  end
+  return nil
+end
+
 --- start(script, args?) -> server { port, admin_port, url, log_path, ... }
 -- args: array of strings passed to node after the script.
 function M.start(script, args, env)
