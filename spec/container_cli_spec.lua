@@ -8,23 +8,10 @@ local SPEC_DIR = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "spec"
 if SPEC_DIR:sub(1, 1) ~= "/" then SPEC_DIR = (os.getenv("PWD") or ".") .. "/" .. SPEC_DIR end
 local CLI = SPEC_DIR .. "/servers/container/container"
 
-local function q(s)
-  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
+local q = require("helpers.sh").quote
 
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function write_file(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
+local files = require "helpers.files"
+local read_file, write_file = files.read, files.write
 
 local function sh(cmd)
   local f = io.popen(cmd, "r")

@@ -7,6 +7,7 @@
 -- show each probe would notice a success.
 local sandkit = require "sandkit"
 local core = require "sandkit.core"
+local files = require "helpers.files"
 local procs = require "helpers.procs"
 local tmp = require "helpers.tmp"
 
@@ -22,17 +23,10 @@ local function exists(path)
   return false
 end
 
-local function write_file(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
+local write_file = files.write
 
-local counter = 0
-local function unique(prefix)
-  counter = counter + 1
-  return ("%s-%s-%d"):format(prefix, procs.self_pid(), counter)
-end
+local counter = 0 -- numbers the sleep markers below
+local unique = procs.unique
 
 local gone, kill_leftovers = procs.gone, procs.kill_matching
 

@@ -5,6 +5,7 @@
 -- the private /tmp gone. Positive controls show each probe would notice.
 local sandkit = require "sandkit"
 local core = require "sandkit.core"
+local files = require "helpers.files"
 local procs = require "helpers.procs"
 local tmp = require "helpers.tmp"
 
@@ -14,21 +15,11 @@ local HAVE_BWRAP = os.execute("bwrap --ro-bind / / true >/dev/null 2>&1") == tru
 local IS_ROOT = io.popen("id -u"):read("l") == "0"
 local NOBODY = 65534
 
-local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local sh_quote = require("helpers.sh").quote
 
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read_file = files.read
 
-local function write_file(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
+local write_file = files.write
 
 local function exists(path) return read_file(path) ~= nil or os.execute("test -e " .. sh_quote(path)) == true end
 
@@ -39,11 +30,8 @@ local function capture(cmd)
   return out
 end
 
-local counter = 0
-local function unique(prefix)
-  counter = counter + 1
-  return ("%s-%s-%d"):format(prefix, procs.self_pid(), counter)
-end
+local counter = 0 -- numbers the sleep markers below
+local unique = procs.unique
 
 local function it_root_bwrap(name, fn)
   if HAVE_BWRAP and IS_ROOT then it(name, fn) else pending(name .. " (needs root and bubblewrap)") end
@@ -73,14 +61,7 @@ local function host_tmp(sb)
   error("no host directory holds the sandbox's /tmp")
 end
 
-local function wait_for(pred, seconds)
-  local deadline = core.now() + (seconds or 10) * 1000
-  repeat
-    if pred() then return true end
-    sandkit.step(0.02)
-  until core.now() > deadline
-  return false
-end
+local wait_for = procs.wait_for
 
 --- Compiles a C helper once; returns its path (readable by everyone).
 local helper_dir

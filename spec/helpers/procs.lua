@@ -91,6 +91,14 @@ function M.wait_gone(needle, seconds)
   return left
 end
 
+local unique_count = 0
+--- `prefix` made unique to this run and call (our pid and a counter): a
+-- name or marker no other process on the machine uses.
+function M.unique(prefix)
+  unique_count = unique_count + 1
+  return ("%s-%s-%d"):format(prefix, M.self_pid(), unique_count)
+end
+
 --- Waits (bounded, default 10 s) until no live process's command line
 -- contains `needle` (read from /proc, see pids_matching); true once none.
 function M.gone(needle, seconds)
