@@ -4,7 +4,7 @@
 -- line (the child's stderr), or a process command line (/proc/*/cmdline
 -- while commands run). One row per provider; the scenario runs in a child
 -- lua5.4 so that its stderr — where the core logs — can be read whole.
-local cjson = require "cjson"
+local child = require "helpers.child"
 local sandkit = require "sandkit"
 local procs = require "helpers.procs"
 local server = require "helpers.server"
@@ -226,21 +226,11 @@ end
 print("DONE")
 ]]
 
-local script = tmp.dir() .. "/secrets_child.lua"
-do
-  local f = assert(io.open(script, "w"))
-  f:write(CHILD)
-  f:close()
-end
+local script = child.script("secrets_child.lua", CHILD)
 
 -- Runs the child; returns its stdout and stderr.
 local function run_child(cfg, child_env)
-  local dir = tmp.dir()
-  local cfg_path = dir .. "/cfg.json"
-  local f = assert(io.open(cfg_path, "w"))
-  f:write(cjson.encode(cfg))
-  f:close()
-  os.execute("chmod 600 " .. sh_quote(cfg_path))
+  local dir, cfg_path = child.config(cfg)
   local parts = { "env -i", "PATH=" .. sh_quote(os.getenv("PATH")), "HOME=" .. sh_quote(dir),
     "LUA_PATH=" .. sh_quote(package.path), "LUA_CPATH=" .. sh_quote(package.cpath),
     "SECRETS_CFG=" .. sh_quote(cfg_path) }
@@ -249,21 +239,12 @@ local function run_child(cfg, child_env)
   end
   -- fallbacks go through a 0600 file sourced by sh: never on a command line
   local envfile = dir .. "/env.sh"
-  f = assert(io.open(envfile, "w"))
-  for k, v in pairs(child_env or {}) do f:write("export ", k, "=", sh_quote(v), "\n") end
-  f:close()
-  os.execute("chmod 600 " .. sh_quote(envfile))
-  local errfile = dir .. "/stderr"
-  local cmd = ("cd %s && %s sh -c '. \"$0\" && exec timeout -k 5 180 lua5.4 \"$1\"' %s %s 2>%s"):format(
-    sh_quote(os.getenv("PWD") or "."), table.concat(parts, " "), sh_quote(envfile), sh_quote(script),
-    sh_quote(errfile))
-  local p = assert(io.popen(cmd))
-  local out = p:read("a")
-  p:close()
-  f = io.open(errfile)
-  local err = f and f:read("a") or ""
-  if f then f:close() end
-  return out, err
+  local exports = {}
+  for k, v in pairs(child_env or {}) do exports[#exports + 1] = "export " .. k .. "=" .. sh_quote(v) .. "\n" end
+  child.write_private(envfile, table.concat(exports))
+  local cmd = ("cd %s && %s sh -c '. \"$0\" && exec timeout -k 5 180 lua5.4 \"$1\"' %s %s"):format(
+    sh_quote(os.getenv("PWD") or "."), table.concat(parts, " "), sh_quote(envfile), sh_quote(script))
+  return child.run(cmd, dir)
 end
 
 for _, row in ipairs(ROWS) do

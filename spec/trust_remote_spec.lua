@@ -17,6 +17,7 @@
 -- tostring(err); the core logs to its stderr. No form of any canary may
 -- appear in either, and each error must show "[redacted]" where the echo
 -- was, proving the server did echo it.
+local child = require "helpers.child"
 local cjson = require "cjson"
 local sandkit = require "sandkit"
 local server = require "helpers.server"
@@ -121,34 +122,17 @@ end
 print("DONE")
 ]]
 
-local script = tmp.dir() .. "/trust_child.lua"
-do
-  local f = assert(io.open(script, "w"))
-  f:write(CHILD)
-  f:close()
-end
+local script = child.script("trust_child.lua", CHILD)
 
 -- Runs the child with cfg; returns its stdout and stderr.
 local function run_child(cfg, child_env)
-  local dir = tmp.dir()
-  local cfg_path = dir .. "/cfg.json"
-  local f = assert(io.open(cfg_path, "w"))
-  f:write(cjson.encode(cfg))
-  f:close()
-  os.execute("chmod 600 " .. sh_quote(cfg_path))
+  local dir, cfg_path = child.config(cfg)
   local parts = { "env", "LUA_PATH=" .. sh_quote(package.path), "LUA_CPATH=" .. sh_quote(package.cpath),
     "TRUST_CFG=" .. sh_quote(cfg_path), "MODAL_CONFIG_PATH=/nonexistent/sandkit-modal.toml" }
   for k, v in pairs(child_env or {}) do parts[#parts + 1] = k .. "=" .. sh_quote(v) end
-  local errfile = dir .. "/stderr"
-  local cmd = ("%s timeout -k 5 170 lua5.4 %s 2>%s"):format(table.concat(parts, " "), sh_quote(script),
-    sh_quote(errfile))
+  local cmd = ("%s timeout -k 5 170 lua5.4 %s"):format(table.concat(parts, " "), sh_quote(script))
   if cfg.ulimit_kb then cmd = ("ulimit -v %d && %s"):format(cfg.ulimit_kb, cmd) end
-  local p = assert(io.popen(cmd))
-  local out = p:read("a")
-  p:close()
-  f = io.open(errfile)
-  local err = f and f:read("a") or ""
-  if f then f:close() end
+  local out, err = child.run(cmd, dir)
   assert.truthy(out:find("DONE\n", 1, true), "child did not finish:\n" .. out .. err)
   -- under ASan the child is instrumented too: a leak or a memory error fails the test
   assert.is_nil(err:find("Sanitizer", 1, true), err)

@@ -1,0 +1,49 @@
+--- Runs a Lua script as a separate process for specs that must see what a
+-- whole process prints or leaves behind (secrets on stdout/stderr, memory
+-- at exit). Configuration goes through a 0600 file, never argv.
+local cjson = require "cjson"
+local quote = require("helpers.sh").quote
+local tmp = require "helpers.tmp"
+
+local M = {}
+
+--- Writes `s` to `path` readable by its owner only.
+function M.write_private(path, s)
+  local f = assert(io.open(path, "w"))
+  f:write(s)
+  f:close()
+  assert(os.execute("chmod 600 " .. quote(path)))
+end
+
+--- Writes `source` to a fresh file named `name`; returns its path.
+function M.script(name, source)
+  local path = tmp.dir() .. "/" .. name
+  local f = assert(io.open(path, "w"))
+  f:write(source)
+  f:close()
+  return path
+end
+
+--- A fresh directory for one run and the path of `cfg` written there as
+-- JSON (0600).
+function M.config(cfg)
+  local dir = tmp.dir()
+  local cfg_path = dir .. "/cfg.json"
+  M.write_private(cfg_path, cjson.encode(cfg))
+  return dir, cfg_path
+end
+
+--- Runs shell command `cmd` with its stderr in a file under `dir`; returns
+-- its stdout and stderr.
+function M.run(cmd, dir)
+  local errfile = dir .. "/stderr"
+  local p = assert(io.popen(cmd .. " 2>" .. quote(errfile)))
+  local out = p:read("a")
+  p:close()
+  local f = io.open(errfile)
+  local err = f and f:read("a") or ""
+  if f then f:close() end
+  return out, err
+end
+
+return M
