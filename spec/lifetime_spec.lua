@@ -39,8 +39,8 @@ for _, isolation in ipairs(ISOLATIONS) do
         local sb = new()
         assert(sb.processes:spawn(m .. " & exec " .. m))
         sb:exec_async("exec " .. m)
-        sandkit.step(0)
-        assert.is_true(#procs.pids_matching(m) >= 2)
+        -- the exec starts on the loop: wait for both (a deadline, not one step's sample)
+        assert.is_true(procs.wait_for(function() return #procs.pids_matching(m) >= 2 end, 30))
       end
       full_gc()
       local ok = gone(m)
