@@ -157,12 +157,7 @@ describe("attack: LocalSandbox bwrap, what read-only does not stop", function()
   end
 
   local function wait_for(path, seconds)
-    local deadline = os.time() + seconds
-    while os.time() <= deadline do
-      if exists(path) then return true end
-      os.execute("sleep 0.05")
-    end
-    return false
+    return require("helpers.procs").wait_for(function() return exists(path) end, seconds)
   end
 
   -- docs/security.md, "What bwrap does not promise": a Unix socket inside a
