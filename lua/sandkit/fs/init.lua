@@ -3,6 +3,7 @@
 -- a read-only filesystem and hands the call to a backend (local system
 -- calls, the Platform HTTP routes, or commands in a sandbox), which returns
 -- results or nil, err with the kinds of sandkit.fs.errors.
+local core = require "sandkit.core"
 local fserrors = require "sandkit.fs.errors"
 
 local M = {}
@@ -175,7 +176,7 @@ function M.iso(ms)
 end
 
 local function random_id(prefix)
-  local now = require("sandkit.core").now()
+  local now = core.now()
   local chars = "0123456789abcdefghijklmnopqrstuvwxyz"
   local function b36(n)
     local s = ""
