@@ -8,6 +8,7 @@
 -- pieces too, so neither side ever holds a whole large file.
 local core = require "sandkit.core"
 local errors = require "sandkit.errors"
+local fs = require "sandkit.fs"
 local fserrors = require "sandkit.fs.errors"
 local pathmod = require "sandkit.fs.path"
 
@@ -73,6 +74,12 @@ printf '%s %s %s' "$t" "$s" "$m"]],
   exists = [[if [ -e "$1" ]; then echo yes; else echo no; fi]],
 }
 
+-- The command line of each script, quoted once (every operation runs one).
+local COMMANDS = {}
+for name, script in pairs(SCRIPTS) do
+  COMMANDS[name] = "sh -c " .. core.quote(PRELUDE .. script) .. " sandkit-fs"
+end
+
 local Backend = {}
 Backend.__index = Backend
 
@@ -84,7 +91,7 @@ end
 -- Runs script `name` with the paths/flags in `args`; returns the result or
 -- nil, typed error.
 function Backend:run(name, args, paths, opts)
-  local line = "sh -c " .. core.quote(PRELUDE .. SCRIPTS[name]) .. " sandkit-fs"
+  local line = COMMANDS[name]
   for _, a in ipairs(args) do line = line .. " " .. core.quote(a) end
   opts = opts or {}
   -- a piece that never finishes (a stalled stream) must not hang the
@@ -219,7 +226,6 @@ function Backend:move_file(src, dest, opts)
 end
 
 function Backend:readdir(path, opts)
-  local fs = require "sandkit.fs"
   local depth = opts.recursive and math.floor(opts.max_depth or 100) or 0
   local r, err = self:run("readdir", { fix(path), tostring(depth) }, { path })
   if not r then return nil, err end
@@ -241,7 +247,6 @@ function Backend:readdir(path, opts)
 end
 
 function Backend:stat(path)
-  local fs = require "sandkit.fs"
   local r, err = self:run("stat", { fix(path) }, { path })
   if not r then return nil, err end
   local t, size, mtime = r.stdout:match("^(%a+) (%d+) (%d+)")
