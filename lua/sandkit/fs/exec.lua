@@ -159,34 +159,14 @@ function Backend:send(path, content, mode, recursive)
     first = false
     return r, err
   end
-  if type(content) == "string" then
-    if #content == 0 then
-      local r, err = piece("")
-      return r and true, err
-    end
-    for i = 1, #content, PIECE do
-      local r, err = piece(content:sub(i, i + PIECE - 1))
-      if not r then return nil, err end
-    end
-    return true
+  local ok, err = fs.each_piece(content, PIECE, piece)
+  if not ok then return nil, err end
+  if first then
+    -- empty content: one empty piece still creates or truncates the file
+    local r, perr = piece("")
+    return r and true, perr
   end
-  local buf, n = {}, 0
-  while true do
-    local chunk = content()
-    if chunk ~= nil and type(chunk) ~= "string" then
-      error(("chunk source returned %s (string or nil expected)"):format(type(chunk)), 0)
-    end
-    if chunk then
-      buf[#buf + 1] = chunk
-      n = n + #chunk
-    end
-    if n >= PIECE or (chunk == nil and (n > 0 or first)) then
-      local r, err = piece(table.concat(buf))
-      if not r then return nil, err end
-      buf, n = {}, 0
-    end
-    if chunk == nil then return true end
-  end
+  return true
 end
 
 function Backend:write_file(path, content, opts)

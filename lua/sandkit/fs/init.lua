@@ -157,6 +157,35 @@ function Filesystem:__tostring()
   return ("sandkit.Filesystem (%s %s)"):format(self.name, self.id)
 end
 
+--- Calls `fn(piece)` with `content` regrouped into pieces of `size` bytes
+-- (a chunk source's last piece may be shorter, a larger chunk makes a larger
+-- piece); true, or the nil, err of the first failing piece. Empty content
+-- makes no call.
+function M.each_piece(content, size, fn)
+  if type(content) == "string" then
+    for i = 1, #content, size do
+      local ok, err = fn(content:sub(i, i + size - 1))
+      if not ok then return nil, err end
+    end
+    return true
+  end
+  local buf, n = {}, 0
+  local ok, err = M.each_chunk(content, function(chunk)
+    buf[#buf + 1] = chunk
+    n = n + #chunk
+    if n < size then return true end
+    local data = table.concat(buf)
+    buf, n = {}, 0
+    return fn(data)
+  end)
+  if not ok then return nil, err end
+  if n > 0 then
+    ok, err = fn(table.concat(buf))
+    if not ok then return nil, err end
+  end
+  return true
+end
+
 --- Extension filter of readdir: ".lua" and "lua" both match "x.lua".
 function M.extension_matches(name, ext)
   if ext == nil then return true end
