@@ -78,6 +78,13 @@ end
 
 local function mib(n) return ("%.1f MiB"):format(n / (1 << 20)) end
 
+-- DST itself, or SRC's file name inside DST when DST ends with "/".
+local function destination(o)
+  local dst = o.dst.path
+  if dst:sub(-1) == "/" then dst = dst .. o.src.path:match("([^/]*)$") end
+  return dst
+end
+
 --- Runs the copy; returns the exit status.
 function M.run(o, env, exits)
   local errout = env.stderr
@@ -112,8 +119,7 @@ function M.run(o, env, exits)
     end
     total = f:seek("end") or 0
     f:seek("set")
-    local dst = o.dst.path
-    if dst:sub(-1) == "/" then dst = dst .. o.src.path:match("([^/]*)$") end
+    local dst = destination(o)
     result, err = sb.fs:write_file(dst, function()
       local chunk = f:read(CHUNK)
       if chunk then
@@ -130,8 +136,7 @@ function M.run(o, env, exits)
       return exits.failure
     end
     total = st.size
-    local dst = o.dst.path
-    if dst:sub(-1) == "/" then dst = dst .. (o.src.path:match("([^/]*)$")) end
+    local dst = destination(o)
     local f, ferr = io.open(dst, "wb")
     if not f then
       errout:write("sandkit: cannot write ", dst, ": ", tostring(ferr), "\n")

@@ -148,6 +148,19 @@ local function check_cycle(me, rec)
   end
 end
 
+-- Runs the loop outside any task until `rec` is done; raises when nothing
+-- could ever complete it (`me` no longer waiting, as the message reports).
+local function block_on(me, rec, outer_wait)
+  while not rec.done do
+    local alive, n = turn_once(-1, rec)
+    if not rec.done and not alive and n == 0 and not has_ready() and not core.alive() then
+      me.waiting = outer_wait
+      errors.misuse("sandkit: deadlock: " .. me.name ..
+        " waits for an operation that nothing can complete" .. M.stuck_tasks())
+    end
+  end
+end
+
 --- Waits for `rec`; returns its values. Yields inside a task, else runs
 -- the loop until the record is done. Deadlock errors name the caller's
 -- line outside sandkit.
@@ -165,17 +178,9 @@ function M.await(rec)
       repeat coroutine.yield(WAIT) until rec.done
     else
       rec.blocked = (rec.blocked or 0) + 1
-      while not rec.done do
-        local ok, alive, n = pcall(turn_once, -1, rec)
-        if not ok then me.waiting = outer_wait; rec.blocked = rec.blocked - 1; error(alive, 0) end
-        if not rec.done and not alive and n == 0 and not has_ready() and not core.alive() then
-          me.waiting = outer_wait
-          rec.blocked = rec.blocked - 1
-          errors.misuse("sandkit: deadlock: " .. me.name ..
-            " waits for an operation that nothing can complete" .. M.stuck_tasks())
-        end
-      end
+      local ok, err = pcall(block_on, me, rec, outer_wait)
       rec.blocked = rec.blocked - 1
+      if not ok then me.waiting = outer_wait; error(err, 0) end
     end
     me.waiting = outer_wait
   end

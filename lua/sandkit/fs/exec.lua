@@ -8,6 +8,7 @@
 -- pieces too, so neither side ever holds a whole large file.
 local core = require "sandkit.core"
 local errors = require "sandkit.errors"
+local fs = require "sandkit.fs"
 local fserrors = require "sandkit.fs.errors"
 local pathmod = require "sandkit.fs.path"
 
@@ -73,6 +74,12 @@ printf '%s %s %s' "$t" "$s" "$m"]],
   exists = [[if [ -e "$1" ]; then echo yes; else echo no; fi]],
 }
 
+-- The command line of each script, quoted once (every operation runs one).
+local COMMANDS = {}
+for name, script in pairs(SCRIPTS) do
+  COMMANDS[name] = "sh -c " .. core.quote(PRELUDE .. script) .. " sandkit-fs"
+end
+
 local Backend = {}
 Backend.__index = Backend
 
@@ -84,7 +91,7 @@ end
 -- Runs script `name` with the paths/flags in `args`; returns the result or
 -- nil, typed error.
 function Backend:run(name, args, paths, opts)
-  local line = "sh -c " .. core.quote(PRELUDE .. SCRIPTS[name]) .. " sandkit-fs"
+  local line = COMMANDS[name]
   for _, a in ipairs(args) do line = line .. " " .. core.quote(a) end
   opts = opts or {}
   -- a piece that never finishes (a stalled stream) must not hang the
@@ -152,34 +159,14 @@ function Backend:send(path, content, mode, recursive)
     first = false
     return r, err
   end
-  if type(content) == "string" then
-    if #content == 0 then
-      local r, err = piece("")
-      return r and true, err
-    end
-    for i = 1, #content, PIECE do
-      local r, err = piece(content:sub(i, i + PIECE - 1))
-      if not r then return nil, err end
-    end
-    return true
+  local ok, err = fs.each_piece(content, PIECE, piece)
+  if not ok then return nil, err end
+  if first then
+    -- empty content: one empty piece still creates or truncates the file
+    local r, perr = piece("")
+    return r and true, perr
   end
-  local buf, n = {}, 0
-  while true do
-    local chunk = content()
-    if chunk ~= nil and type(chunk) ~= "string" then
-      error(("chunk source returned %s (string or nil expected)"):format(type(chunk)), 0)
-    end
-    if chunk then
-      buf[#buf + 1] = chunk
-      n = n + #chunk
-    end
-    if n >= PIECE or (chunk == nil and (n > 0 or first)) then
-      local r, err = piece(table.concat(buf))
-      if not r then return nil, err end
-      buf, n = {}, 0
-    end
-    if chunk == nil then return true end
-  end
+  return true
 end
 
 function Backend:write_file(path, content, opts)
@@ -219,7 +206,6 @@ function Backend:move_file(src, dest, opts)
 end
 
 function Backend:readdir(path, opts)
-  local fs = require "sandkit.fs"
   local depth = opts.recursive and math.floor(opts.max_depth or 100) or 0
   local r, err = self:run("readdir", { fix(path), tostring(depth) }, { path })
   if not r then return nil, err end
@@ -241,7 +227,6 @@ function Backend:readdir(path, opts)
 end
 
 function Backend:stat(path)
-  local fs = require "sandkit.fs"
   local r, err = self:run("stat", { fix(path) }, { path })
   if not r then return nil, err end
   local t, size, mtime = r.stdout:match("^(%a+) (%d+) (%d+)")

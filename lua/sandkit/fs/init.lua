@@ -3,6 +3,7 @@
 -- a read-only filesystem and hands the call to a backend (local system
 -- calls, the Platform HTTP routes, or commands in a sandbox), which returns
 -- results or nil, err with the kinds of sandkit.fs.errors.
+local core = require "sandkit.core"
 local fserrors = require "sandkit.fs.errors"
 
 local M = {}
@@ -70,6 +71,7 @@ local function check_content(n, fname, content)
   if t ~= "string" and t ~= "function" then
     argerror(n, fname, "content string or chunk source function expected, got " .. t)
   end
+  return content
 end
 
 --- Calls `fn(chunk)` for each chunk of `content` (a string or a function
@@ -92,101 +94,51 @@ function M.each_chunk(content, fn)
   end
 end
 
---- The whole file as a string, or with `opts.on_chunk` each chunk passed to
--- it in order (then returns true): a large file never sits whole in memory.
-function Filesystem:read_file(path, opts)
-  check_self(self, "read_file")
-  check_path(1, "read_file", path)
-  opts = check_opts(2, "read_file", opts)
-  return self._b:read_file(path, opts)
+-- Each method checks self and its arguments by kind (in order), refuses a
+-- mutating call on a read-only filesystem, then hands the call to the backend.
+local CHECK = { path = check_path, content = check_content, opts = check_opts }
+
+local function define(fname, kinds, mutates)
+  local n = #kinds
+  Filesystem[fname] = function(self, ...)
+    check_self(self, fname)
+    local args = { ... }
+    for i = 1, n do
+      args[i] = CHECK[kinds[i]](i, fname, args[i])
+    end
+    if mutates and self.read_only then return nil, fserrors.WorkspaceReadOnlyError(fname) end
+    local b = self._b
+    return b[fname](b, table.unpack(args, 1, n))
+  end
 end
 
---- Writes a string or the chunks of a source function. Options:
--- overwrite (default true), recursive (create parents, default true),
--- mime_type.
-function Filesystem:write_file(path, content, opts)
-  check_self(self, "write_file")
-  check_path(1, "write_file", path)
-  check_content(2, "write_file", content)
-  opts = check_opts(3, "write_file", opts)
-  if self.read_only then return nil, fserrors.WorkspaceReadOnlyError("write_file") end
-  return self._b:write_file(path, content, opts)
-end
+--- read_file(path, opts): the whole file as a string, or with
+-- `opts.on_chunk` each chunk passed to it in order (then returns true): a
+-- large file never sits whole in memory.
+define("read_file", { "path", "opts" })
 
-function Filesystem:append_file(path, content)
-  check_self(self, "append_file")
-  check_path(1, "append_file", path)
-  check_content(2, "append_file", content)
-  if self.read_only then return nil, fserrors.WorkspaceReadOnlyError("append_file") end
-  return self._b:append_file(path, content)
-end
+--- write_file(path, content, opts) writes a string or the chunks of a source
+-- function. Options: overwrite (default true), recursive (create parents,
+-- default true), mime_type.
+define("write_file", { "path", "content", "opts" }, true)
+define("append_file", { "path", "content" }, true)
+define("delete_file", { "path", "opts" }, true)
+define("copy_file", { "path", "path", "opts" }, true)
+define("move_file", { "path", "path", "opts" }, true)
+define("mkdir", { "path", "opts" }, true)
+define("rmdir", { "path", "opts" }, true)
 
-function Filesystem:delete_file(path, opts)
-  check_self(self, "delete_file")
-  check_path(1, "delete_file", path)
-  opts = check_opts(2, "delete_file", opts)
-  if self.read_only then return nil, fserrors.WorkspaceReadOnlyError("delete_file") end
-  return self._b:delete_file(path, opts)
-end
+--- readdir(path, opts): entries { name, type = "file"|"directory", size?,
+-- is_symlink?, symlink_target? }; recursive names are relative ("sub/x.lua").
+define("readdir", { "path", "opts" })
 
-function Filesystem:copy_file(src, dest, opts)
-  check_self(self, "copy_file")
-  check_path(1, "copy_file", src)
-  check_path(2, "copy_file", dest)
-  opts = check_opts(3, "copy_file", opts)
-  if self.read_only then return nil, fserrors.WorkspaceReadOnlyError("copy_file") end
-  return self._b:copy_file(src, dest, opts)
-end
+--- exists(path): true or false; nil, err when the question cannot be
+-- answered (e.g. the path leads outside the filesystem).
+define("exists", { "path" })
 
-function Filesystem:move_file(src, dest, opts)
-  check_self(self, "move_file")
-  check_path(1, "move_file", src)
-  check_path(2, "move_file", dest)
-  opts = check_opts(3, "move_file", opts)
-  if self.read_only then return nil, fserrors.WorkspaceReadOnlyError("move_file") end
-  return self._b:move_file(src, dest, opts)
-end
-
-function Filesystem:mkdir(path, opts)
-  check_self(self, "mkdir")
-  check_path(1, "mkdir", path)
-  opts = check_opts(2, "mkdir", opts)
-  if self.read_only then return nil, fserrors.WorkspaceReadOnlyError("mkdir") end
-  return self._b:mkdir(path, opts)
-end
-
-function Filesystem:rmdir(path, opts)
-  check_self(self, "rmdir")
-  check_path(1, "rmdir", path)
-  opts = check_opts(2, "rmdir", opts)
-  if self.read_only then return nil, fserrors.WorkspaceReadOnlyError("rmdir") end
-  return self._b:rmdir(path, opts)
-end
-
---- Entries { name, type = "file"|"directory", size?, is_symlink?,
--- symlink_target? }; recursive names are relative ("sub/x.lua").
-function Filesystem:readdir(path, opts)
-  check_self(self, "readdir")
-  check_path(1, "readdir", path)
-  opts = check_opts(2, "readdir", opts)
-  return self._b:readdir(path, opts)
-end
-
---- True or false; nil, err when the question cannot be answered (e.g. the
--- path leads outside the filesystem).
-function Filesystem:exists(path)
-  check_self(self, "exists")
-  check_path(1, "exists", path)
-  return self._b:exists(path)
-end
-
---- { name, path, type, size, created_at, modified_at, mime_type? }
+--- stat(path): { name, path, type, size, created_at, modified_at, mime_type? }
 -- (times as ISO-8601 UTC strings, as in sandbox info).
-function Filesystem:stat(path)
-  check_self(self, "stat")
-  check_path(1, "stat", path)
-  return self._b:stat(path)
-end
+define("stat", { "path" })
 
 --- { id, name, provider, status, read_only, base_path?, metadata? }
 function Filesystem:info()
@@ -203,6 +155,35 @@ end
 
 function Filesystem:__tostring()
   return ("sandkit.Filesystem (%s %s)"):format(self.name, self.id)
+end
+
+--- Calls `fn(piece)` with `content` regrouped into pieces of `size` bytes
+-- (a chunk source's last piece may be shorter, a larger chunk makes a larger
+-- piece); true, or the nil, err of the first failing piece. Empty content
+-- makes no call.
+function M.each_piece(content, size, fn)
+  if type(content) == "string" then
+    for i = 1, #content, size do
+      local ok, err = fn(content:sub(i, i + size - 1))
+      if not ok then return nil, err end
+    end
+    return true
+  end
+  local buf, n = {}, 0
+  local ok, err = M.each_chunk(content, function(chunk)
+    buf[#buf + 1] = chunk
+    n = n + #chunk
+    if n < size then return true end
+    local data = table.concat(buf)
+    buf, n = {}, 0
+    return fn(data)
+  end)
+  if not ok then return nil, err end
+  if n > 0 then
+    ok, err = fn(table.concat(buf))
+    if not ok then return nil, err end
+  end
+  return true
 end
 
 --- Extension filter of readdir: ".lua" and "lua" both match "x.lua".
@@ -224,7 +205,7 @@ function M.iso(ms)
 end
 
 local function random_id(prefix)
-  local now = require("sandkit.core").now()
+  local now = core.now()
   local chars = "0123456789abcdefghijklmnopqrstuvwxyz"
   local function b36(n)
     local s = ""

@@ -1,4 +1,5 @@
 --- JSON string literal of a Lua string (bytes >= 0x80 pass through: keys are UTF-8).
+-- (Not cjson: that is a spec-only dependency, and the one body built here needs only a string.)
 local M = {}
 
 function M.string(s)

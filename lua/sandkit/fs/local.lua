@@ -3,6 +3,7 @@
 -- lead outside a root. One root for LocalFilesystem; the working directory
 -- and the private /tmp for a LocalSandbox's sb.fs.
 local core = require "sandkit.core"
+local errors = require "sandkit.errors"
 local fs = require "sandkit.fs"
 local fserrors = require "sandkit.fs.errors"
 local pathmod = require "sandkit.fs.path"
@@ -280,8 +281,7 @@ function Backend:move_file(src, dest, opts)
   if st.type == "directory" then
     ok, err = copy_tree(self, src, dest, { overwrite = opts.overwrite, recursive = true })
   else
-    local rdest = relb
-    ok, err = copy_across(ra, rela, src, rb, rdest, dest, opts.overwrite == false)
+    ok, err = copy_across(ra, rela, src, rb, relb, dest, opts.overwrite == false)
   end
   if not ok then return nil, err end
   return self:delete_file(src, { recursive = true, force = true })
@@ -362,7 +362,6 @@ end
 --- sandkit.LocalFilesystem { base_path, read_only?, id? }: workspace paths
 -- ("/a" and "a" alike) live under base_path, created on first use.
 function M.LocalFilesystem(opts)
-  local errors = require "sandkit.errors"
   if type(opts) ~= "table" then
     error(errors.new("ConfigError", "LocalFilesystem options table expected", { provider = "local" }), 2)
   end

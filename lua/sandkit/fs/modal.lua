@@ -5,6 +5,7 @@
 -- stat, delete, copy, move, mkdir, exclusive create) stays on the exec
 -- streams of lua/sandkit/fs/exec.lua, which Modal's handle API cannot do.
 local core = require "sandkit.core"
+local fs = require "sandkit.fs"
 local fserrors = require "sandkit.fs.errors"
 local pathmod = require "sandkit.fs.path"
 local scheduler = require "sandkit.scheduler"
@@ -108,27 +109,11 @@ function Backend:send(path, content, mode, recursive)
     if not ok then return nil, typed(werr, path, true) end
     return true
   end
-  local ok, werr = true, nil
-  if type(content) == "string" then
-    for i = 1, #content, WRITE_PIECE do
-      ok, werr = piece(content:sub(i, i + WRITE_PIECE - 1))
-      if not ok then break end
-    end
-  else
-    local buf, n = {}, 0
-    while ok do
-      local chunk = content()
-      if chunk ~= nil and type(chunk) ~= "string" then
-        self:close(fd)
-        error(("chunk source returned %s (string or nil expected)"):format(type(chunk)), 0)
-      end
-      if chunk then buf[#buf + 1] = chunk; n = n + #chunk end
-      if n >= WRITE_PIECE or (chunk == nil and n > 0) then
-        ok, werr = piece(table.concat(buf))
-        buf, n = {}, 0
-      end
-      if chunk == nil then break end
-    end
+  local pok, ok, werr = pcall(fs.each_piece, content, WRITE_PIECE, piece)
+  if not pok then
+    -- the chunk source raised or returned a non-string: the handle is closed first
+    self:close(fd)
+    error(ok, 0)
   end
   local cok, cerr = self:close(fd)
   if not ok then return nil, werr end

@@ -5,6 +5,7 @@ local core = require "sandkit.core"
 local errors = require "sandkit.errors"
 local fs = require "sandkit.fs"
 local fserrors = require "sandkit.fs.errors"
+local json = require "sandkit.fs.json"
 local pathmod = require "sandkit.fs.path"
 local scheduler = require "sandkit.scheduler"
 
@@ -241,7 +242,7 @@ function Backend:transfer(op, src, dest, opts)
       { path = dest, code = "ENOTSUP" })
   end
   local skey, dkey = key_of(src), key_of(dest)
-  local body = '{"destination":' .. require("sandkit.fs.json").string(dkey) .. "}"
+  local body = '{"destination":' .. json.string(dkey) .. "}"
   local resp, err = self:request("POST", skey, { query = { { "op", op == "copy_file" and "copy" or "rename" } },
     body = body, headers = { { "content-type", "application/json" } } })
   if not resp then return nil, err end
