@@ -7,6 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "secrets.h" /* sk_hex_digit */
+
 static const char *const grpc_code_names[] = {
     "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
     "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
@@ -324,17 +326,6 @@ int sk_grpc_status_code(const sk_grpc_status *s)
 
 /* ---- metadata codecs ---- */
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 char *sk_grpc_percent_decode(const char *s, size_t len)
 {
     char *out = malloc(len + 1);
@@ -343,7 +334,7 @@ char *sk_grpc_percent_decode(const char *s, size_t len)
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
         if (s[i] == '%' && i + 2 < len) {
-            int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
+            int hi = sk_hex_digit((unsigned char)s[i + 1]), lo = sk_hex_digit((unsigned char)s[i + 2]);
             if (hi >= 0 && lo >= 0 && (hi | lo) != 0) {
                 out[o++] = (char)(hi << 4 | lo);
                 i += 2;

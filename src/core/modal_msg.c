@@ -109,7 +109,8 @@ static int msg_result_defaults(sk_modal_generic_result *r)
 }
 
 /* Messages made only of string fields numbered 1..n (slot i = field i+1). */
-static int msg_decode_strings(const void *data, size_t len, char **slots[], size_t n)
+/* Reads a message of string fields 1..n into slots; absent ones stay NULL. */
+static int msg_read_strings(const void *data, size_t len, char **slots[], size_t n)
 {
     sk_pb_reader rd;
     sk_pb_field f;
@@ -120,8 +121,13 @@ static int msg_decode_strings(const void *data, size_t len, char **slots[], size
             if (sk_pb_dup_string(&f, slots[f.num - 1]) != 0)
                 return -1;
     }
-    if (rc < 0)
-        return msg_bad();
+    return rc < 0 ? msg_bad() : 0;
+}
+
+static int msg_decode_strings(const void *data, size_t len, char **slots[], size_t n)
+{
+    if (msg_read_strings(data, len, slots, n) != 0)
+        return -1;
     for (size_t i = 0; i < n; i++)
         if (msg_default_str(slots[i]) != 0)
             return -1;
@@ -917,22 +923,10 @@ int sk_modal_decode_container_filesystem_exec(const void *data, size_t len,
                                               sk_modal_container_filesystem_exec_resp *out)
 {
     memset(out, 0, sizeof *out);
-    sk_pb_reader rd;
-    sk_pb_field f;
-    int rc;
-    sk_pb_reader_init(&rd, data, len);
-    while ((rc = sk_pb_next(&rd, &f)) > 0) {
-        if (f.wire != SK_PB_LEN)
-            continue;
-        if ((f.num == 1 && sk_pb_dup_string(&f, &out->exec_id) != 0) ||
-            (f.num == 2 && sk_pb_dup_string(&f, &out->file_descriptor) != 0)) {
-            rc = -1;
-            break;
-        }
-    }
-    if (rc == 0 && msg_default_str(&out->exec_id) == 0)
+    char **slots[] = {&out->exec_id, &out->file_descriptor}; /* file_descriptor is optional */
+    if (msg_read_strings(data, len, slots, 2) == 0 && msg_default_str(&out->exec_id) == 0)
         return 0;
-    int e = rc < 0 && errno == ENOMEM ? ENOMEM : EBADMSG;
+    int e = errno;
     sk_modal_container_filesystem_exec_resp_free(out);
     errno = e;
     return -1;

@@ -283,7 +283,7 @@ void sk_secret_release_env(const void *owner, const json_t *env)
 
 /* ---- decoding ---------------------------------------------------------- */
 
-static int hex_digit(unsigned char c)
+int sk_hex_digit(int c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -301,7 +301,7 @@ static long hex_at(const char *t, size_t n, size_t k, int digits)
         return -1;
     long v = 0;
     for (int d = 0; d < digits; d++) {
-        int h = hex_digit((unsigned char)t[k + (size_t)d]);
+        int h = sk_hex_digit((unsigned char)t[k + (size_t)d]);
         if (h < 0)
             return -1;
         v = v * 16 + h;

@@ -59,5 +59,9 @@ void sk_error_redact(const void *scope, sk_error *e);
  * as for an error's fields. 0, or -1 on out of memory (v half done). */
 int sk_json_redact(const void *scope, json_t *v);
 
+/* Value of one hex digit (either case; c as an unsigned char), or -1.
+ * Shared with grpc_frame.c's percent-decoding. */
+int sk_hex_digit(int c);
+
 
 #endif

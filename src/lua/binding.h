@@ -48,6 +48,10 @@ skl_state *skl_state_get(lua_State *L); /* from upvalue 1 */
 void skl_queue(skl_state *st, int kind, lua_Integer token, int stream, const char *data,
                size_t len, const sk_error *err, const void *scope);
 
+/* Pushes the metatable `name` of a cancellable handle (__gc = gc, one
+ * method, cancel), made on first use. */
+void skl_push_cancel_meta(lua_State *L, const char *name, lua_CFunction gc, lua_CFunction cancel);
+
 /* JSON conversion. skl_to_json returns NULL and pushes nothing on success
  * failure: it raises a Lua error naming `what` for unconvertible values. */
 json_t *skl_to_json(lua_State *L, int idx, const char *what);

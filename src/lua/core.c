@@ -16,6 +16,18 @@ skl_state *skl_state_get(lua_State *L)
     return (skl_state *)lua_touserdata(L, SKL_STATE_UPVALUE);
 }
 
+void skl_push_cancel_meta(lua_State *L, const char *name, lua_CFunction gc, lua_CFunction cancel)
+{
+    if (luaL_newmetatable(L, name)) {
+        lua_pushcfunction(L, gc);
+        lua_setfield(L, -2, "__gc");
+        lua_newtable(L);
+        lua_pushcfunction(L, cancel);
+        lua_setfield(L, -2, "cancel");
+        lua_setfield(L, -2, "__index");
+    }
+}
+
 void skl_queue(skl_state *st, int kind, lua_Integer token, int stream, const char *data,
                size_t len, const sk_error *err, const void *scope)
 {
@@ -512,14 +524,7 @@ int luaopen_sandkit_core(lua_State *L)
     }
     int state_idx = lua_gettop(L);
 
-    if (luaL_newmetatable(L, SKL_TIMER_NAME)) {
-        lua_pushcfunction(L, core_timer_gc);
-        lua_setfield(L, -2, "__gc");
-        lua_newtable(L);
-        lua_pushcfunction(L, core_timer_cancel);
-        lua_setfield(L, -2, "cancel");
-        lua_setfield(L, -2, "__index");
-    }
+    skl_push_cancel_meta(L, SKL_TIMER_NAME, core_timer_gc, core_timer_cancel);
     lua_pop(L, 1);
 
     lua_newtable(L);

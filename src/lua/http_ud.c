@@ -100,14 +100,7 @@ int skl_http_request(lua_State *L)
     }
     http_box *box = lua_newuserdatauv(L, sizeof *box, 0);
     memset(box, 0, sizeof *box);
-    if (luaL_newmetatable(L, HTTP_NAME)) {
-        lua_pushcfunction(L, http_close);
-        lua_setfield(L, -2, "__gc");
-        lua_newtable(L);
-        lua_pushcfunction(L, http_close);
-        lua_setfield(L, -2, "cancel");
-        lua_setfield(L, -2, "__index");
-    }
+    skl_push_cancel_meta(L, HTTP_NAME, http_close, http_close);
     lua_setmetatable(L, -2);
     box->target.st = st;
     box->target.token = token;

@@ -92,14 +92,7 @@ int skl_modal_fs(lua_State *L)
     lua_pop(L, 2);
     modal_fs_box *box = lua_newuserdatauv(L, sizeof *box, 1);
     memset(box, 0, sizeof *box);
-    if (luaL_newmetatable(L, MODAL_FS_NAME)) {
-        lua_pushcfunction(L, modal_fs_cancel);
-        lua_setfield(L, -2, "__gc");
-        lua_newtable(L);
-        lua_pushcfunction(L, modal_fs_cancel);
-        lua_setfield(L, -2, "cancel");
-        lua_setfield(L, -2, "__index");
-    }
+    skl_push_cancel_meta(L, MODAL_FS_NAME, modal_fs_cancel, modal_fs_cancel);
     lua_setmetatable(L, -2);
     lua_pushvalue(L, 1);
     lua_setiuservalue(L, -2, 1); /* the sandbox outlives the operation */

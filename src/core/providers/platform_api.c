@@ -199,7 +199,9 @@ void platform_api_free(platform_api *api)
     free(api);
 }
 
-char *platform_api_redact(const platform_api *api, const char *text, size_t len, size_t *out_len)
+/* Redacts every held token and the scope's env values from text, in every
+ * form secrets.h knows: a new string, NULL on ENOMEM. */
+static char *platform_api_redact(const platform_api *api, const char *text, size_t len, size_t *out_len)
 {
     /* every held token, this sandbox's env values, in every encoded form;
      * before any cut, so a secret straddling it cannot half-survive */

@@ -49,10 +49,6 @@ platform_call *platform_api_call(platform_api *api, const char *method, const ch
 /* No callback runs after this; a no-op from inside the call's own callback. */
 void platform_api_cancel(platform_call *call);
 
-/* Redacts every held token and the scope's env values from text, in every
- * form secrets.h knows: a new string, NULL on ENOMEM. */
-char *platform_api_redact(const platform_api *api, const char *text, size_t len, size_t *out_len);
-
 /* JavaScript encodeURIComponent (malloc'd). */
 char *platform_enc(const char *s);
 /* ISO-8601 date-time to ms since the epoch; false when unparseable. */
