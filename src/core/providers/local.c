@@ -181,22 +181,8 @@ static void local_free_list(char **list)
     free(list);
 }
 
-static char **local_path_list(const json_t *arr)
-{
-    size_t n = json_is_array(arr) ? json_array_size(arr) : 0;
-    char **list = calloc(n + 1, sizeof *list);
-    if (!list)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (!(list[i] = local_absolute(json_string_value(json_array_get(arr, i))))) {
-            local_free_list(list);
-            return NULL;
-        }
-    }
-    return list;
-}
-
-static char **local_string_list(const json_t *arr)
+/* NULL-terminated copy of a JSON string array; absolute folds each entry as a path. */
+static char **local_json_list(const json_t *arr, bool absolute)
 {
     size_t n = json_is_array(arr) ? json_array_size(arr) : 0;
     char **list = calloc(n + 1, sizeof *list);
@@ -204,7 +190,9 @@ static char **local_string_list(const json_t *arr)
         return NULL;
     for (size_t i = 0; i < n; i++) {
         const char *s = json_string_value(json_array_get(arr, i));
-        if (!(list[i] = strdup(s ? s : ""))) {
+        if (!s)
+            s = "";
+        if (!(list[i] = absolute ? local_absolute(s) : strdup(s))) {
             local_free_list(list);
             return NULL;
         }
@@ -919,9 +907,9 @@ static int local_init(sk_sandbox *sb, const json_t *o, sk_error **err)
         return -1;
     }
     ls->allow_network = json_is_true(json_object_get(o, "allow_network"));
-    ls->ro_paths = local_path_list(json_object_get(o, "read_only_paths"));
-    ls->rw_paths = local_path_list(json_object_get(o, "read_write_paths"));
-    ls->inherit = local_string_list(json_object_get(o, "inherit_env"));
+    ls->ro_paths = local_json_list(json_object_get(o, "read_only_paths"), true);
+    ls->rw_paths = local_json_list(json_object_get(o, "read_write_paths"), true);
+    ls->inherit = local_json_list(json_object_get(o, "inherit_env"), false);
     if (!ls->ro_paths || !ls->rw_paths || !ls->inherit)
         goto oom;
     if (ls->bwrap && !local_find_in_path_mode("bwrap", &ls->bwrap_setuid)) {
