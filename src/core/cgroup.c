@@ -500,27 +500,10 @@ char *sk_cgroup_enter_script(const sk_cgroup *cg, const char *script)
     return sk_buf_take(&b);
 }
 
-/* What posix_spawnp would run for name: searched in our PATH, so the
- * child's environment cannot redirect it. */
+/* searched in our PATH, so the child's environment cannot redirect it */
 static char *cgroup_resolve(const char *name)
 {
-    if (strchr(name, '/'))
-        return strdup(name);
-    const char *path = getenv("PATH");
-    if (!path || !*path)
-        path = "/usr/local/bin:/usr/bin:/bin";
-    char *copy = strdup(path), *save = NULL, *found = NULL;
-    for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir && !found; dir = strtok_r(NULL, ":", &save)) {
-        char *full = NULL;
-        struct stat st;
-        if (asprintf(&full, "%s/%s", dir, name) < 0)
-            break;
-        if (stat(full, &st) == 0 && S_ISREG(st.st_mode) && access(full, X_OK) == 0)
-            found = full;
-        else
-            free(full);
-    }
-    free(copy);
+    char *found = sk_find_executable(name);
     return found ? found : strdup(name);
 }
 

@@ -266,6 +266,10 @@ bool sk_has_posix_acl(const char *path);
 int sk_spawn_close_inherited(posix_spawn_file_actions_t *fa, short *flags, int from);
 /* the child starts a new session (or at least a new process group) */
 int sk_spawn_new_group(posix_spawnattr_t *attr, short *flags);
+/* What posix_spawnp would run for name: a regular executable file found
+ * through our PATH (a default where unset), or name itself when it holds
+ * a slash; malloc'd, or NULL (not found, or out of memory). */
+char *sk_find_executable(const char *name);
 /* posix_spawnp in directory cwd (NULL: ours); 0 or an errno. Without
  * addchdir the child goes through /bin/sh, which changes directory and
  * execs argv (resolved through the child's PATH). */

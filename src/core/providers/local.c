@@ -47,6 +47,7 @@ typedef struct local_sandbox {
     bool allow_network;
     bool drop_ids;            /* bwrap by a root caller: run as uid/gid */
     bool bwrap_setuid;        /* a setuid bwrap may not make user namespaces */
+    char *bwrap_exe, *setpriv_exe; /* resolved in PATH once, at create */
     uid_t uid;
     gid_t gid;
     char **ro_paths, **rw_paths; /* NULL-terminated, absolute */
@@ -145,33 +146,6 @@ static int local_mkdir_p(const char *path)
     int rc = (mkdir(copy, 0755) != 0 && errno != EEXIST) ? -1 : 0;
     free(copy);
     return rc;
-}
-
-/* Whether name is an executable in PATH; *setuid (when given): it carries
- * the setuid bit. */
-static bool local_find_in_path_mode(const char *name, bool *setuid)
-{
-    const char *path = getenv("PATH");
-    if (!path || !*path)
-        path = "/usr/local/bin:/usr/bin:/bin";
-    char *copy = strdup(path), *save = NULL;
-    bool found = false;
-    for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir && !found;
-         dir = strtok_r(NULL, ":", &save)) {
-        char *full = local_path_join(dir, name);
-        found = full && access(full, X_OK) == 0;
-        struct stat st;
-        if (found && setuid)
-            *setuid = stat(full, &st) == 0 && (st.st_mode & S_ISUID);
-        free(full);
-    }
-    free(copy);
-    return found;
-}
-
-static bool local_find_in_path(const char *name)
-{
-    return local_find_in_path_mode(name, NULL);
 }
 
 static void local_free_list(char **list)
@@ -810,6 +784,8 @@ static void local_free(sk_sandbox *sb)
     local_unpin(ls);
     local_pidfds_free(&ls->dying);
     free(ls->workdir);
+    free(ls->bwrap_exe);
+    free(ls->setpriv_exe);
     local_free_list(ls->ro_paths);
     local_free_list(ls->rw_paths);
     local_free_list(ls->inherit);
@@ -912,13 +888,18 @@ static int local_init(sk_sandbox *sb, const json_t *o, sk_error **err)
     ls->inherit = local_json_list(json_object_get(o, "inherit_env"), false);
     if (!ls->ro_paths || !ls->rw_paths || !ls->inherit)
         goto oom;
-    if (ls->bwrap && !local_find_in_path_mode("bwrap", &ls->bwrap_setuid)) {
+    struct stat exe_st;
+    if (ls->bwrap && (ls->bwrap_exe = sk_find_executable("bwrap")))
+        ls->bwrap_setuid = stat(ls->bwrap_exe, &exe_st) == 0 && (exe_st.st_mode & S_ISUID);
+    if (ls->drop_ids)
+        ls->setpriv_exe = sk_find_executable("setpriv");
+    if (ls->bwrap && !ls->bwrap_exe) {
         *err = sk_error_new("IsolationUnavailableError", json_pack("{s:s}", "backend", "bwrap"),
                             "bubblewrap (bwrap) is not installed; install it with: "
                             "apt-get install bubblewrap (or: dnf install bubblewrap)");
         return -1;
     }
-    if (ls->drop_ids && !local_find_in_path("setpriv")) {
+    if (ls->drop_ids && !ls->setpriv_exe) {
         *err = sk_error_new("IsolationUnavailableError", json_pack("{s:s}", "backend", "bwrap"),
                             "setpriv (util-linux) is needed to run bubblewrap as an unprivileged user; "
                             "install it with: apt-get install util-linux");
@@ -1277,11 +1258,11 @@ static void local_bwrap_argv(argv_builder *a, local_keep *k, local_sandbox *ls, 
         char reuid[32], regid[32];
         snprintf(reuid, sizeof reuid, "--reuid=%u", (unsigned)ls->uid);
         snprintf(regid, sizeof regid, "--regid=%u", (unsigned)ls->gid);
-        argv_push3(a, "setpriv", reuid, regid);
+        argv_push3(a, ls->setpriv_exe, reuid, regid);
         argv_push(a, "--clear-groups");
         argv_push(a, "--");
     }
-    argv_push(a, "bwrap");
+    argv_push(a, ls->bwrap_exe);
     /* with no user namespace (a setuid bwrap), bwrap would keep a root
      * caller's capabilities for the command */
     argv_push(a, "--cap-drop");
