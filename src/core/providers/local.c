@@ -27,6 +27,7 @@
 #include "../buf.h"
 #include "../cgroup.h"
 #include "../compat.h"
+#include "../fs_local.h"
 #include "../proc.h"
 #include "../sandbox.h"
 #include "local_host.h"
@@ -126,26 +127,6 @@ static char *local_absolute(const char *path)
     out[o] = '\0';
     free(joined);
     return out;
-}
-
-static int local_mkdir_p(const char *path)
-{
-    char *copy = strdup(path);
-    if (!copy)
-        return -1;
-    for (char *p = copy + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(copy, 0755) != 0 && errno != EEXIST) {
-            free(copy);
-            return -1;
-        }
-        *p = '/';
-    }
-    int rc = (mkdir(copy, 0755) != 0 && errno != EEXIST) ? -1 : 0;
-    free(copy);
-    return rc;
 }
 
 static void local_free_list(char **list)
@@ -935,9 +916,10 @@ static void local_start(sk_sandbox *sb, sk_provider_done done)
     local_sandbox *ls = sb->impl;
     /* bwrap: the first start makes the directory as it resolves the path
      * (local_open_trusted), never through a planted symlink */
-    if (!ls->bwrap && local_mkdir_p(ls->workdir) != 0) {
+    int mk = ls->bwrap ? 0 : sk_fs_mkdir_p(ls->workdir, 0755);
+    if (mk != 0) {
         done(sb, sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
-                              "Cannot create working directory %s: %s", ls->workdir, strerror(errno)));
+                              "Cannot create working directory %s: %s", ls->workdir, strerror(-mk)));
         return;
     }
     sk_error *err = NULL;
