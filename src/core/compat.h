@@ -15,6 +15,7 @@
 #include <spawn.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* What the platform offers natively (all 0 under SK_PORTABLE). */
@@ -181,6 +182,13 @@
 #define SK_O_DIR_REF (O_RDONLY | O_DIRECTORY)
 #endif
 #endif
+
+/* One path component opened beneath dirfd without following it, as
+ * SK_O_REF | O_NOFOLLOW, and fstat'ed into *st: the descriptor, or -1 with
+ * errno (*st zeroed). A symlink is opened itself where there is O_PATH;
+ * without, it cannot be: -1 with ELOOP and *st from fstatat (S_ISLNK), so
+ * the caller can look at it through dirfd by name. */
+int sk_openat_ref_nofollow(int dirfd, const char *name, struct stat *st);
 
 /* renameat2(RENAME_NOREPLACE): glibc 2.28 */
 #ifndef SK_HAVE_RENAMEAT2

@@ -304,13 +304,14 @@ static int local_open_trusted(const char *path, bool *untrusted, uid_t *owner, c
         p += len;
         if (strcmp(comp, ".") == 0)
             continue;
-        int next = openat(cur, comp, SK_O_REF | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        int next = sk_openat_ref_nofollow(cur, comp, &st);
         if (next < 0 && errno == ENOENT && created) {
             /* made here, beneath what was resolved so far: never through
              * a symlink this walk would refuse */
             bool made = mkdirat(cur, comp, 0755) == 0;
             if (made || errno == EEXIST)
-                next = openat(cur, comp, SK_O_REF | O_NOFOLLOW | O_CLOEXEC);
+                next = sk_openat_ref_nofollow(cur, comp, &st);
             if (made && next >= 0) {
                 const char *q = p;
                 while (*q == '/')
@@ -318,15 +319,11 @@ static int local_open_trusted(const char *path, bool *untrusted, uid_t *owner, c
                 *created = !*q; /* the last component */
             }
         }
-        struct stat st;
-        /* without O_PATH a symlink cannot be opened itself (ELOOP): it is
-         * looked at through its directory instead */
-        bool by_name = !SK_HAVE_O_PATH && next < 0 && errno == ELOOP &&
-                       fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
-        if (!by_name && (next < 0 || fstat(next, &st) != 0)) {
+        /* without O_PATH a symlink cannot be opened itself: it is looked
+         * at through its directory instead */
+        bool by_name = next < 0 && errno == ELOOP && S_ISLNK(st.st_mode);
+        if (!by_name && next < 0) {
             e = errno;
-            if (next >= 0)
-                close(next);
             break;
         }
         if (!S_ISLNK(st.st_mode)) {
@@ -542,19 +539,14 @@ static sk_error *local_pin_nested(local_sandbox *ls, size_t i)
         }
         memcpy(comp, name, len);
         comp[len] = '\0';
-        int next = openat(cur, comp, SK_O_REF | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        int next = sk_openat_ref_nofollow(cur, comp, &st);
         int open_errno = errno;
         close(cur);
-        struct stat st;
-        memset(&st, 0, sizeof st);
         /* without O_PATH a symlink is refused (ELOOP) instead of opened */
         bool link = next < 0 && open_errno == ELOOP;
-        if (!link && (next < 0 || fstat(next, &st) != 0)) {
-            sk_error *e = local_path_error("read_only_paths", path, next < 0 ? open_errno : errno);
-            if (next >= 0)
-                close(next);
-            return e;
-        }
+        if (!link && next < 0)
+            return local_path_error("read_only_paths", path, open_errno);
         off += 1 + len;
         if (link || S_ISLNK(st.st_mode) || (path[off] && !S_ISDIR(st.st_mode))) {
             if (next >= 0)
