@@ -60,6 +60,9 @@ typedef struct local_sandbox {
     char **chain_paths;
     int *chain_fds;
     size_t n_chain;
+    /* every pinned bind in bwrap's mount order, planned once at pin */
+    struct local_bind *binds;
+    size_t n_binds;
     bool pinned;
     /* processes of killed commands, awaited before /tmp goes */
     local_pidfds dying;
@@ -213,6 +216,9 @@ static void local_unpin(local_sandbox *ls)
     ls->chain_fds = NULL;
     ls->chain_paths = NULL;
     ls->n_chain = 0;
+    free(ls->binds);
+    ls->binds = NULL;
+    ls->n_binds = 0;
     ls->pinned = false;
 }
 
@@ -582,6 +588,58 @@ static sk_error *local_pin_nested(local_sandbox *ls, size_t i)
     return NULL;
 }
 
+/* The user's binds (working directory, read_write_paths, read_only_paths)
+ * in mount order: a path before the paths nested in it, so that a
+ * read-only path inside the working directory is mounted over it and stays
+ * read-only (the same path given both ways ends up read-only). A writable
+ * path nested in another writable one is not bound again: it is writable
+ * already, and its destination is a path the sandbox controls. Each source
+ * is the descriptor pinned at start (fd). */
+typedef struct local_bind {
+    const char *path;
+    int fd;
+    bool ro;
+    size_t order;
+} local_bind;
+
+static int local_bind_cmp(const void *a, const void *b)
+{
+    const local_bind *x = a, *y = b;
+    size_t lx = strlen(x->path), ly = strlen(y->path);
+    if (lx != ly)
+        return lx < ly ? -1 : 1;
+    if (x->ro != y->ro)
+        return x->ro ? 1 : -1;
+    return x->order < y->order ? -1 : (x->order > y->order);
+}
+
+/* Planned once the paths are pinned: they do not change while the sandbox
+ * runs. -1 on ENOMEM. */
+static int local_plan_binds(local_sandbox *ls)
+{
+    size_t n_ro = local_list_len(ls->ro_paths), n_rw = local_list_len(ls->rw_paths), n = 0;
+    local_bind *binds = malloc((1 + n_ro + n_rw + ls->n_chain) * sizeof *binds);
+    if (!binds)
+        return -1;
+    if (!local_in_writable(ls, ls->workdir)) {
+        binds[n] = (local_bind){ ls->workdir, ls->wd_fd, false, n };
+        n++;
+    }
+    for (size_t i = 0; i < n_rw; i++)
+        if (!local_in_writable(ls, ls->rw_paths[i])) {
+            binds[n] = (local_bind){ ls->rw_paths[i], ls->rw_fds[i], false, n };
+            n++;
+        }
+    for (size_t i = 0; i < ls->n_chain; i++, n++)
+        binds[n] = (local_bind){ ls->chain_paths[i], ls->chain_fds[i], false, n };
+    for (size_t i = 0; i < n_ro; i++, n++)
+        binds[n] = (local_bind){ ls->ro_paths[i], ls->ro_fds[i], true, n };
+    qsort(binds, n, sizeof *binds, local_bind_cmp);
+    ls->binds = binds;
+    ls->n_binds = n;
+    return 0;
+}
+
 /* Opens (making it if missing) and pins the working directory and the
  * paths. A root caller's working directory goes to the sandbox user when
  * sandkit created it or it is an empty directory of root's (made for the
@@ -631,6 +689,10 @@ static sk_error *local_pin(local_sandbox *ls)
     for (size_t i = 0; ls->ro_paths[i]; i++)
         if ((err = local_pin_nested(ls, i)))
             goto fail;
+    if (local_plan_binds(ls) != 0) {
+        err = sk_error_new("Error", NULL, "out of memory");
+        goto fail;
+    }
     ls->pinned = true;
     return NULL;
 fail:
@@ -1168,31 +1230,6 @@ static void argv_push3(argv_builder *a, const char *x, const char *y, const char
     argv_push(a, z);
 }
 
-/* The user's binds (working directory, read_write_paths, read_only_paths)
- * in mount order: a path before the paths nested in it, so that a
- * read-only path inside the working directory is mounted over it and stays
- * read-only (the same path given both ways ends up read-only). A writable
- * path nested in another writable one is not bound again: it is writable
- * already, and its destination is a path the sandbox controls. Each source
- * is the descriptor pinned at start (fd). */
-typedef struct local_bind {
-    const char *path;
-    int fd;
-    bool ro;
-    size_t order;
-} local_bind;
-
-static int local_bind_cmp(const void *a, const void *b)
-{
-    const local_bind *x = a, *y = b;
-    size_t lx = strlen(x->path), ly = strlen(y->path);
-    if (lx != ly)
-        return lx < ly ? -1 : 1;
-    if (x->ro != y->ro)
-        return x->ro ? 1 : -1;
-    return x->order < y->order ? -1 : (x->order > y->order);
-}
-
 /* Descriptors the bwrap child keeps: keep[i] is its fd 3 + i. */
 typedef struct local_keep {
     int *fds;
@@ -1219,12 +1256,9 @@ static void local_bwrap_argv(argv_builder *a, local_keep *k, local_sandbox *ls, 
         "/etc/ca-certificates", "/etc/resolv.conf", "/etc/hosts", "/etc/passwd", "/etc/group",
         "/etc/nsswitch.conf", "/etc/ld.so.cache", "/etc/localtime", NULL,
     };
-    size_t n_ro = local_list_len(ls->ro_paths), n_rw = local_list_len(ls->rw_paths), n = 0;
-    local_bind *binds = malloc((1 + n_ro + n_rw + ls->n_chain) * sizeof *binds);
-    k->fds = malloc((2 + n_ro + n_rw + ls->n_chain) * sizeof *k->fds);
+    k->fds = malloc((1 + ls->n_binds) * sizeof *k->fds);
     k->n = 0;
-    if (!binds || !k->fds) {
-        free(binds);
+    if (!k->fds) {
         a->failed = true;
         return;
     }
@@ -1263,23 +1297,10 @@ static void local_bwrap_argv(argv_builder *a, local_keep *k, local_sandbox *ls, 
         argv_push3(a, "--ro-bind-try", system_ro[i], system_ro[i]);
     argv_push3(a, "--ro-bind-try", "/opt", "/opt");
     local_push_fd_bind(a, k, "--bind-fd", ls->tmp_fd, "/tmp");
-    if (!local_in_writable(ls, ls->workdir)) {
-        binds[n] = (local_bind){ ls->workdir, ls->wd_fd, false, n };
-        n++;
+    for (size_t i = 0; i < ls->n_binds; i++) {
+        const local_bind *b = &ls->binds[i];
+        local_push_fd_bind(a, k, b->ro ? "--ro-bind-fd" : "--bind-fd", b->fd, b->path);
     }
-    for (size_t i = 0; i < n_rw; i++)
-        if (!local_in_writable(ls, ls->rw_paths[i])) {
-            binds[n] = (local_bind){ ls->rw_paths[i], ls->rw_fds[i], false, n };
-            n++;
-        }
-    for (size_t i = 0; i < ls->n_chain; i++, n++)
-        binds[n] = (local_bind){ ls->chain_paths[i], ls->chain_fds[i], false, n };
-    for (size_t i = 0; i < n_ro; i++, n++)
-        binds[n] = (local_bind){ ls->ro_paths[i], ls->ro_fds[i], true, n };
-    qsort(binds, n, sizeof *binds, local_bind_cmp);
-    for (size_t i = 0; i < n; i++)
-        local_push_fd_bind(a, k, binds[i].ro ? "--ro-bind-fd" : "--bind-fd", binds[i].fd, binds[i].path);
-    free(binds);
     /* bwrap's root is a writable tmpfs; the binds above stay writable */
     argv_push(a, "--remount-ro");
     argv_push(a, "/");
