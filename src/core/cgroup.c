@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "loop.h"
 #include "shell.h"
 
 enum { CGROUP_V1 = 1, CGROUP_V2 = 2 };
@@ -55,13 +56,6 @@ static int cgroup_version;   /* 0: none */
 static char *cgroup_base;    /* <own cgroup>/sandkit-<pid> */
 static unsigned long cgroup_seq;
 static bool cgroup_hooked;
-
-static double cgroup_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
-}
 
 static void cgroup_pause_ms(long ms)
 {
@@ -270,10 +264,10 @@ static int cgroup_kill_dir(int version, const char *dir)
     /* v1: frozen tasks cannot fork, so the listing is complete */
     if (cgroup_write(dir, "freezer.state", "FROZEN") != 0)
         return -1;
-    double deadline = cgroup_now_ms() + CGROUP_FREEZE_WAIT_MS;
+    double deadline = sk_now_ms() + CGROUP_FREEZE_WAIT_MS;
     char state[32];
     while (cgroup_read(dir, "freezer.state", state, sizeof state) == 0 && strncmp(state, "FROZEN", 6) != 0 &&
-           cgroup_now_ms() < deadline)
+           sk_now_ms() < deadline)
         cgroup_pause_ms(1);
     int rc = cgroup_walk(dir, cgroup_signal_listed, SIGKILL);
     if (cgroup_write(dir, "freezer.state", "THAWED") != 0)
@@ -285,11 +279,11 @@ static int cgroup_kill_dir(int version, const char *dir)
 static int cgroup_destroy_dir(int version, const char *dir, int wait_ms)
 {
     cgroup_kill_dir(version, dir);
-    double deadline = cgroup_now_ms() + wait_ms;
+    double deadline = sk_now_ms() + wait_ms;
     for (;;) {
         if (cgroup_walk(dir, cgroup_rmdir, 0) == 0)
             return 0;
-        if (cgroup_now_ms() >= deadline)
+        if (sk_now_ms() >= deadline)
             return -1;
         /* a SIGKILLed task needs a moment to exit (freeing a large address
          * space first); it cannot run our code any more */
@@ -325,7 +319,7 @@ static char *cgroup_make_base(int version)
      * pid, or one of another PID namespace, is never ours to reuse */
     unsigned char rnd[4] = { 0 };
     if (sk_random_bytes(rnd, sizeof rnd) != 0)
-        memcpy(rnd, &(unsigned){ (unsigned)cgroup_now_ms() }, sizeof rnd);
+        memcpy(rnd, &(unsigned){ (unsigned)sk_now_ms() }, sizeof rnd);
     char *base = NULL;
     if (asprintf(&base, "%s%s%ssandkit-%ld-%02x%02x%02x%02x", mnt, rel,
                  rel[0] && rel[strlen(rel) - 1] == '/' ? "" : "/", (long)getpid(), rnd[0], rnd[1], rnd[2],
@@ -506,27 +500,10 @@ char *sk_cgroup_enter_script(const sk_cgroup *cg, const char *script)
     return sk_buf_take(&b);
 }
 
-/* What posix_spawnp would run for name: searched in our PATH, so the
- * child's environment cannot redirect it. */
+/* searched in our PATH, so the child's environment cannot redirect it */
 static char *cgroup_resolve(const char *name)
 {
-    if (strchr(name, '/'))
-        return strdup(name);
-    const char *path = getenv("PATH");
-    if (!path || !*path)
-        path = "/usr/local/bin:/usr/bin:/bin";
-    char *copy = strdup(path), *save = NULL, *found = NULL;
-    for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir && !found; dir = strtok_r(NULL, ":", &save)) {
-        char *full = NULL;
-        struct stat st;
-        if (asprintf(&full, "%s/%s", dir, name) < 0)
-            break;
-        if (stat(full, &st) == 0 && S_ISREG(st.st_mode) && access(full, X_OK) == 0)
-            found = full;
-        else
-            free(full);
-    }
-    free(copy);
+    char *found = sk_find_executable(name);
     return found ? found : strdup(name);
 }
 

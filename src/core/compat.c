@@ -41,6 +41,51 @@ char **sk_environ(void)
 #endif
 }
 
+char *sk_find_executable(const char *name)
+{
+    if (strchr(name, '/'))
+        return strdup(name);
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    char *copy = strdup(path), *save = NULL, *found = NULL;
+    for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir && !found; dir = strtok_r(NULL, ":", &save)) {
+        char *full = NULL;
+        struct stat st;
+        if (asprintf(&full, "%s/%s", dir, name) < 0)
+            break;
+        if (stat(full, &st) == 0 && S_ISREG(st.st_mode) && access(full, X_OK) == 0)
+            found = full;
+        else
+            free(full);
+    }
+    free(copy);
+    return found;
+}
+
+int sk_openat_ref_nofollow(int dirfd, const char *name, struct stat *st)
+{
+    memset(st, 0, sizeof *st);
+    int fd = openat(dirfd, name, SK_O_REF | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+        if (fstat(fd, st) == 0)
+            return fd;
+        int e = errno;
+        close(fd);
+        memset(st, 0, sizeof *st);
+        errno = e;
+        return -1;
+    }
+#if !SK_HAVE_O_PATH
+    if (errno == ELOOP) {
+        if (fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(st->st_mode))
+            memset(st, 0, sizeof *st);
+        errno = ELOOP;
+    }
+#endif
+    return -1;
+}
+
 int sk_random_bytes(void *buf, size_t n)
 {
     unsigned char *b = buf;

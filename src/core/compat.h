@@ -15,6 +15,7 @@
 #include <spawn.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* What the platform offers natively (all 0 under SK_PORTABLE). */
@@ -182,6 +183,13 @@
 #endif
 #endif
 
+/* One path component opened beneath dirfd without following it, as
+ * SK_O_REF | O_NOFOLLOW, and fstat'ed into *st: the descriptor, or -1 with
+ * errno (*st zeroed). A symlink is opened itself where there is O_PATH;
+ * without, it cannot be: -1 with ELOOP and *st from fstatat (S_ISLNK), so
+ * the caller can look at it through dirfd by name. */
+int sk_openat_ref_nofollow(int dirfd, const char *name, struct stat *st);
+
 /* renameat2(RENAME_NOREPLACE): glibc 2.28 */
 #ifndef SK_HAVE_RENAMEAT2
 #if SK_NATIVE_GLIBC_MINOR >= 28 && SK_NATIVE_LINUX
@@ -266,6 +274,10 @@ bool sk_has_posix_acl(const char *path);
 int sk_spawn_close_inherited(posix_spawn_file_actions_t *fa, short *flags, int from);
 /* the child starts a new session (or at least a new process group) */
 int sk_spawn_new_group(posix_spawnattr_t *attr, short *flags);
+/* What posix_spawnp would run for name: a regular executable file found
+ * through our PATH (a default where unset), or name itself when it holds
+ * a slash; malloc'd, or NULL (not found, or out of memory). */
+char *sk_find_executable(const char *name);
 /* posix_spawnp in directory cwd (NULL: ours); 0 or an errno. Without
  * addchdir the child goes through /bin/sh, which changes directory and
  * execs argv (resolved through the child's PATH). */

@@ -110,31 +110,35 @@ int sk_fs_open(int rootfd, const char *rel, int flags, mode_t mode)
     return open_fallback(rootfd, rel, flags, mode);
 }
 
+int sk_fs_mkdir_p(const char *path, mode_t mode)
+{
+    size_t n = strlen(path);
+    char *p = malloc(n + 1);
+    if (!p)
+        return -ENOMEM;
+    memcpy(p, path, n + 1);
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(p, mode) != 0 && errno != EEXIST) {
+            int rc = neg_errno();
+            free(p);
+            return rc;
+        }
+        *s = '/';
+    }
+    int rc = mkdir(p, mode) != 0 && errno != EEXIST ? neg_errno() : 0;
+    free(p);
+    return rc;
+}
+
 int sk_fs_root_open(const char *path, bool create)
 {
-    if (create) {
-        /* mkdir -p: the root is the caller's own choice, so plain paths */
-        size_t n = strlen(path);
-        char *p = malloc(n + 1);
-        if (!p)
-            return -ENOMEM;
-        memcpy(p, path, n + 1);
-        for (char *s = p + 1; *s; s++) {
-            if (*s != '/')
-                continue;
-            *s = '\0';
-            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-                int rc = neg_errno();
-                free(p);
-                return rc;
-            }
-            *s = '/';
-        }
-        int rc = mkdir(p, 0777) != 0 && errno != EEXIST ? neg_errno() : 0;
-        free(p);
-        if (rc)
-            return rc;
-    }
+    /* the root is the caller's own choice, so plain paths */
+    int rc = create ? sk_fs_mkdir_p(path, 0777) : 0;
+    if (rc)
+        return rc;
     int fd = open(path, SK_O_DIR_REF | O_CLOEXEC);
     return fd < 0 ? neg_errno() : fd;
 }

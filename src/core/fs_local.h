@@ -16,6 +16,8 @@
 /* Opens `path` as a root (a directory descriptor: SK_O_DIR_REF). Creates it first (mkdir -p)
  * when `create` is set. Returns the descriptor or -errno. */
 int sk_fs_root_open(const char *path, bool create);
+/* mkdir -p with plain paths (no symlink checks); 0 or -errno. */
+int sk_fs_mkdir_p(const char *path, mode_t mode);
 
 /* Opens `rel` (relative; "" or "." is the root) beneath `rootfd`. */
 int sk_fs_open(int rootfd, const char *rel, int flags, mode_t mode);

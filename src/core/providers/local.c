@@ -27,6 +27,7 @@
 #include "../buf.h"
 #include "../cgroup.h"
 #include "../compat.h"
+#include "../fs_local.h"
 #include "../proc.h"
 #include "../sandbox.h"
 #include "local_host.h"
@@ -47,6 +48,7 @@ typedef struct local_sandbox {
     bool allow_network;
     bool drop_ids;            /* bwrap by a root caller: run as uid/gid */
     bool bwrap_setuid;        /* a setuid bwrap may not make user namespaces */
+    char *bwrap_exe, *setpriv_exe; /* resolved in PATH once, at create */
     uid_t uid;
     gid_t gid;
     char **ro_paths, **rw_paths; /* NULL-terminated, absolute */
@@ -58,6 +60,9 @@ typedef struct local_sandbox {
     char **chain_paths;
     int *chain_fds;
     size_t n_chain;
+    /* every pinned bind in bwrap's mount order, planned once at pin */
+    struct local_bind *binds;
+    size_t n_binds;
     bool pinned;
     /* processes of killed commands, awaited before /tmp goes */
     local_pidfds dying;
@@ -127,53 +132,6 @@ static char *local_absolute(const char *path)
     return out;
 }
 
-static int local_mkdir_p(const char *path)
-{
-    char *copy = strdup(path);
-    if (!copy)
-        return -1;
-    for (char *p = copy + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(copy, 0755) != 0 && errno != EEXIST) {
-            free(copy);
-            return -1;
-        }
-        *p = '/';
-    }
-    int rc = (mkdir(copy, 0755) != 0 && errno != EEXIST) ? -1 : 0;
-    free(copy);
-    return rc;
-}
-
-/* Whether name is an executable in PATH; *setuid (when given): it carries
- * the setuid bit. */
-static bool local_find_in_path_mode(const char *name, bool *setuid)
-{
-    const char *path = getenv("PATH");
-    if (!path || !*path)
-        path = "/usr/local/bin:/usr/bin:/bin";
-    char *copy = strdup(path), *save = NULL;
-    bool found = false;
-    for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir && !found;
-         dir = strtok_r(NULL, ":", &save)) {
-        char *full = local_path_join(dir, name);
-        found = full && access(full, X_OK) == 0;
-        struct stat st;
-        if (found && setuid)
-            *setuid = stat(full, &st) == 0 && (st.st_mode & S_ISUID);
-        free(full);
-    }
-    free(copy);
-    return found;
-}
-
-static bool local_find_in_path(const char *name)
-{
-    return local_find_in_path_mode(name, NULL);
-}
-
 static void local_free_list(char **list)
 {
     for (char **p = list; p && *p; p++)
@@ -181,22 +139,8 @@ static void local_free_list(char **list)
     free(list);
 }
 
-static char **local_path_list(const json_t *arr)
-{
-    size_t n = json_is_array(arr) ? json_array_size(arr) : 0;
-    char **list = calloc(n + 1, sizeof *list);
-    if (!list)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (!(list[i] = local_absolute(json_string_value(json_array_get(arr, i))))) {
-            local_free_list(list);
-            return NULL;
-        }
-    }
-    return list;
-}
-
-static char **local_string_list(const json_t *arr)
+/* NULL-terminated copy of a JSON string array; absolute folds each entry as a path. */
+static char **local_json_list(const json_t *arr, bool absolute)
 {
     size_t n = json_is_array(arr) ? json_array_size(arr) : 0;
     char **list = calloc(n + 1, sizeof *list);
@@ -204,7 +148,9 @@ static char **local_string_list(const json_t *arr)
         return NULL;
     for (size_t i = 0; i < n; i++) {
         const char *s = json_string_value(json_array_get(arr, i));
-        if (!(list[i] = strdup(s ? s : ""))) {
+        if (!s)
+            s = "";
+        if (!(list[i] = absolute ? local_absolute(s) : strdup(s))) {
             local_free_list(list);
             return NULL;
         }
@@ -270,6 +216,9 @@ static void local_unpin(local_sandbox *ls)
     ls->chain_fds = NULL;
     ls->chain_paths = NULL;
     ls->n_chain = 0;
+    free(ls->binds);
+    ls->binds = NULL;
+    ls->n_binds = 0;
     ls->pinned = false;
 }
 
@@ -361,13 +310,14 @@ static int local_open_trusted(const char *path, bool *untrusted, uid_t *owner, c
         p += len;
         if (strcmp(comp, ".") == 0)
             continue;
-        int next = openat(cur, comp, SK_O_REF | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        int next = sk_openat_ref_nofollow(cur, comp, &st);
         if (next < 0 && errno == ENOENT && created) {
             /* made here, beneath what was resolved so far: never through
              * a symlink this walk would refuse */
             bool made = mkdirat(cur, comp, 0755) == 0;
             if (made || errno == EEXIST)
-                next = openat(cur, comp, SK_O_REF | O_NOFOLLOW | O_CLOEXEC);
+                next = sk_openat_ref_nofollow(cur, comp, &st);
             if (made && next >= 0) {
                 const char *q = p;
                 while (*q == '/')
@@ -375,15 +325,11 @@ static int local_open_trusted(const char *path, bool *untrusted, uid_t *owner, c
                 *created = !*q; /* the last component */
             }
         }
-        struct stat st;
-        /* without O_PATH a symlink cannot be opened itself (ELOOP): it is
-         * looked at through its directory instead */
-        bool by_name = !SK_HAVE_O_PATH && next < 0 && errno == ELOOP &&
-                       fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
-        if (!by_name && (next < 0 || fstat(next, &st) != 0)) {
+        /* without O_PATH a symlink cannot be opened itself: it is looked
+         * at through its directory instead */
+        bool by_name = next < 0 && errno == ELOOP && S_ISLNK(st.st_mode);
+        if (!by_name && next < 0) {
             e = errno;
-            if (next >= 0)
-                close(next);
             break;
         }
         if (!S_ISLNK(st.st_mode)) {
@@ -599,19 +545,14 @@ static sk_error *local_pin_nested(local_sandbox *ls, size_t i)
         }
         memcpy(comp, name, len);
         comp[len] = '\0';
-        int next = openat(cur, comp, SK_O_REF | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        int next = sk_openat_ref_nofollow(cur, comp, &st);
         int open_errno = errno;
         close(cur);
-        struct stat st;
-        memset(&st, 0, sizeof st);
         /* without O_PATH a symlink is refused (ELOOP) instead of opened */
         bool link = next < 0 && open_errno == ELOOP;
-        if (!link && (next < 0 || fstat(next, &st) != 0)) {
-            sk_error *e = local_path_error("read_only_paths", path, next < 0 ? open_errno : errno);
-            if (next >= 0)
-                close(next);
-            return e;
-        }
+        if (!link && next < 0)
+            return local_path_error("read_only_paths", path, open_errno);
         off += 1 + len;
         if (link || S_ISLNK(st.st_mode) || (path[off] && !S_ISDIR(st.st_mode))) {
             if (next >= 0)
@@ -645,6 +586,58 @@ static sk_error *local_pin_nested(local_sandbox *ls, size_t i)
     }
     close(cur);
     return NULL;
+}
+
+/* The user's binds (working directory, read_write_paths, read_only_paths)
+ * in mount order: a path before the paths nested in it, so that a
+ * read-only path inside the working directory is mounted over it and stays
+ * read-only (the same path given both ways ends up read-only). A writable
+ * path nested in another writable one is not bound again: it is writable
+ * already, and its destination is a path the sandbox controls. Each source
+ * is the descriptor pinned at start (fd). */
+typedef struct local_bind {
+    const char *path;
+    int fd;
+    bool ro;
+    size_t order;
+} local_bind;
+
+static int local_bind_cmp(const void *a, const void *b)
+{
+    const local_bind *x = a, *y = b;
+    size_t lx = strlen(x->path), ly = strlen(y->path);
+    if (lx != ly)
+        return lx < ly ? -1 : 1;
+    if (x->ro != y->ro)
+        return x->ro ? 1 : -1;
+    return x->order < y->order ? -1 : (x->order > y->order);
+}
+
+/* Planned once the paths are pinned: they do not change while the sandbox
+ * runs. -1 on ENOMEM. */
+static int local_plan_binds(local_sandbox *ls)
+{
+    size_t n_ro = local_list_len(ls->ro_paths), n_rw = local_list_len(ls->rw_paths), n = 0;
+    local_bind *binds = malloc((1 + n_ro + n_rw + ls->n_chain) * sizeof *binds);
+    if (!binds)
+        return -1;
+    if (!local_in_writable(ls, ls->workdir)) {
+        binds[n] = (local_bind){ ls->workdir, ls->wd_fd, false, n };
+        n++;
+    }
+    for (size_t i = 0; i < n_rw; i++)
+        if (!local_in_writable(ls, ls->rw_paths[i])) {
+            binds[n] = (local_bind){ ls->rw_paths[i], ls->rw_fds[i], false, n };
+            n++;
+        }
+    for (size_t i = 0; i < ls->n_chain; i++, n++)
+        binds[n] = (local_bind){ ls->chain_paths[i], ls->chain_fds[i], false, n };
+    for (size_t i = 0; i < n_ro; i++, n++)
+        binds[n] = (local_bind){ ls->ro_paths[i], ls->ro_fds[i], true, n };
+    qsort(binds, n, sizeof *binds, local_bind_cmp);
+    ls->binds = binds;
+    ls->n_binds = n;
+    return 0;
 }
 
 /* Opens (making it if missing) and pins the working directory and the
@@ -696,6 +689,10 @@ static sk_error *local_pin(local_sandbox *ls)
     for (size_t i = 0; ls->ro_paths[i]; i++)
         if ((err = local_pin_nested(ls, i)))
             goto fail;
+    if (local_plan_binds(ls) != 0) {
+        err = sk_error_new("Error", NULL, "out of memory");
+        goto fail;
+    }
     ls->pinned = true;
     return NULL;
 fail:
@@ -822,6 +819,8 @@ static void local_free(sk_sandbox *sb)
     local_unpin(ls);
     local_pidfds_free(&ls->dying);
     free(ls->workdir);
+    free(ls->bwrap_exe);
+    free(ls->setpriv_exe);
     local_free_list(ls->ro_paths);
     local_free_list(ls->rw_paths);
     local_free_list(ls->inherit);
@@ -919,18 +918,23 @@ static int local_init(sk_sandbox *sb, const json_t *o, sk_error **err)
         return -1;
     }
     ls->allow_network = json_is_true(json_object_get(o, "allow_network"));
-    ls->ro_paths = local_path_list(json_object_get(o, "read_only_paths"));
-    ls->rw_paths = local_path_list(json_object_get(o, "read_write_paths"));
-    ls->inherit = local_string_list(json_object_get(o, "inherit_env"));
+    ls->ro_paths = local_json_list(json_object_get(o, "read_only_paths"), true);
+    ls->rw_paths = local_json_list(json_object_get(o, "read_write_paths"), true);
+    ls->inherit = local_json_list(json_object_get(o, "inherit_env"), false);
     if (!ls->ro_paths || !ls->rw_paths || !ls->inherit)
         goto oom;
-    if (ls->bwrap && !local_find_in_path_mode("bwrap", &ls->bwrap_setuid)) {
+    struct stat exe_st;
+    if (ls->bwrap && (ls->bwrap_exe = sk_find_executable("bwrap")))
+        ls->bwrap_setuid = stat(ls->bwrap_exe, &exe_st) == 0 && (exe_st.st_mode & S_ISUID);
+    if (ls->drop_ids)
+        ls->setpriv_exe = sk_find_executable("setpriv");
+    if (ls->bwrap && !ls->bwrap_exe) {
         *err = sk_error_new("IsolationUnavailableError", json_pack("{s:s}", "backend", "bwrap"),
                             "bubblewrap (bwrap) is not installed; install it with: "
                             "apt-get install bubblewrap (or: dnf install bubblewrap)");
         return -1;
     }
-    if (ls->drop_ids && !local_find_in_path("setpriv")) {
+    if (ls->drop_ids && !ls->setpriv_exe) {
         *err = sk_error_new("IsolationUnavailableError", json_pack("{s:s}", "backend", "bwrap"),
                             "setpriv (util-linux) is needed to run bubblewrap as an unprivileged user; "
                             "install it with: apt-get install util-linux");
@@ -966,9 +970,10 @@ static void local_start(sk_sandbox *sb, sk_provider_done done)
     local_sandbox *ls = sb->impl;
     /* bwrap: the first start makes the directory as it resolves the path
      * (local_open_trusted), never through a planted symlink */
-    if (!ls->bwrap && local_mkdir_p(ls->workdir) != 0) {
+    int mk = ls->bwrap ? 0 : sk_fs_mkdir_p(ls->workdir, 0755);
+    if (mk != 0) {
         done(sb, sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
-                              "Cannot create working directory %s: %s", ls->workdir, strerror(errno)));
+                              "Cannot create working directory %s: %s", ls->workdir, strerror(-mk)));
         return;
     }
     sk_error *err = NULL;
@@ -1225,31 +1230,6 @@ static void argv_push3(argv_builder *a, const char *x, const char *y, const char
     argv_push(a, z);
 }
 
-/* The user's binds (working directory, read_write_paths, read_only_paths)
- * in mount order: a path before the paths nested in it, so that a
- * read-only path inside the working directory is mounted over it and stays
- * read-only (the same path given both ways ends up read-only). A writable
- * path nested in another writable one is not bound again: it is writable
- * already, and its destination is a path the sandbox controls. Each source
- * is the descriptor pinned at start (fd). */
-typedef struct local_bind {
-    const char *path;
-    int fd;
-    bool ro;
-    size_t order;
-} local_bind;
-
-static int local_bind_cmp(const void *a, const void *b)
-{
-    const local_bind *x = a, *y = b;
-    size_t lx = strlen(x->path), ly = strlen(y->path);
-    if (lx != ly)
-        return lx < ly ? -1 : 1;
-    if (x->ro != y->ro)
-        return x->ro ? 1 : -1;
-    return x->order < y->order ? -1 : (x->order > y->order);
-}
-
 /* Descriptors the bwrap child keeps: keep[i] is its fd 3 + i. */
 typedef struct local_keep {
     int *fds;
@@ -1276,12 +1256,9 @@ static void local_bwrap_argv(argv_builder *a, local_keep *k, local_sandbox *ls, 
         "/etc/ca-certificates", "/etc/resolv.conf", "/etc/hosts", "/etc/passwd", "/etc/group",
         "/etc/nsswitch.conf", "/etc/ld.so.cache", "/etc/localtime", NULL,
     };
-    size_t n_ro = local_list_len(ls->ro_paths), n_rw = local_list_len(ls->rw_paths), n = 0;
-    local_bind *binds = malloc((1 + n_ro + n_rw + ls->n_chain) * sizeof *binds);
-    k->fds = malloc((2 + n_ro + n_rw + ls->n_chain) * sizeof *k->fds);
+    k->fds = malloc((1 + ls->n_binds) * sizeof *k->fds);
     k->n = 0;
-    if (!binds || !k->fds) {
-        free(binds);
+    if (!k->fds) {
         a->failed = true;
         return;
     }
@@ -1289,11 +1266,11 @@ static void local_bwrap_argv(argv_builder *a, local_keep *k, local_sandbox *ls, 
         char reuid[32], regid[32];
         snprintf(reuid, sizeof reuid, "--reuid=%u", (unsigned)ls->uid);
         snprintf(regid, sizeof regid, "--regid=%u", (unsigned)ls->gid);
-        argv_push3(a, "setpriv", reuid, regid);
+        argv_push3(a, ls->setpriv_exe, reuid, regid);
         argv_push(a, "--clear-groups");
         argv_push(a, "--");
     }
-    argv_push(a, "bwrap");
+    argv_push(a, ls->bwrap_exe);
     /* with no user namespace (a setuid bwrap), bwrap would keep a root
      * caller's capabilities for the command */
     argv_push(a, "--cap-drop");
@@ -1320,23 +1297,10 @@ static void local_bwrap_argv(argv_builder *a, local_keep *k, local_sandbox *ls, 
         argv_push3(a, "--ro-bind-try", system_ro[i], system_ro[i]);
     argv_push3(a, "--ro-bind-try", "/opt", "/opt");
     local_push_fd_bind(a, k, "--bind-fd", ls->tmp_fd, "/tmp");
-    if (!local_in_writable(ls, ls->workdir)) {
-        binds[n] = (local_bind){ ls->workdir, ls->wd_fd, false, n };
-        n++;
+    for (size_t i = 0; i < ls->n_binds; i++) {
+        const local_bind *b = &ls->binds[i];
+        local_push_fd_bind(a, k, b->ro ? "--ro-bind-fd" : "--bind-fd", b->fd, b->path);
     }
-    for (size_t i = 0; i < n_rw; i++)
-        if (!local_in_writable(ls, ls->rw_paths[i])) {
-            binds[n] = (local_bind){ ls->rw_paths[i], ls->rw_fds[i], false, n };
-            n++;
-        }
-    for (size_t i = 0; i < ls->n_chain; i++, n++)
-        binds[n] = (local_bind){ ls->chain_paths[i], ls->chain_fds[i], false, n };
-    for (size_t i = 0; i < n_ro; i++, n++)
-        binds[n] = (local_bind){ ls->ro_paths[i], ls->ro_fds[i], true, n };
-    qsort(binds, n, sizeof *binds, local_bind_cmp);
-    for (size_t i = 0; i < n; i++)
-        local_push_fd_bind(a, k, binds[i].ro ? "--ro-bind-fd" : "--bind-fd", binds[i].fd, binds[i].path);
-    free(binds);
     /* bwrap's root is a writable tmpfs; the binds above stay writable */
     argv_push(a, "--remount-ro");
     argv_push(a, "/");
