@@ -637,7 +637,7 @@ local function bwrap_argv_of(sb, command, tmpdir)
   return argv
 end
 
--- Without sandkit: the argv src/core/providers/local.c builds with default
+-- Without sandkit: the argv src/core/providers/local/local.c builds with default
 -- options (conformance.md §9 plus a per-sandbox /tmp), for the baseline only.
 local function bwrap_argv_default(workdir, tmpdir, command)
   local argv = { "bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",

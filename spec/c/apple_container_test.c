@@ -12,10 +12,10 @@
 
 #include "buf.h"
 #include "loop.h"
-#include "providers/apple_container_cli.h"
-#include "providers/apple_container_config.h"
-#include "providers/apple_container_sha256.h"
-#include "providers/apple_container_shell.h"
+#include "providers/apple_container/apple_container_cli.h"
+#include "providers/apple_container/apple_container_config.h"
+#include "providers/apple_container/apple_container_sha256.h"
+#include "providers/apple_container/apple_container_shell.h"
 
 #include "tap.h"
 

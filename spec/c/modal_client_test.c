@@ -9,8 +9,8 @@
 
 #include "grpc_frame.h"
 #include "loop.h"
-#include "modal_msg.h"
-#include "providers/modal_client.h"
+#include "providers/modal/modal_msg.h"
+#include "providers/modal/modal_client.h"
 
 #include "tap.h"
 

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "buf.h"
-#include "modal_msg.h"
-#include "pb.h"
+#include "providers/modal/modal_msg.h"
+#include "providers/modal/pb.h"
 
 #include "tap.h"
 
@@ -857,7 +857,7 @@ static void test_truncations(void)
 }
 
 /* Container filesystem (Sandbox.open): goldens from protobufjs over
- * src/core/providers/modal.proto with keepCase (the same bytes as the SDK's
+ * src/core/providers/modal/modal.proto with keepCase (the same bytes as the SDK's
  * encoders: the oneof member, then task_id). */
 static const uint8_t G_FS_OPEN[] = { 0x0a, 0x09, 0x12, 0x04, 0x2f, 0x61, 0x20, 0x62, 0x1a,
                                      0x01, 0x77, 0x52, 0x04, 0x74, 0x61, 0x2d, 0x31 };

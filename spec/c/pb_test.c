@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "buf.h"
-#include "pb.h"
+#include "providers/modal/pb.h"
 
 #include "tap.h"
 

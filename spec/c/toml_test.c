@@ -11,8 +11,8 @@
 
 #include <jansson.h>
 
-#include "modal_config.h"
-#include "toml.h"
+#include "providers/modal/modal_config.h"
+#include "providers/modal/toml.h"
 
 #include "tap.h"
 

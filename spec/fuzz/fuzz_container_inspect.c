@@ -10,7 +10,7 @@
  * / missing; an error carries its fields (exit code, output, argv), also
  * for output that is not UTF-8; a container whose labels name another
  * sandbox is refused. */
-#include "providers/apple_container.c"
+#include "providers/apple_container/apple_container.c"
 
 #include <stdint.h>
 

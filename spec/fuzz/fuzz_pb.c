@@ -4,14 +4,14 @@
  *    reader decodes to the same field sequence;
  *  - a decoder that fails leaves its struct zeroed.
  * Build: clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core \
- *   spec/fuzz/fuzz_pb.c src/core/pb.c src/core/modal_msg.c src/core/buf.c */
+ *   spec/fuzz/fuzz_pb.c src/core/providers/modal/pb.c src/core/providers/modal/modal_msg.c src/core/buf.c */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
-#include "modal_msg.h"
-#include "pb.h"
+#include "providers/modal/modal_msg.h"
+#include "providers/modal/pb.h"
 
 #define FIELDS_MAX 4096
 

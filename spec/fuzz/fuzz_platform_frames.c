@@ -12,7 +12,7 @@
  *  - the process finishes exactly when an exit frame arrives, with its
  *    exit code when that is a number an int can hold;
  *  - a parsed lease has a jwt and an endpoint. */
-#include "providers/platform_exec.c"
+#include "providers/platform/platform_exec.c"
 
 #include <limits.h>
 #include <stdint.h>

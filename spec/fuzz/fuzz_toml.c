@@ -6,7 +6,7 @@
  *  - a failed parse always says "line N: ..." with N within the input;
  *  - resolution always yields a server URL, environment and builder version.
  * Build: clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/core \
- *   spec/fuzz/fuzz_toml.c src/core/toml.c src/core/modal_config.c \
+ *   spec/fuzz/fuzz_toml.c src/core/providers/modal/toml.c src/core/providers/modal/modal_config.c \
  *   src/core/grpc_frame.c src/core/buf.c -ljansson -lm */
 #include <stdint.h>
 #include <stdio.h>
@@ -15,8 +15,8 @@
 
 #include <jansson.h>
 
-#include "modal_config.h"
-#include "toml.h"
+#include "providers/modal/modal_config.h"
+#include "providers/modal/toml.h"
 
 static const char *fuzz_getenv(const char *name, void *ud)
 {

@@ -2,7 +2,7 @@
  * response messages (unary and server-streaming calls), the status from the
  * trailers or from a trailers-only response, per-call deadlines, and
  * cancellation (RST_STREAM). Provider-neutral: no retries, no auth; callers
- * (e.g. providers/modal_client.c) layer those on top. Framing and status
+ * (e.g. providers/modal/modal_client.c) layer those on top. Framing and status
  * parsing live in grpc_frame.c.
  *
  * Transport: http:// is h2c with prior knowledge; https:// is TLS with ALPN

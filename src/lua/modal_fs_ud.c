@@ -1,5 +1,5 @@
 /* core.modal_fs(sandbox, op, token): one Sandbox.open() filesystem
- * operation on a ModalSandbox (src/core/providers/modal_fs.h), for sb.fs.
+ * operation on a ModalSandbox (src/core/providers/modal/modal_fs.h), for sb.fs.
  * op: { kind = "open"|"read"|"write"|"flush"|"close", fd, path, mode,
  * data, n, timeout_ms }. Events to the token: "output" stream 1 = bytes
  * read, stream 0 = the file descriptor an open returned; then "lifecycle"
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/providers/modal_fs.h"
+#include "../core/providers/modal/modal_fs.h"
 #include "binding.h"
 
 #define MODAL_FS_NAME "sandkit.ModalFsOp"

@@ -27,7 +27,7 @@ import { checkLauncher, ensureDir, findExecutable, launchArgv, prepareRoot } fro
 
 const execFileP = promisify(execFile);
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const PROTO = path.resolve(HERE, '../../../src/core/providers/modal.proto');
+const PROTO = path.resolve(HERE, '../../../src/core/providers/modal/modal.proto');
 const Status = grpc.status;
 
 // ------------------------------------------------------------------ flags --

@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "buf.h"
+#include "../../buf.h"
 
 /* ---- RPC paths ---- */
 #define SK_MODAL_CP "/modal.client.ModalClient/"

@@ -24,12 +24,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../buf.h"
-#include "../cgroup.h"
-#include "../compat.h"
-#include "../fs_local.h"
-#include "../proc.h"
-#include "../sandbox.h"
+#include "../../buf.h"
+#include "../../cgroup.h"
+#include "../../compat.h"
+#include "../../fs_local.h"
+#include "../../proc.h"
+#include "../../sandbox.h"
 #include "local_host.h"
 
 /* Default sandbox user for a root caller: nobody/nogroup, present on every

@@ -22,10 +22,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "../buf.h"
-#include "../error.h"
-#include "../loop.h"
-#include "../modal_config.h"
+#include "../../buf.h"
+#include "../../error.h"
+#include "../../loop.h"
+#include "modal_config.h"
 
 /* The SDK whose wire behaviour the client reproduces. */
 #define MC_SDK_VERSION "0.7.6"

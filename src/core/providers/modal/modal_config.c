@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "grpc_frame.h"
+#include "../../buf.h"
+#include "../../grpc_frame.h"
 #include "toml.h"
 
 static bool config_nonempty(const char *s)

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
-#include "../loop.h"
+#include "../../loop.h"
 
 typedef struct ac_cli ac_cli;
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../log.h"
+#include "../../log.h"
 #include "platform_state.h"
 
 #define PLATFORM_DEFAULT_URL "https://workspaces.mastra.ai"

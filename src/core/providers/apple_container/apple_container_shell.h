@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include "../buf.h"
+#include "../../buf.h"
 
 #define AC_TIMEOUT_MARKER "__MASTRA_APPLE_CONTAINER_TIMEOUT__"
 #define AC_TIMEOUT_EXIT_CODE 124

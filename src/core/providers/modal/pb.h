@@ -22,7 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "buf.h"
+#include "../../buf.h"
 
 typedef enum sk_pb_wire {
     SK_PB_VARINT = 0,

@@ -11,8 +11,8 @@
 #include <stdbool.h>
 #include <jansson.h>
 
-#include "../error.h"
-#include "../loop.h"
+#include "../../error.h"
+#include "../../loop.h"
 
 typedef struct platform_api platform_api;
 typedef struct platform_call platform_call;

@@ -8,9 +8,9 @@
 #include <sys/time.h>
 #include <time.h>
 
-#include "../buf.h"
-#include "../http.h"
-#include "../secrets.h"
+#include "../../buf.h"
+#include "../../http.h"
+#include "../../secrets.h"
 
 /* Longest slice of a response body quoted in an error message (the whole
  * body is kept in the `body` field). */

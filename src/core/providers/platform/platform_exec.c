@@ -28,9 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../log.h"
-#include "../secrets.h"
-#include "../ws.h"
+#include "../../log.h"
+#include "../../secrets.h"
+#include "../../ws.h"
 #include "platform_state.h"
 
 #define EXEC_LEASE_MARGIN_MS 60000.0 /* §2.5: reuse until 60 s before expiry */

@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../compat.h"
-#include "../loop.h"
+#include "../../compat.h"
+#include "../../loop.h"
 
 /* ---- removal ---------------------------------------------------------------
  * Iterative, holding one directory descriptor at a time: the sandbox decides

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../buf.h"
-#include "../sandbox.h"
+#include "../../buf.h"
+#include "../../sandbox.h"
 #include "apple_container_cli.h"
 #include "apple_container_config.h"
 #include "apple_container_shell.h"

@@ -11,13 +11,13 @@
 #include <strings.h>
 #include <time.h>
 
-#include "../compat.h"
-#include "../grpc.h"
-#include "../grpc_frame.h"
-#include "../log.h"
-#include "../modal_msg.h"
-#include "../pb.h"
-#include "../secrets.h"
+#include "../../compat.h"
+#include "../../grpc.h"
+#include "../../grpc_frame.h"
+#include "../../log.h"
+#include "modal_msg.h"
+#include "pb.h"
+#include "../../secrets.h"
 
 /* SDK constants (modal.md §1.5, §1.6, §1.8). */
 enum {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
+#include "../../buf.h"
 
 #define TOML_DEPTH_MAX 64
 #define TOML_KEY_PARTS_MAX 64

@@ -6,8 +6,8 @@
 
 #include <stdbool.h>
 #include <jansson.h>
-#include "../buf.h"
-#include "../error.h"
+#include "../../buf.h"
+#include "../../error.h"
 
 #define AC_DEFAULT_IMAGE "node:22-slim"
 #define AC_DEFAULT_WORKDIR "/workspace"

@@ -5,8 +5,8 @@
 #ifndef SK_MODAL_FS_H
 #define SK_MODAL_FS_H
 
-#include "../modal_msg.h"
-#include "../sandbox.h"
+#include "modal_msg.h"
+#include "../../sandbox.h"
 
 typedef struct sk_modal_fs_op sk_modal_fs_op;
 

@@ -17,9 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../buf.h"
-#include "../compat.h"
-#include "../proc.h"
+#include "../../buf.h"
+#include "../../compat.h"
+#include "../../proc.h"
 
 enum {
     CLI_KILL_GRACE_MS = 1000,     /* SIGTERM -> SIGKILL, as upstream */

@@ -24,10 +24,10 @@
 #include <strings.h>
 #include <sys/time.h>
 
-#include "../grpc_frame.h"
-#include "../log.h"
-#include "../modal_msg.h"
-#include "../sandbox.h"
+#include "../../grpc_frame.h"
+#include "../../log.h"
+#include "modal_msg.h"
+#include "../../sandbox.h"
 #include "modal_client.h"
 #include "modal_fs.h"
 
