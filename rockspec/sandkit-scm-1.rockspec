@@ -93,6 +93,8 @@ build = {
         "src/core/providers/modal/modal.c",
         "src/core/providers/modal/modal_client.c",
         "src/core/providers/modal/modal_config.c",
+        "src/core/providers/modal/modal_exec.c",
+        "src/core/providers/modal/modal_fs.c",
         "src/core/providers/modal/modal_msg.c",
         "src/core/providers/modal/pb.c",
         "src/core/providers/modal/toml.c",

@@ -8,28 +8,16 @@
  * - stop: TaskSnapshotFilesystem (failures logged and swallowed), then
  *   SandboxTerminate and SandboxWait until it has finished.
  * - destroy: SandboxTerminate (failures ignored); the snapshot is dropped.
- * - a command: `sh -c <command>` through the router (TaskExecStart, two
- *   TaskExecStdioRead streams, TaskExecWait). A dead sandbox met before the
- *   command started is re-provisioned and the command retried once
- *   (upstream retryOnDead). There is no kill RPC in the SDK: kill ends the
- *   local streams (upstream reports 137) and TaskExecStart carries a
- *   timeout_secs backstop when the command has a timeout.
- * - stdin goes through TaskExecStdinWrite, serialised by byte offset; a
- *   command run with exec() gets stdin EOF at once so it never hangs on a
- *   read. */
+ * - commands: modal_exec.c; filesystem operations: modal_fs.c. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/time.h>
 
 #include "../../grpc_frame.h"
 #include "../../log.h"
-#include "modal_msg.h"
-#include "../../sandbox.h"
-#include "modal_client.h"
-#include "modal_fs.h"
+#include "modal_state.h"
 
 /* Response messages are control-plane protobufs and output chunks, far
  * below this; the SDKs allow 100 MiB, which we keep as an opt-in
@@ -41,88 +29,10 @@
 #define MODAL_WAIT_POLL_S 10             /* Sandbox.wait() long poll */
 #define MODAL_TASK_ID_TRIES 600          /* 5 minutes at 500 ms */
 #define MODAL_TASK_ID_DELAY_MS 500
-#define MODAL_EXEC_WAIT_ATTEMPT_MS 60000 /* per TaskExecWait attempt */
-
-/* The longest exec backstop sent (TaskExecStart.timeout_secs), in seconds. */
-#define MODAL_MAX_BACKSTOP_S 2147483
-extern const sk_provider sk_provider_modal;
-
-typedef void (*modal_wait_fn)(void *ud, const sk_error *err);
-
-/* Someone waiting for a shared operation (provisioning, task readiness). */
-typedef struct modal_waiter {
-    modal_wait_fn fn;
-    void *ud;
-    struct modal_waiter *next;
-} modal_waiter;
-
-typedef struct modal_sb {
-    sk_sandbox *sb;
-    mc_client *client;
-    char *app_name, *base_image, *workdir;
-    int64_t timeout_ms;
-    unsigned proc_counter;
-    sk_provider_done start_done;
-    /* the handle: set once provisioned or reconnected */
-    char *sandbox_id;
-    char *task_id;
-    mc_router *router;
-    unsigned gen;            /* bumped whenever the handle changes */
-    char *snapshot_image;    /* from the last stop of this object */
-    /* provisioning (start, and re-provisioning a dead sandbox) */
-    struct {
-        bool active;
-        int step;
-        mc_call *call;
-        char *app_id, *image_id, *secret_id, *last_entry_id;
-        modal_waiter *waiters;
-    } prov;
-    /* task id + router access for commands */
-    struct {
-        bool active;
-        int step, tries;
-        mc_call *call;
-        uv_timer_t *timer;
-        modal_waiter *waiters;
-    } ready;
-    /* stop / destroy */
-    struct {
-        bool destroying;
-        int step;
-        mc_call *call;
-        sk_provider_done done;
-        sk_error *err;
-    } down;
-} modal_sb;
-
-typedef struct modal_proc {
-    modal_sb *ms;
-    sk_process *p;
-    char exec_id[37];
-    char *command, *cwd;
-    json_t *env;             /* merged sandbox + command env */
-    int64_t timeout_ms;
-    bool retried;            /* the one dead-sandbox retry was used */
-    bool waiting;            /* on a modal_waiter list */
-    bool started;            /* TaskExecStart succeeded */
-    bool finishing;
-    unsigned gen;
-    mc_router *router;       /* referenced while it runs */
-    mc_call *start_call, *wait_call, *stdio[2], *stdin_call;
-    bool eof[2], exited;
-    sk_result result;
-    sk_error *error;
-    uv_timer_t *finish_timer;
-    /* stdin */
-    sk_buf stdin_pending;
-    uint64_t stdin_offset;   /* bytes the router has acknowledged */
-    size_t stdin_inflight;
-    bool stdin_eof_wanted, stdin_eof_sent, stdin_eof_inflight;
-} modal_proc;
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static sk_error *modal_oom(void) { return sk_error_new("Error", NULL, "out of memory"); }
+sk_error *modal_oom(void) { return sk_error_new("Error", NULL, "out of memory"); }
 
 static void modal_set_str(char **dst, const char *src)
 {
@@ -144,7 +54,7 @@ static int modal_waiter_add(modal_waiter **list, modal_wait_fn fn, void *ud)
     return 0;
 }
 
-static void modal_waiter_remove(modal_waiter **list, void *ud)
+void modal_waiter_remove(modal_waiter **list, void *ud)
 {
     for (modal_waiter **pp = list; *pp; pp = &(*pp)->next) {
         if ((*pp)->ud == ud) {
@@ -183,7 +93,7 @@ static void modal_notify(modal_waiter **list, const sk_error *err)
 
 static void modal_timer_closed(uv_handle_t *h) { free(h); }
 
-static void modal_timer_close(uv_timer_t **t)
+void modal_timer_close(uv_timer_t **t)
 {
     if (*t) {
         uv_close((uv_handle_t *)*t, modal_timer_closed);
@@ -191,7 +101,7 @@ static void modal_timer_close(uv_timer_t **t)
     }
 }
 
-static int modal_timer_start(modal_sb *ms, uv_timer_t **t, void *data, uint64_t ms_delay, uv_timer_cb cb)
+int modal_timer_start(modal_sandbox *ms, uv_timer_t **t, void *data, uint64_t ms_delay, uv_timer_cb cb)
 {
     if (!*t) {
         *t = malloc(sizeof **t);
@@ -205,7 +115,7 @@ static int modal_timer_start(modal_sb *ms, uv_timer_t **t, void *data, uint64_t 
 }
 
 /* upstream isSandboxDeadError, on a gRPC code and message */
-static bool modal_dead(int code, const char *message)
+bool modal_dead(int code, const char *message)
 {
     if (code == SK_GRPC_NOT_FOUND)
         return true;
@@ -219,7 +129,7 @@ static bool modal_dead(int code, const char *message)
     return false;
 }
 
-static bool modal_error_dead(const sk_error *e)
+bool modal_error_dead(const sk_error *e)
 {
     if (!e)
         return false;
@@ -230,7 +140,7 @@ static bool modal_error_dead(const sk_error *e)
     return modal_dead(json_is_integer(st) ? (int)json_integer_value(st) : -1, e->message);
 }
 
-static sk_error *modal_reply_error(modal_sb *ms, const mc_reply *r, const char *sdk_error)
+static sk_error *modal_reply_error(modal_sandbox *ms, const mc_reply *r, const char *sdk_error)
 {
     return mc_error(ms->client, r, sdk_error);
 }
@@ -238,7 +148,7 @@ static sk_error *modal_reply_error(modal_sb *ms, const mc_reply *r, const char *
 /* Drops the handle (sandbox id, task id, router): the next command or start
  * reconnects or re-provisions. A task lookup in flight is cancelled and its
  * waiters are told the sandbox changed. */
-static void modal_drop_handle(modal_sb *ms)
+static void modal_drop_handle(modal_sandbox *ms)
 {
     ms->gen++;
     modal_set_str(&ms->sandbox_id, NULL);
@@ -263,9 +173,9 @@ static void modal_drop_handle(modal_sb *ms)
 
 enum { PROV_FROM_NAME, PROV_APP, PROV_IMAGE, PROV_JOIN, PROV_SECRET, PROV_CREATE };
 
-static void prov_step(modal_sb *ms);
+static void prov_step(modal_sandbox *ms);
 
-static void prov_finish(modal_sb *ms, sk_error *err)
+static void prov_finish(modal_sandbox *ms, sk_error *err)
 {
     ms->prov.active = false;
     ms->prov.call = NULL;
@@ -279,7 +189,7 @@ static void prov_finish(modal_sb *ms, sk_error *err)
 
 static void prov_on_reply(void *ud, const mc_reply *r)
 {
-    modal_sb *ms = ud;
+    modal_sandbox *ms = ud;
     ms->prov.call = NULL;
     switch (ms->prov.step) {
     case PROV_FROM_NAME: {
@@ -413,7 +323,7 @@ static void prov_on_reply(void *ud, const mc_reply *r)
 /* ImageJoinStreaming: the first message with a result ends the join. */
 static void prov_on_join_message(void *ud, const uint8_t *data, size_t len)
 {
-    modal_sb *ms = ud;
+    modal_sandbox *ms = ud;
     sk_modal_image_join_streaming_resp resp;
     if (sk_modal_decode_image_join_streaming(data, len, &resp) != 0) {
         mc_call_cancel(ms->prov.call);
@@ -445,7 +355,7 @@ static void prov_on_join_message(void *ud, const uint8_t *data, size_t len)
 }
 
 /* The sandbox env as map entries (borrowed from json; caller frees v). */
-static sk_modal_kv *modal_env_kvs(const json_t *env, size_t *n)
+sk_modal_kv *modal_env_kvs(const json_t *env, size_t *n)
 {
     *n = json_is_object(env) ? json_object_size(env) : 0;
     sk_modal_kv *v = calloc(*n ? *n : 1, sizeof *v);
@@ -462,7 +372,7 @@ static sk_modal_kv *modal_env_kvs(const json_t *env, size_t *n)
     return v;
 }
 
-static void prov_step(modal_sb *ms)
+static void prov_step(modal_sandbox *ms)
 {
     const sk_modal_config *cfg = mc_client_config(ms->client);
     sk_buf msg = { 0 };
@@ -547,7 +457,7 @@ static void prov_step(modal_sb *ms)
 }
 
 /* Joins the provisioning in flight, or starts one. */
-static void modal_provision(modal_sb *ms, modal_wait_fn fn, void *ud)
+void modal_provision(modal_sandbox *ms, modal_wait_fn fn, void *ud)
 {
     if (modal_waiter_add(&ms->prov.waiters, fn, ud) != 0) {
         sk_error *e = modal_oom();
@@ -563,7 +473,7 @@ static void modal_provision(modal_sb *ms, modal_wait_fn fn, void *ud)
 }
 
 /* upstream retryOnDead: forget the dead handle and reconnect or create. */
-static void modal_revive(modal_sb *ms, modal_wait_fn fn, void *ud)
+void modal_revive(modal_sandbox *ms, modal_wait_fn fn, void *ud)
 {
     if (!ms->prov.active && ms->sandbox_id) {
         sk_log(SK_LOG_DEBUG, "modal", "sandbox %s is gone; provisioning it again", ms->sb->id);
@@ -576,9 +486,9 @@ static void modal_revive(modal_sb *ms, modal_wait_fn fn, void *ud)
 
 enum { READY_TASK, READY_ACCESS };
 
-static void ready_step(modal_sb *ms);
+static void ready_step(modal_sandbox *ms);
 
-static void ready_finish(modal_sb *ms, sk_error *err)
+static void ready_finish(modal_sandbox *ms, sk_error *err)
 {
     ms->ready.active = false;
     ms->ready.call = NULL;
@@ -588,13 +498,13 @@ static void ready_finish(modal_sb *ms, sk_error *err)
 
 static void ready_on_timer(uv_timer_t *t)
 {
-    modal_sb *ms = t->data;
+    modal_sandbox *ms = t->data;
     ready_step(ms);
 }
 
 static void ready_on_reply(void *ud, const mc_reply *r)
 {
-    modal_sb *ms = ud;
+    modal_sandbox *ms = ud;
     ms->ready.call = NULL;
     if (r->code != 0) {
         sk_error *e;
@@ -659,7 +569,7 @@ static void ready_on_reply(void *ud, const mc_reply *r)
     ready_finish(ms, err);
 }
 
-static void ready_step(modal_sb *ms)
+static void ready_step(modal_sandbox *ms)
 {
     sk_buf msg = { 0 };
     int rc;
@@ -681,7 +591,7 @@ static void ready_step(modal_sb *ms)
 }
 
 /* Calls fn at once when the router is known, else once the lookup ends. */
-static void modal_ready(modal_sb *ms, modal_wait_fn fn, void *ud)
+void modal_ready(modal_sandbox *ms, modal_wait_fn fn, void *ud)
 {
     if (ms->router) {
         fn(ud, NULL);
@@ -705,7 +615,7 @@ static void modal_ready(modal_sb *ms, modal_wait_fn fn, void *ud)
 
 static void modal_free(sk_sandbox *sb)
 {
-    modal_sb *ms = sb->impl;
+    modal_sandbox *ms = sb->impl;
     if (!ms)
         return;
     mc_call_cancel(ms->prov.call);
@@ -742,7 +652,7 @@ static sk_error *modal_config_error(const char *key, const char *fmt, const char
 
 static int modal_init(sk_sandbox *sb, const json_t *o, sk_error **err)
 {
-    modal_sb *ms = calloc(1, sizeof *ms);
+    modal_sandbox *ms = calloc(1, sizeof *ms);
     if (!ms)
         goto oom;
     sb->impl = ms;
@@ -817,7 +727,7 @@ oom:
 
 static json_t *modal_metadata(sk_sandbox *sb)
 {
-    modal_sb *ms = sb->impl;
+    modal_sandbox *ms = sb->impl;
     return json_pack("{s:s,s:s,s:I}", "app_name", ms->app_name, "image",
                      ms->snapshot_image ? ms->snapshot_image : ms->base_image, "timeout_ms",
                      (json_int_t)ms->timeout_ms);
@@ -825,7 +735,7 @@ static json_t *modal_metadata(sk_sandbox *sb)
 
 static char *modal_instructions(sk_sandbox *sb)
 {
-    modal_sb *ms = sb->impl;
+    modal_sandbox *ms = sb->impl;
     char *s = NULL;
     if (asprintf(&s, "Modal cloud sandbox running %s. Use exec() to run shell commands.", ms->base_image) < 0)
         return NULL;
@@ -837,7 +747,7 @@ static char *modal_instructions(sk_sandbox *sb)
 static void modal_on_started(void *ud, const sk_error *err)
 {
     sk_sandbox *sb = ud;
-    modal_sb *ms = sb->impl;
+    modal_sandbox *ms = sb->impl;
     sk_provider_done done = ms->start_done;
     ms->start_done = NULL;
     done(sb, err ? sk_error_copy(err) : NULL);
@@ -845,7 +755,7 @@ static void modal_on_started(void *ud, const sk_error *err)
 
 static void modal_start(sk_sandbox *sb, sk_provider_done done)
 {
-    modal_sb *ms = sb->impl;
+    modal_sandbox *ms = sb->impl;
     if (ms->sandbox_id) {
         done(sb, NULL); /* a live handle: nothing to do (upstream) */
         return;
@@ -856,9 +766,9 @@ static void modal_start(sk_sandbox *sb, sk_provider_done done)
 
 enum { DOWN_SETTLE, DOWN_READY, DOWN_SNAPSHOT, DOWN_TERMINATE, DOWN_WAIT, DOWN_DONE };
 
-static void down_step(modal_sb *ms);
+static void down_step(modal_sandbox *ms);
 
-static void down_finish(modal_sb *ms)
+static void down_finish(modal_sandbox *ms)
 {
     ms->down.call = NULL;
     if (ms->down.destroying)
@@ -873,7 +783,7 @@ static void down_finish(modal_sb *ms)
 
 static void down_on_wait(void *ud, const sk_error *err)
 {
-    modal_sb *ms = ud;
+    modal_sandbox *ms = ud;
     if (ms->down.step == DOWN_READY) {
         if (err) {
             sk_log(SK_LOG_DEBUG, "modal", "no snapshot of %s: %s", ms->sb->id, err->message);
@@ -887,7 +797,7 @@ static void down_on_wait(void *ud, const sk_error *err)
 
 static void down_on_reply(void *ud, const mc_reply *r)
 {
-    modal_sb *ms = ud;
+    modal_sandbox *ms = ud;
     ms->down.call = NULL;
     switch (ms->down.step) {
     case DOWN_SNAPSHOT:
@@ -934,7 +844,7 @@ static void down_on_reply(void *ud, const mc_reply *r)
     down_step(ms);
 }
 
-static void down_step(modal_sb *ms)
+static void down_step(modal_sandbox *ms)
 {
     sk_buf msg = { 0 };
     for (;;) {
@@ -995,7 +905,7 @@ static void down_step(modal_sb *ms)
 
 static void modal_down(sk_sandbox *sb, sk_provider_done done, bool destroying)
 {
-    modal_sb *ms = sb->impl;
+    modal_sandbox *ms = sb->impl;
     ms->down.destroying = destroying;
     ms->down.done = done;
     ms->down.step = DOWN_SETTLE;
@@ -1005,639 +915,6 @@ static void modal_down(sk_sandbox *sb, sk_provider_done done, bool destroying)
 static void modal_stop(sk_sandbox *sb, sk_provider_done done) { modal_down(sb, done, false); }
 static void modal_destroy(sk_sandbox *sb, sk_provider_done done) { modal_down(sb, done, true); }
 
-/* ---- commands -------------------------------------------------------------------- */
-
-static void proc_acquire(modal_proc *mp);
-static void proc_stdin_pump(modal_proc *mp);
-
-static void proc_cancel_calls(modal_proc *mp)
-{
-    modal_sb *ms = mp->ms;
-    if (mp->waiting) {
-        modal_waiter_remove(&ms->prov.waiters, mp);
-        modal_waiter_remove(&ms->ready.waiters, mp);
-        mp->waiting = false;
-    }
-    mc_call_cancel(mp->start_call);
-    mc_call_cancel(mp->wait_call);
-    mc_call_cancel(mp->stdio[0]);
-    mc_call_cancel(mp->stdio[1]);
-    mc_call_cancel(mp->stdin_call);
-    mp->start_call = mp->wait_call = mp->stdio[0] = mp->stdio[1] = mp->stdin_call = NULL;
-}
-
-static void proc_on_finish_timer(uv_timer_t *t)
-{
-    modal_proc *mp = t->data;
-    sk_error *err = mp->error;
-    mp->error = NULL;
-    sk_result r = mp->result;
-    /* May release (free) mp. */
-    sk_process_finish(mp->p, err ? NULL : &r, err);
-}
-
-/* Ends the process from the loop, never from inside spawn or kill. */
-static void proc_finish(modal_proc *mp, const sk_result *r, sk_error *err)
-{
-    if (mp->finishing) {
-        sk_error_free(err);
-        return;
-    }
-    mp->finishing = true;
-    proc_cancel_calls(mp);
-    if (r)
-        mp->result = *r;
-    mp->error = err;
-    if (modal_timer_start(mp->ms, &mp->finish_timer, mp, 0, proc_on_finish_timer) != 0)
-        abort(); /* a few bytes; the process could never end without them */
-}
-
-static void proc_maybe_done(modal_proc *mp)
-{
-    if (mp->eof[0] && mp->eof[1] && mp->exited)
-        proc_finish(mp, &mp->result, NULL);
-}
-
-static void proc_on_data(void *ud, const uint8_t *data, size_t len, int stream)
-{
-    modal_proc *mp = ud;
-    sk_process_output(mp->p, stream, (const char *)data, len);
-}
-
-static void proc_on_stdout(void *ud, const uint8_t *data, size_t len) { proc_on_data(ud, data, len, 1); }
-static void proc_on_stderr(void *ud, const uint8_t *data, size_t len) { proc_on_data(ud, data, len, 2); }
-
-static void proc_on_stdio_end(modal_proc *mp, int i, const mc_reply *r)
-{
-    mp->stdio[i] = NULL;
-    if (r->code != 0) {
-        proc_finish(mp, NULL, mc_error(mp->ms->client, r, NULL));
-        return;
-    }
-    mp->eof[i] = true;
-    proc_maybe_done(mp);
-}
-
-static void proc_on_stdout_end(void *ud, const mc_reply *r) { proc_on_stdio_end(ud, 0, r); }
-static void proc_on_stderr_end(void *ud, const mc_reply *r) { proc_on_stdio_end(ud, 1, r); }
-
-static void proc_on_wait(void *ud, const mc_reply *r)
-{
-    modal_proc *mp = ud;
-    mp->wait_call = NULL;
-    if (r->code != 0) {
-        proc_finish(mp, NULL, mc_error(mp->ms->client, r, NULL));
-        return;
-    }
-    sk_modal_task_exec_wait_resp resp;
-    if (sk_modal_decode_task_exec_wait(r->data, r->len, &resp) != 0 || resp.kind == SK_MODAL_EXIT_NONE) {
-        proc_finish(mp, NULL, sk_error_new("ModalError", json_pack("{s:s,s:s}", "rpc", r->rpc, "sdk_error",
-                                                                  "InvalidError"),
-                                           "Unexpected exit status"));
-        return;
-    }
-    memset(&mp->result, 0, sizeof mp->result);
-    if (resp.kind == SK_MODAL_EXIT_SIGNAL) {
-        /* the signal is any int32 the router sends: 128 + INT32_MAX
-         * would overflow */
-        mp->result.exit_code = resp.value > INT_MAX - 128 ? INT_MAX : 128 + resp.value;
-        mp->result.killed = true;
-    } else {
-        mp->result.exit_code = resp.value;
-    }
-    mp->exited = true;
-    proc_maybe_done(mp);
-}
-
-static void proc_on_stdin(void *ud, const mc_reply *r)
-{
-    modal_proc *mp = ud;
-    mp->stdin_call = NULL;
-    if (r->code != 0) {
-        /* The process may simply have ended; nobody waits on stdin. */
-        sk_log(SK_LOG_DEBUG, "modal", "stdin write for %s failed (%s)", mp->p->pid,
-               sk_grpc_code_name(r->code) ? sk_grpc_code_name(r->code) : "UNKNOWN");
-        sk_buf_reset(&mp->stdin_pending);
-        mp->stdin_eof_sent = true;
-        return;
-    }
-    mp->stdin_offset += mp->stdin_inflight;
-    size_t left = mp->stdin_pending.len - mp->stdin_inflight;
-    if (left)
-        memmove(mp->stdin_pending.data, mp->stdin_pending.data + mp->stdin_inflight, left);
-    mp->stdin_pending.len = left;
-    if (mp->stdin_pending.data)
-        mp->stdin_pending.data[left] = '\0';
-    mp->stdin_inflight = 0;
-    if (mp->stdin_eof_inflight)
-        mp->stdin_eof_sent = true;
-    proc_stdin_pump(mp);
-}
-
-/* One TaskExecStdinWrite at a time, so offsets arrive in order. */
-static void proc_stdin_pump(modal_proc *mp)
-{
-    if (!mp->started || mp->stdin_call || mp->finishing || mp->stdin_eof_sent)
-        return;
-    bool eof = mp->stdin_eof_wanted;
-    if (mp->stdin_pending.len == 0 && !eof)
-        return;
-    sk_buf msg = { 0 };
-    sk_modal_task_exec_stdin_write_req m = { .task_id = mc_router_task_id(mp->router), .exec_id = mp->exec_id,
-                                             .offset = mp->stdin_offset, .data = mp->stdin_pending.data,
-                                             .len = mp->stdin_pending.len, .eof = eof };
-    if (sk_modal_encode_task_exec_stdin_write(&msg, &m) == 0)
-        mp->stdin_call = mc_router_unary(mp->router, SK_MODAL_RPC_TASK_EXEC_STDIN_WRITE, &msg, &MC_RETRY_ROUTER,
-                                         proc_on_stdin, mp);
-    sk_buf_free(&msg);
-    if (mp->stdin_call) {
-        mp->stdin_inflight = mp->stdin_pending.len;
-        mp->stdin_eof_inflight = eof;
-    }
-}
-
-static void proc_on_started(void *ud, const mc_reply *r);
-
-/* After any wait: try again from wherever the sandbox now is; a dead
- * sandbox is re-provisioned once per command. */
-static void proc_on_waited(void *ud, const sk_error *err)
-{
-    modal_proc *mp = ud;
-    mp->waiting = false;
-    if (err) {
-        if (modal_error_dead(err) && !mp->retried) {
-            mp->retried = true;
-            mp->waiting = true;
-            modal_revive(mp->ms, proc_on_waited, mp);
-            return;
-        }
-        proc_finish(mp, NULL, sk_error_copy(err));
-        return;
-    }
-    proc_acquire(mp);
-}
-
-static void proc_exec_start(modal_proc *mp)
-{
-    modal_sb *ms = mp->ms;
-    if (mp->router)
-        mc_router_unref(mp->router);
-    mp->router = ms->router;
-    mc_router_ref(mp->router);
-    mp->gen = ms->gen;
-    mc_uuid4(mp->exec_id);
-    const char *argv[] = { "sh", "-c", mp->command };
-    size_t n;
-    sk_modal_kv *kv = modal_env_kvs(mp->env, &n);
-    sk_buf msg = { 0 };
-    int rc = -1;
-    if (kv) {
-        sk_modal_task_exec_start_req m = {
-            .task_id = mc_router_task_id(mp->router),
-            .exec_id = mp->exec_id,
-            .command_args = { argv, 3 },
-            .stdout_config = SK_MODAL_STDOUT_PIPE,
-            .stderr_config = SK_MODAL_STDERR_PIPE,
-            .workdir = mp->cwd,
-            .env = { kv, n },
-        };
-        if (mp->timeout_ms > 0) {
-            /* A backstop for the remote process: the local timer (sandbox.c)
-             * fires first and reports the timeout. */
-            m.has_timeout_secs = true;
-            /* a uint32 on the wire: a longer timeout must not wrap to a
-             * short backstop (2^32 s became 1 s). Capped at 2^31 - 1 ms,
-             * the longest a JavaScript timer waits (a longer one fires at
-             * once) and longer than a Modal sandbox lives (24 h). */
-            int64_t secs = (mp->timeout_ms + 999) / 1000 + 1;
-            m.timeout_secs = secs > MODAL_MAX_BACKSTOP_S ? MODAL_MAX_BACKSTOP_S : (uint32_t)secs;
-        }
-        rc = sk_modal_encode_task_exec_start(&msg, &m);
-        free(kv);
-    }
-    if (rc == 0)
-        mp->start_call = mc_router_unary(mp->router, SK_MODAL_RPC_TASK_EXEC_START, &msg, &MC_RETRY_ROUTER,
-                                         proc_on_started, mp);
-    sk_buf_free(&msg);
-    if (!mp->start_call)
-        proc_finish(mp, NULL, modal_oom());
-}
-
-static void proc_on_started(void *ud, const mc_reply *r)
-{
-    modal_proc *mp = ud;
-    modal_sb *ms = mp->ms;
-    mp->start_call = NULL;
-    if (r->code != 0) {
-        if (modal_dead(r->code, r->message) && !mp->retried) {
-            mp->retried = true;
-            mp->waiting = true;
-            if (ms->gen != mp->gen)
-                proc_on_waited(mp, NULL); /* already replaced by another command's retry */
-            else
-                modal_revive(ms, proc_on_waited, mp);
-            return;
-        }
-        proc_finish(mp, NULL, mc_error(ms->client, r, NULL));
-        return;
-    }
-    mp->started = true;
-    mp->stdio[0] = mc_stdio_read(mp->router, mp->exec_id, SK_MODAL_FD_STDOUT, proc_on_stdout, proc_on_stdout_end, mp);
-    mp->stdio[1] = mc_stdio_read(mp->router, mp->exec_id, SK_MODAL_FD_STDERR, proc_on_stderr, proc_on_stderr_end, mp);
-    sk_buf msg = { 0 };
-    sk_modal_task_exec_ref m = { .task_id = mc_router_task_id(mp->router), .exec_id = mp->exec_id };
-    mc_retry policy = { .base_ms = 1000, .factor = 1, .max_retries = -1,
-                        .attempt_timeout_ms = MODAL_EXEC_WAIT_ATTEMPT_MS };
-    if (sk_modal_encode_task_exec_ref(&msg, &m) == 0)
-        mp->wait_call = mc_router_unary(mp->router, SK_MODAL_RPC_TASK_EXEC_WAIT, &msg, &policy, proc_on_wait, mp);
-    sk_buf_free(&msg);
-    if (!mp->stdio[0] || !mp->stdio[1] || !mp->wait_call) {
-        proc_finish(mp, NULL, modal_oom());
-        return;
-    }
-    proc_stdin_pump(mp);
-}
-
-static void proc_acquire(modal_proc *mp)
-{
-    modal_sb *ms = mp->ms;
-    mp->waiting = true;
-    if (ms->router && !ms->prov.active) {
-        mp->waiting = false;
-        proc_exec_start(mp);
-    } else if (ms->sandbox_id && !ms->prov.active) {
-        modal_ready(ms, proc_on_waited, mp);
-    } else {
-        modal_provision(ms, proc_on_waited, mp);
-    }
-}
-
-static int modal_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_error **err)
-{
-    modal_sb *ms = sb->impl;
-    modal_proc *mp = calloc(1, sizeof *mp);
-    if (!mp)
-        goto oom;
-    mp->ms = ms;
-    mp->p = p;
-    mp->command = strdup(o->command);
-    mp->cwd = o->cwd ? strdup(o->cwd) : NULL;
-    mp->env = sk_sandbox_merged_env(sb, o->env);
-    mp->timeout_ms = o->timeout_ms;
-    if (!mp->command || (o->cwd && !mp->cwd) || !mp->env)
-        goto oom_free;
-    if (o->has_stdin && o->stdin_len && sk_buf_append(&mp->stdin_pending, o->stdin_data, o->stdin_len) != 0)
-        goto oom_free;
-    if (!o->keep_stdin_open)
-        mp->stdin_eof_wanted = true; /* exec: stdin is closed once written */
-    p->impl = mp;
-    /* upstream's handle id: modal-proc-<base36 ms>-<counter> */
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    unsigned long long now = (unsigned long long)tv.tv_sec * 1000ULL + (unsigned long long)tv.tv_usec / 1000ULL;
-    char b36[16];
-    int k = 0;
-    do {
-        b36[k++] = "0123456789abcdefghijklmnopqrstuvwxyz"[now % 36];
-        now /= 36;
-    } while (now && k < 15);
-    char rev[16];
-    for (int i = 0; i < k; i++)
-        rev[i] = b36[k - 1 - i];
-    rev[k] = '\0';
-    snprintf(p->pid, sizeof p->pid, "modal-proc-%s-%u", rev, ++ms->proc_counter);
-    proc_acquire(mp);
-    return 0;
-oom_free:
-    free(mp->command);
-    free(mp->cwd);
-    json_decref(mp->env);
-    sk_buf_free(&mp->stdin_pending);
-    free(mp);
-oom:
-    *err = modal_oom();
-    return -1;
-}
-
-static int modal_kill(sk_process *p, int sig)
-{
-    (void)sig;
-    modal_proc *mp = p->impl;
-    if (!mp || mp->finishing)
-        return -1;
-    /* No kill RPC in the SDK: the local streams end (upstream reports 137);
-     * the remote process runs on until its timeout_secs or the sandbox's. */
-    sk_result r = { .exit_code = 137, .killed = true };
-    proc_finish(mp, &r, NULL);
-    return 0;
-}
-
-static int modal_write_stdin(sk_process *p, const char *data, size_t len, sk_error **err)
-{
-    modal_proc *mp = p->impl;
-    if (!mp || mp->finishing || mp->stdin_eof_wanted) {
-        *err = sk_error_new("ProcessExitedError", NULL, "Cannot write to stdin of process %s: stdin is closed",
-                            p->pid);
-        return -1;
-    }
-    if (sk_buf_append(&mp->stdin_pending, data, len) != 0) {
-        *err = modal_oom();
-        return -1;
-    }
-    proc_stdin_pump(mp);
-    return 0;
-}
-
-static int modal_close_stdin(sk_process *p)
-{
-    modal_proc *mp = p->impl;
-    if (!mp || mp->finishing)
-        return -1;
-    mp->stdin_eof_wanted = true;
-    proc_stdin_pump(mp);
-    return 0;
-}
-
-static void modal_release(sk_process *p)
-{
-    modal_proc *mp = p->impl;
-    if (!mp)
-        return;
-    proc_cancel_calls(mp);
-    modal_timer_close(&mp->finish_timer);
-    if (mp->router)
-        mc_router_unref(mp->router);
-    sk_error_free(mp->error);
-    free(mp->command);
-    free(mp->cwd);
-    json_decref(mp->env);
-    sk_buf_free(&mp->stdin_pending);
-    free(mp);
-    p->impl = NULL;
-}
-
-/* ---- filesystem operations (Sandbox.open) ------------------------------------- */
-
-#define MODAL_FS_POLL_S 55 /* ContainerFilesystemExecGetOutput timeout, as the SDK */
-
-struct sk_modal_fs_op {
-    modal_sb *ms;
-    sk_modal_container_filesystem_exec_req req; /* strings and data owned */
-    char *exec_id, *fd_out;
-    sk_modal_fs_events ev;
-    void *ud;
-    mc_call *call;
-    bool waiting; /* on a modal_waiter list */
-    bool eof;
-    int retries; /* GetOutput attempts retried (the SDK allows 10) */
-    uint64_t delivered, seen; /* bytes read: handed over, met in this attempt */
-    sk_error *batch_error;
-    uv_timer_t *timer; /* deadline, then the deferred finish */
-    sk_error *final_err;
-    bool finishing;
-};
-
-static void fs_op_free(sk_modal_fs_op *op)
-{
-    free((char *)op->req.fd);
-    free((char *)op->req.path);
-    free((char *)op->req.mode);
-    free((void *)op->req.data);
-    free(op->exec_id);
-    free(op->fd_out);
-    sk_error_free(op->batch_error);
-    sk_error_free(op->final_err);
-    modal_timer_close(&op->timer);
-    free(op);
-}
-
-static void fs_op_detach(sk_modal_fs_op *op)
-{
-    if (op->waiting) {
-        modal_waiter_remove(&op->ms->prov.waiters, op);
-        modal_waiter_remove(&op->ms->ready.waiters, op);
-        op->waiting = false;
-    }
-    mc_call_cancel(op->call);
-    op->call = NULL;
-}
-
-void sk_modal_fs_cancel(sk_modal_fs_op *op)
-{
-    if (!op)
-        return;
-    fs_op_detach(op);
-    fs_op_free(op);
-}
-
-static void fs_on_finish_timer(uv_timer_t *t)
-{
-    sk_modal_fs_op *op = t->data;
-    op->ev.done(op->ud, op->final_err ? NULL : op->fd_out, op->final_err);
-    fs_op_free(op);
-}
-
-/* Ends the operation from the loop (never inside a call's callback chain). */
-static void fs_finish(sk_modal_fs_op *op, sk_error *err)
-{
-    if (op->finishing) {
-        sk_error_free(err);
-        return;
-    }
-    op->finishing = true;
-    fs_op_detach(op);
-    op->final_err = err;
-    if (modal_timer_start(op->ms, &op->timer, op, 0, fs_on_finish_timer) != 0)
-        abort(); /* a few bytes; the operation could never end without them */
-}
-
-static void fs_on_deadline(uv_timer_t *t)
-{
-    sk_modal_fs_op *op = t->data;
-    fs_finish(op, sk_error_new("TimeoutError", json_pack("{s:s}", "rpc", SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC),
-                               "The filesystem operation did not finish in time"));
-}
-
-static void fs_on_output(void *ud, const uint8_t *data, size_t len)
-{
-    sk_modal_fs_op *op = ud;
-    if (op->req.kind != SK_MODAL_FS_READ || op->batch_error || op->eof)
-        return;
-    /* A retried GetOutput starts the same output again: skip what was
-     * already handed over. */
-    uint64_t start = op->seen;
-    op->seen += len;
-    if (op->seen <= op->delivered)
-        return;
-    size_t skip = start < op->delivered ? (size_t)(op->delivered - start) : 0;
-    op->delivered = op->seen;
-    op->ev.data(op->ud, data + skip, len - skip);
-}
-
-static void fs_on_batch(void *ud, const uint8_t *data, size_t len)
-{
-    sk_modal_fs_op *op = ud;
-    if (op->finishing)
-        return;
-    sk_modal_fs_batch b;
-    if (sk_modal_decode_fs_batch(data, len, &b, fs_on_output, op) != 0) {
-        fs_finish(op, sk_error_new("ModalError", json_pack("{s:s}", "rpc",
-                                                           SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC_GET_OUTPUT),
-                                   "malformed FilesystemRuntimeOutputBatch"));
-        return;
-    }
-    if (b.has_error && !op->batch_error) {
-        int n = b.error_message_len > 1024 ? 1024 : (int)b.error_message_len;
-        op->batch_error = sk_error_new("ModalFilesystemError", json_pack("{s:i}", "error_code", b.error_code),
-                                       "%.*s", n, b.error_message ? b.error_message : "");
-    }
-    if (b.eof)
-        op->eof = true;
-}
-
-static void fs_get_output(sk_modal_fs_op *op);
-
-static void fs_on_output_end(void *ud, const mc_reply *r)
-{
-    sk_modal_fs_op *op = ud;
-    op->call = NULL;
-    if (op->batch_error) {
-        sk_error *e = op->batch_error;
-        op->batch_error = NULL;
-        fs_finish(op, e);
-    } else if (op->eof) {
-        fs_finish(op, NULL);
-    } else if (r->code != 0 && mc_retryable(r->code) && !r->local && op->retries < 10) {
-        op->retries++; /* runFilesystemExec: a retryable status asks again */
-        fs_get_output(op);
-    } else if (r->code != 0) {
-        fs_finish(op, mc_error(op->ms->client, r, NULL));
-    } else {
-        fs_get_output(op); /* the server's poll ended before the result */
-    }
-}
-
-static void fs_get_output(sk_modal_fs_op *op)
-{
-    sk_buf msg = { 0 };
-    op->seen = 0;
-    if (sk_modal_encode_container_filesystem_exec_get_output(&msg, op->exec_id, (float)MODAL_FS_POLL_S) == 0)
-        op->call = mc_stream(op->ms->client, SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC_GET_OUTPUT, &msg,
-                             MODAL_FS_POLL_S * 1000, fs_on_batch, fs_on_output_end, op);
-    sk_buf_free(&msg);
-    if (!op->call)
-        fs_finish(op, modal_oom());
-}
-
-static void fs_on_exec(void *ud, const mc_reply *r)
-{
-    sk_modal_fs_op *op = ud;
-    op->call = NULL;
-    if (r->code != 0) {
-        fs_finish(op, mc_error(op->ms->client, r, r->code == SK_GRPC_NOT_FOUND ? "NotFoundError" : NULL));
-        return;
-    }
-    sk_modal_container_filesystem_exec_resp resp;
-    if (sk_modal_decode_container_filesystem_exec(r->data, r->len, &resp) != 0) {
-        fs_finish(op, sk_error_new("ModalError", json_pack("{s:s}", "rpc", r->rpc),
-                                   "malformed ContainerFilesystemExec response"));
-        return;
-    }
-    op->exec_id = resp.exec_id;
-    op->fd_out = resp.file_descriptor;
-    if (op->req.kind == SK_MODAL_FS_OPEN && (!op->fd_out || !*op->fd_out)) {
-        fs_finish(op, sk_error_new("ModalError", json_pack("{s:s}", "rpc", r->rpc),
-                                   "ContainerFilesystemExec opened no file descriptor"));
-        return;
-    }
-    fs_get_output(op);
-}
-
-static void fs_acquire(sk_modal_fs_op *op);
-
-static void fs_on_waited(void *ud, const sk_error *err)
-{
-    sk_modal_fs_op *op = ud;
-    op->waiting = false;
-    if (err) {
-        fs_finish(op, sk_error_copy(err));
-        return;
-    }
-    fs_acquire(op);
-}
-
-/* The task id first (provisioning or reconnecting as commands do). */
-static void fs_acquire(sk_modal_fs_op *op)
-{
-    modal_sb *ms = op->ms;
-    op->waiting = true;
-    if (ms->task_id && ms->router && !ms->prov.active) {
-        op->waiting = false;
-        sk_buf msg = { 0 };
-        op->req.task_id = ms->task_id;
-        if (sk_modal_encode_container_filesystem_exec(&msg, &op->req) == 0)
-            op->call = mc_unary(ms->client, SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC, &msg, 0, fs_on_exec, op);
-        op->req.task_id = NULL;
-        sk_buf_free(&msg);
-        if (!op->call)
-            fs_finish(op, modal_oom());
-    } else if (ms->sandbox_id && !ms->prov.active) {
-        modal_ready(ms, fs_on_waited, op);
-    } else {
-        modal_provision(ms, fs_on_waited, op);
-    }
-}
-
-static char *fs_dup(const char *s, bool *bad)
-{
-    if (!s)
-        return NULL;
-    char *d = strdup(s);
-    if (!d)
-        *bad = true;
-    return d;
-}
-
-sk_modal_fs_op *sk_modal_fs_start(sk_sandbox *sb, const sk_modal_container_filesystem_exec_req *req,
-                                  int64_t timeout_ms, const sk_modal_fs_events *ev, void *ud, sk_error **err)
-{
-    if (!sb || sb->provider != &sk_provider_modal || !sb->impl) {
-        *err = sk_error_new("Error", NULL, "not a ModalSandbox");
-        return NULL;
-    }
-    sk_modal_fs_op *op = calloc(1, sizeof *op);
-    if (!op) {
-        *err = modal_oom();
-        return NULL;
-    }
-    bool bad = false;
-    op->ms = sb->impl;
-    op->ev = *ev;
-    op->ud = ud;
-    op->req = *req;
-    op->req.task_id = NULL;
-    op->req.fd = fs_dup(req->fd, &bad);
-    op->req.path = fs_dup(req->path, &bad);
-    op->req.mode = fs_dup(req->mode, &bad);
-    op->req.data = NULL;
-    if (req->len) {
-        void *copy = malloc(req->len);
-        if (copy)
-            memcpy(copy, req->data, req->len);
-        else
-            bad = true;
-        op->req.data = copy;
-    }
-    if (bad || (timeout_ms > 0 && modal_timer_start(op->ms, &op->timer, op, (uint64_t)timeout_ms,
-                                                    fs_on_deadline) != 0)) {
-        fs_op_free(op);
-        *err = modal_oom();
-        return NULL;
-    }
-    fs_acquire(op);
-    return op;
-}
-
 const sk_provider sk_provider_modal = {
     .id = MODAL_ID,
     .name = "ModalSandbox",
@@ -1646,11 +923,11 @@ const sk_provider sk_provider_modal = {
     .start = modal_start,
     .stop = modal_stop,
     .destroy = modal_destroy,
-    .spawn = modal_spawn,
-    .kill = modal_kill,
-    .write_stdin = modal_write_stdin,
-    .close_stdin = modal_close_stdin,
-    .release = modal_release,
+    .spawn = modal_exec_spawn,
+    .kill = modal_exec_kill,
+    .write_stdin = modal_exec_write_stdin,
+    .close_stdin = modal_exec_close_stdin,
+    .release = modal_exec_release,
     .metadata = modal_metadata,
     .instructions = modal_instructions,
     .free = modal_free,

@@ -1,0 +1,274 @@
+/* ModalSandbox filesystem operations (Sandbox.open): ContainerFilesystemExec
+ * and its output stream, for sb.fs (modal_fs.h). */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../../grpc_frame.h"
+#include "modal_fs.h"
+#include "modal_state.h"
+
+/* ---- filesystem operations (Sandbox.open) ------------------------------------- */
+
+#define MODAL_FS_POLL_S 55 /* ContainerFilesystemExecGetOutput timeout, as the SDK */
+
+struct sk_modal_fs_op {
+    modal_sandbox *ms;
+    sk_modal_container_filesystem_exec_req req; /* strings and data owned */
+    char *exec_id, *fd_out;
+    sk_modal_fs_events ev;
+    void *ud;
+    mc_call *call;
+    bool waiting; /* on a modal_waiter list */
+    bool eof;
+    int retries; /* GetOutput attempts retried (the SDK allows 10) */
+    uint64_t delivered, seen; /* bytes read: handed over, met in this attempt */
+    sk_error *batch_error;
+    uv_timer_t *timer; /* deadline, then the deferred finish */
+    sk_error *final_err;
+    bool finishing;
+};
+
+static void fs_op_free(sk_modal_fs_op *op)
+{
+    free((char *)op->req.fd);
+    free((char *)op->req.path);
+    free((char *)op->req.mode);
+    free((void *)op->req.data);
+    free(op->exec_id);
+    free(op->fd_out);
+    sk_error_free(op->batch_error);
+    sk_error_free(op->final_err);
+    modal_timer_close(&op->timer);
+    free(op);
+}
+
+static void fs_op_detach(sk_modal_fs_op *op)
+{
+    if (op->waiting) {
+        modal_waiter_remove(&op->ms->prov.waiters, op);
+        modal_waiter_remove(&op->ms->ready.waiters, op);
+        op->waiting = false;
+    }
+    mc_call_cancel(op->call);
+    op->call = NULL;
+}
+
+void sk_modal_fs_cancel(sk_modal_fs_op *op)
+{
+    if (!op)
+        return;
+    fs_op_detach(op);
+    fs_op_free(op);
+}
+
+static void fs_on_finish_timer(uv_timer_t *t)
+{
+    sk_modal_fs_op *op = t->data;
+    op->ev.done(op->ud, op->final_err ? NULL : op->fd_out, op->final_err);
+    fs_op_free(op);
+}
+
+/* Ends the operation from the loop (never inside a call's callback chain). */
+static void fs_finish(sk_modal_fs_op *op, sk_error *err)
+{
+    if (op->finishing) {
+        sk_error_free(err);
+        return;
+    }
+    op->finishing = true;
+    fs_op_detach(op);
+    op->final_err = err;
+    if (modal_timer_start(op->ms, &op->timer, op, 0, fs_on_finish_timer) != 0)
+        abort(); /* a few bytes; the operation could never end without them */
+}
+
+static void fs_on_deadline(uv_timer_t *t)
+{
+    sk_modal_fs_op *op = t->data;
+    fs_finish(op, sk_error_new("TimeoutError", json_pack("{s:s}", "rpc", SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC),
+                               "The filesystem operation did not finish in time"));
+}
+
+static void fs_on_output(void *ud, const uint8_t *data, size_t len)
+{
+    sk_modal_fs_op *op = ud;
+    if (op->req.kind != SK_MODAL_FS_READ || op->batch_error || op->eof)
+        return;
+    /* A retried GetOutput starts the same output again: skip what was
+     * already handed over. */
+    uint64_t start = op->seen;
+    op->seen += len;
+    if (op->seen <= op->delivered)
+        return;
+    size_t skip = start < op->delivered ? (size_t)(op->delivered - start) : 0;
+    op->delivered = op->seen;
+    op->ev.data(op->ud, data + skip, len - skip);
+}
+
+static void fs_on_batch(void *ud, const uint8_t *data, size_t len)
+{
+    sk_modal_fs_op *op = ud;
+    if (op->finishing)
+        return;
+    sk_modal_fs_batch b;
+    if (sk_modal_decode_fs_batch(data, len, &b, fs_on_output, op) != 0) {
+        fs_finish(op, sk_error_new("ModalError", json_pack("{s:s}", "rpc",
+                                                           SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC_GET_OUTPUT),
+                                   "malformed FilesystemRuntimeOutputBatch"));
+        return;
+    }
+    if (b.has_error && !op->batch_error) {
+        int n = b.error_message_len > 1024 ? 1024 : (int)b.error_message_len;
+        op->batch_error = sk_error_new("ModalFilesystemError", json_pack("{s:i}", "error_code", b.error_code),
+                                       "%.*s", n, b.error_message ? b.error_message : "");
+    }
+    if (b.eof)
+        op->eof = true;
+}
+
+static void fs_get_output(sk_modal_fs_op *op);
+
+static void fs_on_output_end(void *ud, const mc_reply *r)
+{
+    sk_modal_fs_op *op = ud;
+    op->call = NULL;
+    if (op->batch_error) {
+        sk_error *e = op->batch_error;
+        op->batch_error = NULL;
+        fs_finish(op, e);
+    } else if (op->eof) {
+        fs_finish(op, NULL);
+    } else if (r->code != 0 && mc_retryable(r->code) && !r->local && op->retries < 10) {
+        op->retries++; /* runFilesystemExec: a retryable status asks again */
+        fs_get_output(op);
+    } else if (r->code != 0) {
+        fs_finish(op, mc_error(op->ms->client, r, NULL));
+    } else {
+        fs_get_output(op); /* the server's poll ended before the result */
+    }
+}
+
+static void fs_get_output(sk_modal_fs_op *op)
+{
+    sk_buf msg = { 0 };
+    op->seen = 0;
+    if (sk_modal_encode_container_filesystem_exec_get_output(&msg, op->exec_id, (float)MODAL_FS_POLL_S) == 0)
+        op->call = mc_stream(op->ms->client, SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC_GET_OUTPUT, &msg,
+                             MODAL_FS_POLL_S * 1000, fs_on_batch, fs_on_output_end, op);
+    sk_buf_free(&msg);
+    if (!op->call)
+        fs_finish(op, modal_oom());
+}
+
+static void fs_on_exec(void *ud, const mc_reply *r)
+{
+    sk_modal_fs_op *op = ud;
+    op->call = NULL;
+    if (r->code != 0) {
+        fs_finish(op, mc_error(op->ms->client, r, r->code == SK_GRPC_NOT_FOUND ? "NotFoundError" : NULL));
+        return;
+    }
+    sk_modal_container_filesystem_exec_resp resp;
+    if (sk_modal_decode_container_filesystem_exec(r->data, r->len, &resp) != 0) {
+        fs_finish(op, sk_error_new("ModalError", json_pack("{s:s}", "rpc", r->rpc),
+                                   "malformed ContainerFilesystemExec response"));
+        return;
+    }
+    op->exec_id = resp.exec_id;
+    op->fd_out = resp.file_descriptor;
+    if (op->req.kind == SK_MODAL_FS_OPEN && (!op->fd_out || !*op->fd_out)) {
+        fs_finish(op, sk_error_new("ModalError", json_pack("{s:s}", "rpc", r->rpc),
+                                   "ContainerFilesystemExec opened no file descriptor"));
+        return;
+    }
+    fs_get_output(op);
+}
+
+static void fs_acquire(sk_modal_fs_op *op);
+
+static void fs_on_waited(void *ud, const sk_error *err)
+{
+    sk_modal_fs_op *op = ud;
+    op->waiting = false;
+    if (err) {
+        fs_finish(op, sk_error_copy(err));
+        return;
+    }
+    fs_acquire(op);
+}
+
+/* The task id first (provisioning or reconnecting as commands do). */
+static void fs_acquire(sk_modal_fs_op *op)
+{
+    modal_sandbox *ms = op->ms;
+    op->waiting = true;
+    if (ms->task_id && ms->router && !ms->prov.active) {
+        op->waiting = false;
+        sk_buf msg = { 0 };
+        op->req.task_id = ms->task_id;
+        if (sk_modal_encode_container_filesystem_exec(&msg, &op->req) == 0)
+            op->call = mc_unary(ms->client, SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC, &msg, 0, fs_on_exec, op);
+        op->req.task_id = NULL;
+        sk_buf_free(&msg);
+        if (!op->call)
+            fs_finish(op, modal_oom());
+    } else if (ms->sandbox_id && !ms->prov.active) {
+        modal_ready(ms, fs_on_waited, op);
+    } else {
+        modal_provision(ms, fs_on_waited, op);
+    }
+}
+
+static char *fs_dup(const char *s, bool *bad)
+{
+    if (!s)
+        return NULL;
+    char *d = strdup(s);
+    if (!d)
+        *bad = true;
+    return d;
+}
+
+sk_modal_fs_op *sk_modal_fs_start(sk_sandbox *sb, const sk_modal_container_filesystem_exec_req *req,
+                                  int64_t timeout_ms, const sk_modal_fs_events *ev, void *ud, sk_error **err)
+{
+    if (!sb || sb->provider != &sk_provider_modal || !sb->impl) {
+        *err = sk_error_new("Error", NULL, "not a ModalSandbox");
+        return NULL;
+    }
+    sk_modal_fs_op *op = calloc(1, sizeof *op);
+    if (!op) {
+        *err = modal_oom();
+        return NULL;
+    }
+    bool bad = false;
+    op->ms = sb->impl;
+    op->ev = *ev;
+    op->ud = ud;
+    op->req = *req;
+    op->req.task_id = NULL;
+    op->req.fd = fs_dup(req->fd, &bad);
+    op->req.path = fs_dup(req->path, &bad);
+    op->req.mode = fs_dup(req->mode, &bad);
+    op->req.data = NULL;
+    if (req->len) {
+        void *copy = malloc(req->len);
+        if (copy)
+            memcpy(copy, req->data, req->len);
+        else
+            bad = true;
+        op->req.data = copy;
+    }
+    if (bad || (timeout_ms > 0 && modal_timer_start(op->ms, &op->timer, op, (uint64_t)timeout_ms,
+                                                    fs_on_deadline) != 0)) {
+        fs_op_free(op);
+        *err = modal_oom();
+        return NULL;
+    }
+    fs_acquire(op);
+    return op;
+}
+
