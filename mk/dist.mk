@@ -1,4 +1,4 @@
-# Release packaging (issue 12, items 13-14). The version is written once, in
+# Release packaging. The version is written once, in
 # lua/sandkit/version.lua; the release rockspec is
 # rockspec/sandkit-$(VERSION)-1.rockspec.
 #   make dist   $(DIST_DIR)/sandkit-$(VERSION).tar.gz (git archive of
@@ -9,7 +9,6 @@
 #               rockspec plus the tarball), which `luarocks install` builds
 #               anywhere, offline.
 
-dist_saved_goal := $(.DEFAULT_GOAL)
 
 # git archive; luarocks pack zips, spec/rock_spec.lua lists the .src.rock
 DEB_PACKAGES += git zip unzip
@@ -29,4 +28,3 @@ dist:
 	sed 's|^  url = ".*",$$|  url = "$(DIST_URL)",|' $(DIST_ROCKSPEC) > $(DIST_DIR)/sandkit-$(VERSION)-1.rockspec
 	cd $(DIST_DIR) && rm -f sandkit-$(VERSION)-1.src.rock && luarocks --lua-version=5.4 pack sandkit-$(VERSION)-1.rockspec
 
-.DEFAULT_GOAL := $(dist_saved_goal)

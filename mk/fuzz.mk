@@ -1,4 +1,4 @@
-# libFuzzer harnesses (issue 7): every spec/fuzz/fuzz_<name>.c becomes
+# libFuzzer harnesses: every spec/fuzz/fuzz_<name>.c becomes
 # build-fuzz/fuzz_<name>, linked with the core built by clang with coverage,
 # ASan and UBSan. Seeds: spec/fuzz/corpus/<name>/ (committed); what a run
 # finds goes to build-fuzz/corpus/<name>/, crashes to build-fuzz/artifacts/.
@@ -11,7 +11,6 @@
 # corpus: `make test` (and the sanitizer runs) re-run every seed and every
 # input that once crashed a fuzzer.
 
-fuzz_saved_goal := $(.DEFAULT_GOAL)
 
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
@@ -52,4 +51,3 @@ clean: clean-fuzz
 clean-fuzz:
 	rm -rf build-fuzz
 
-.DEFAULT_GOAL := $(fuzz_saved_goal)

@@ -1,10 +1,9 @@
-# The portable build (issue 12, item 15): build-portable/ compiles the core
+# The portable build: build-portable/ compiles the core
 # with -DSK_PORTABLE, which forces every fallback of src/core/compat.h (no
 # pidfd, getrandom, pipe2, F_SETPIPE_SZ or glibc spawn extensions: what a
 # macOS build does without), and `make test-portable` runs the whole suite
 # against it (spec/run.sh with SANDKIT_BUILD=build-portable). CI runs it.
 
-portable_saved_goal := $(.DEFAULT_GOAL)
 
 PORTABLE_FLAGS := -DSK_PORTABLE
 
@@ -41,4 +40,3 @@ clean: clean-portable
 clean-portable:
 	rm -rf build-portable
 
-.DEFAULT_GOAL := $(portable_saved_goal)

@@ -1,4 +1,4 @@
-# Sanitizer runs of the whole spec suite (issue 7), through spec/run.sh with
+# Sanitizer runs of the whole spec suite, through spec/run.sh with
 # SANDKIT_BUILD (build directory) and SANDKIT_WRAP (command prefix):
 #   make test-asan       build-asan/: core.so and the C tests with ASan+UBSan;
 #                        lua5.4 runs with the runtimes preloaded
@@ -7,7 +7,6 @@
 # Suppressions: spec/sanitizers/lsan.supp, spec/sanitizers/valgrind.supp.
 # docs/reliability.md describes both.
 
-sanitizers_saved_goal := $(.DEFAULT_GOAL)
 
 DEB_PACKAGES += valgrind clang libclang-rt-14-dev
 
@@ -91,4 +90,3 @@ clean: clean-sanitizers
 clean-sanitizers:
 	rm -rf build-asan build-valgrind
 
-.DEFAULT_GOAL := $(sanitizers_saved_goal)

@@ -1,8 +1,7 @@
-# The soak at full scale (issue 7): `make test` runs spec/soak_spec.lua with
+# The soak at full scale: `make test` runs spec/soak_spec.lua with
 # 2,000 operations; `make soak` runs it alone with SOAK_N (default 10,000)
 # and prints the before/after descriptors, children and RSS.
 
-soak_saved_goal := $(.DEFAULT_GOAL)
 
 SOAK_N ?= 10000
 
@@ -13,4 +12,3 @@ soak: deps
 	  LUA_PATH='$(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;$(CURDIR)/spec/?.lua;;' \
 	  $(LUA) /usr/bin/busted --cpath='$(CURDIR)/build/?.so' spec/soak_spec.lua
 
-.DEFAULT_GOAL := $(soak_saved_goal)

@@ -1,0 +1,5 @@
+# C tests: what each test binary needs beyond build/libsandkit_core.a.
+# The network tests (http_test, ws_test) include the echo server's C
+# harness, so they rebuild when it changes; they start
+# spec/servers/echo/server.mjs themselves (its npm ci is done by npm-deps).
+build/test/http_test build/test/ws_test: spec/servers/echo/harness.h
