@@ -96,6 +96,7 @@ build = {
         "src/core/providers/apple_container/apple_container_shell.c",
         "src/core/providers/local/local.c",
         "src/core/providers/local/local_host.c",
+        "src/core/providers/local/local_pin.c",
         "src/core/providers/modal/modal.c",
         "src/core/providers/modal/modal_client.c",
         "src/core/providers/modal/modal_config.c",
