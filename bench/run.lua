@@ -638,7 +638,7 @@ local function bwrap_argv_of(sb, command, tmpdir)
 end
 
 -- Without sandkit: the argv src/core/providers/local/local.c builds with default
--- options (conformance.md §9 plus a per-sandbox /tmp), for the baseline only.
+-- options (docs/protocols/conformance.md §2 with a per-sandbox /tmp), for the baseline only.
 local function bwrap_argv_default(workdir, tmpdir, command)
   local argv = { "bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
     "--proc", "/proc", "--dev", "/dev" }
@@ -1228,7 +1228,7 @@ rows[#rows + 1] = {
 
 -- Over TLS (as in production): a self-signed certificate made now with
 -- openssl for 127.0.0.2 (another loopback address: on 127.0.0.1 both
--- clients would dial the router in plaintext, modal.md §1.8), trusted by
+-- clients would dial the router in plaintext, docs/protocols/modal.md §1.8), trusted by
 -- sandkit through ca_file and by the SDK through grpc-js's
 -- GRPC_DEFAULT_SSL_ROOTS_FILE_PATH. Checks that execs share one connection.
 -- A self-signed certificate for 127.0.0.2 in a new temporary directory:

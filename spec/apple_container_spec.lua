@@ -1,6 +1,6 @@
 -- AppleContainerSandbox against the emulated Apple `container` CLI
--- (spec/servers/container/): upstream's 46 unit cases (shared/specs/
--- apple-container.md §9) with real containers and the CLI's argv log in
+-- (spec/servers/container/): upstream's 46 unit cases
+-- (docs/protocols/apple-container.md §8) with real containers and the CLI's argv log in
 -- place of upstream's fake runner, the config-hash test vectors, both
 -- inspect shapes, adoption of containers created by upstream, refusals,
 -- the in-container timeout, and env values kept off every command line.
@@ -458,7 +458,7 @@ describe("AppleContainerSandbox", function()
   end)
 
   it("quotes args before executing through the shell", function()
-    -- sandkit's command is a shell string used as it is (DESIGN.md); each
+    -- sandkit's command is a shell string used as it is (README.md §"Sandbox"); each
     -- arg is quoted (upstream also quotes the command when args are given)
     local sb = started()
     local mark = env:mark()

@@ -160,7 +160,7 @@ describe("attack: LocalSandbox bwrap, what read-only does not stop", function()
     return require("helpers.procs").wait_for(function() return exists(path) end, seconds)
   end
 
-  -- docs/security.md, "What bwrap does not promise": a Unix socket inside a
+  -- docs/security.md §"What `bwrap` does not promise": a Unix socket inside a
   -- bound path, read-only or not, still connects to whatever listens on the
   -- host, with allow_network = false too (sockets in the file system are not
   -- part of a network namespace).

@@ -1,6 +1,6 @@
 -- PlatformFilesystem against the reference server's bucket routes
 -- (spec/servers/platform, docs/platform-filesystem.md): the conformance
--- suite, then the wire format of §2.6 from the server's request log.
+-- suite, then the wire format (docs/platform-filesystem.md) from the server's request log.
 local sandkit = require "sandkit"
 local errors = require "sandkit.errors"
 local server = require "helpers.server"
@@ -37,7 +37,7 @@ describe("PlatformFilesystem", function()
     end
   end
 
-  it("speaks the §2.6 wire format", function()
+  it("speaks the bucket routes' wire format", function()
     local fs = make()
     srv:reset()
     assert.is_true(fs:write_file("/dir with space/a&b.txt", "x", { mime_type = "text/plain" }))

@@ -301,8 +301,8 @@ describe("ModalSandbox", function()
 
   describe("output under CPU load", function()
     -- libcurl 7.88 can keep the last frames of an HTTP/2 stream in its own
-    -- buffer with nothing to wake the transfer (docs/reliability.md, "HTTP/2
-    -- stalls in libcurl 7.88"): the tail of the output never arrived and the
+    -- buffer with nothing to wake the transfer (docs/reliability.md §"HTTP/2 stalls in libcurl 7.88"):
+    -- the tail of the output never arrived and the
     -- command timed out. It needs a busy machine to show; before the fix
     -- about one command in seven lost its tail here, so 24 runs catch it
     -- with a probability of about 97%.
@@ -680,7 +680,7 @@ end)
 
 -- Over TLS, as in production (issue 15): the reference server on 127.0.0.2
 -- (another loopback address; on 127.0.0.1 the router is dialled in
--- plaintext, modal.md §1.8) with a self-signed certificate.
+-- plaintext, docs/protocols/modal.md §1.8) with a self-signed certificate.
 describe("ModalSandbox over TLS", function()
   local srv, dir
 

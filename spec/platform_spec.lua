@@ -1,9 +1,10 @@
 -- PlatformSandbox against the reference server (spec/servers/platform):
--- options and env fallbacks, every status-handling row of platform.md
--- (§2.3, §2.4, §2.5, §3.4, §3.5, §4), every fault switch of the server, the
--- pinned scenarios of §3.5, what the server received (subprotocol,
--- authorization, frames), background processes and secrets. Each case
--- asserts the typed error or the recovery, and a generous anti-hang bound.
+-- options and env fallbacks, every status-handling row of
+-- docs/protocols/platform.md §2.3, §2.4, §2.5, §3.4, §3.5 and §4, every fault
+-- switch of the server, the pinned scenarios of
+-- docs/protocols/platform.md §3.5, what the server received (subprotocol,
+-- authorization, frames), background processes and secrets. Each case asserts
+-- the typed error or the recovery, and a generous anti-hang bound.
 local cjson = require "cjson"
 local sandkit = require "sandkit"
 local server = require "helpers.server"
@@ -365,7 +366,7 @@ report({ ok = ok, err = err_table(e) })]]):format(TOKEN))
       assert.equal(0, assert(sb:exec("true")).exit_code)
       local routes = {}
       for _, q in ipairs(requests()) do routes[#routes + 1] = q.route end
-      -- each info() of a running sandbox is a GET too (§4.5)
+      -- each info() of a running sandbox is a GET too (docs/protocols/platform.md §4.5)
       assert.same({ "create", "get", "get", "get", "lease" }, routes)
     end)
 
@@ -416,7 +417,7 @@ report({ ok = ok, err = err_table(e) })]]):format(TOKEN))
       assert.not_equal(pid, sb:info().metadata.sandbox_id)
       assert(sb:destroy())
       assert.equal(2, #requests("delete"))
-      -- neither stop nor destroy drops the id's checkpoint (README, specs/platform.md §4)
+      -- neither stop nor destroy drops the id's checkpoint (README, docs/protocols/platform.md §4.3)
       assert.equal(0, #requests("checkpoint_delete"))
     end)
 

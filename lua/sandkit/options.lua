@@ -5,7 +5,7 @@ local errors = require "sandkit.errors"
 
 local M = {}
 
---- Options every provider accepts (DESIGN.md: id, env, instructions, hooks).
+--- Options every provider accepts (README.md §"Sandbox": id, env, instructions, hooks).
 M.common = {
   id = { type = "string", description = "Sandbox id; a fresh one is generated when absent." },
   env = { type = "env", description = "Environment variables for every command (names to string values)." },

@@ -1,8 +1,9 @@
 /* AppleContainerSandbox's C helpers: the config-hash test vectors of
- * apple-container.md §2.1, JavaScript number and seconds formatting, name
- * sanitising, upstream's shell quoting, the timeout wrapper run by a real
- * /bin/sh, the marker filter, and upstream's runner cases
- * (runAppleContainerCli, §9) with /bin/sh standing in for the CLI. */
+ * docs/protocols/apple-container.md §2.1, JavaScript number and seconds
+ * formatting, name sanitising, upstream's shell quoting, the timeout wrapper
+ * run by a real /bin/sh, the marker filter, and upstream's runner cases
+ * (runAppleContainerCli, docs/protocols/apple-container.md §3) with /bin/sh
+ * standing in for the CLI. */
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -214,7 +214,7 @@ static void test_codes(void)
     ok = 1;
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         ok &= sk_grpc_code_from_http(map[i][0]) == map[i][1];
-    tap(ok, "HTTP status to gRPC code mapping of modal.md §1.3");
+    tap(ok, "HTTP status to gRPC code mapping of docs/protocols/modal.md §1.3");
 }
 
 static int status_feed(sk_grpc_status *s, const char *const *lines)

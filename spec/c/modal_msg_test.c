@@ -1,5 +1,5 @@
 /* modal_msg: request encodings against golden bytes from protoc, response
- * decodings of protoc output, presence rules (modal.md §2.1), unknown and
+ * decodings of protoc output, presence rules (docs/protocols/modal.md §2.1), unknown and
  * mistyped fields, and every truncation of every golden response. */
 #include <errno.h>
 #include <stdarg.h>
@@ -38,7 +38,7 @@ static int streq(const char *a, const char *b)
 }
 
 /* Generated with protoc-c --deterministic_output --encode from a scratch
- * .proto holding the fields of modal.md; text inputs in each comment. */
+ * .proto holding the fields of docs/protocols/modal.md §2.3, §2.4; text inputs in each comment. */
 /* m.AppGetOrCreateRequest { app_name: "mastra" environment_name: "" object_creation_type: 1 } */
 static const uint8_t G_APP_REQ[] = {
     0x0a, 0x06, 0x6d, 0x61, 0x73, 0x74, 0x72, 0x61, 0x18, 0x01,
@@ -454,12 +454,12 @@ static void test_encoders(void)
     sk_modal_task_snapshot_filesystem_req tsf = {"ta-1", "snap", -1};
     ENCODE("TaskSnapshotFilesystem ttl -1", sk_modal_encode_task_snapshot_filesystem, &tsf, G_TASKSNAP_REQ);
     {
-        /* The exact bytes modal.md §2.1 quotes for ttl_seconds = -1. */
+        /* The exact bytes docs/protocols/modal.md §2.1 quotes for ttl_seconds = -1. */
         static const uint8_t ttl[] = {0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
         sk_buf b = {0};
         sk_modal_encode_task_snapshot_filesystem(&b, &tsf);
         tap(b.len >= sizeof ttl && memcmp(b.data + b.len - sizeof ttl, ttl, sizeof ttl) == 0,
-            "ttl_seconds -1 is the 10-byte varint of modal.md");
+            "ttl_seconds -1 is the 10-byte varint of docs/protocols/modal.md §2.1");
         sk_buf_free(&b);
     }
 

@@ -96,7 +96,7 @@ static void test_writers(void)
 
     sk_pb_put_int64(&b, 3, -1, SK_PB_IMPLICIT);
     static const uint8_t ttl[] = {0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
-    bytes_eq("int64 -1 in field 3 is 18 ff..ff 01 (modal.md ttl_seconds)", &b, ttl, sizeof ttl);
+    bytes_eq("int64 -1 in field 3 is 18 ff..ff 01 (docs/protocols/modal.md §2.1, ttl_seconds)", &b, ttl, sizeof ttl);
     sk_buf_reset(&b);
 
     sk_pb_put_int32(&b, 1, INT32_MIN, SK_PB_IMPLICIT);

@@ -1,6 +1,6 @@
 /* PlatformSandbox through the C API against spec/servers/platform: the log
  * lines at debug level (never the token or an env value; the start line of
- * §4.2), the typed errors, and every teardown path of the provider (free
+ * docs/protocols/platform.md §4.2), the typed errors, and every teardown path of the provider (free
  * during a command, a mint, a create retry, a kill, closing sockets), so
  * that valgrind and ASan see them. Prints TAP. Run from the project root. */
 #include <errno.h>

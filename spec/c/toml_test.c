@@ -1,6 +1,6 @@
 /* toml: the ~/.modal.toml subset and the rest of TOML 1.0 that may share
  * the file, errors with line numbers; modal_config: resolution order of
- * modal.md §1.1 (pure function and the file loader); sk_jwt_exp. */
+ * docs/protocols/modal.md §1.1 (pure function and the file loader); sk_jwt_exp. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>

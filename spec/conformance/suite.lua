@@ -1,4 +1,4 @@
---- The cross-provider conformance suite (shared/specs/conformance.md),
+--- The cross-provider conformance suite (docs/protocols/conformance.md §1),
 -- ported to busted. Returns a function taking a config:
 --   name                      describe title
 --   create_sandbox(opts?)     an unstarted sandbox; opts.env = sandbox env
@@ -10,7 +10,7 @@
 --                               process_management } (false disables)
 --   fast_only                 skip cases that create extra sandboxes
 -- and the spec's _ENV as the second argument.
--- Upstream's `node -e` cases use the POSIX sh equivalents of §1.3; abort
+-- Upstream's `node -e` cases use the POSIX sh equivalents (docs/protocols/conformance.md §1.1); abort
 -- signals map to op:cancel(); reader/writer streams to on_stdout and
 -- send_stdin.
 local sandkit = require "sandkit"

@@ -1,6 +1,7 @@
 /* libFuzzer target: what AppleContainerSandbox makes of `container inspect`
- * output (both shapes, spec §8) — the parse, the ownership and config-hash
- * checks, the state, the resources for info() — and of a failed call's
+ * output (both shapes, docs/protocols/apple-container.md §7) — the parse, the
+ * ownership and config-hash checks, the state, the resources for info() — and
+ * of a failed call's
  * stderr. The provider file is included, so its static functions are
  * reachable without a CLI (keep in step with apple_container.c).
  * Input: [flags][output]; flags bit 0 = the call succeeded (output is its

@@ -7,7 +7,7 @@
  *
  * Transport: http:// is h2c with prior knowledge; https:// is TLS with ALPN
  * h2; `plaintext` dials an https:// URL as h2c (Modal's rule for a router on
- * a loopback control plane, modal.md §1.8).
+ * a loopback control plane, docs/protocols/modal.md §1.8).
  *
  * Callbacks run from the loop, never from inside sk_grpc_start. A message
  * callback may cancel its own call (nothing more is delivered); done runs

@@ -2,7 +2,7 @@
  * an incremental deframer for streamed bodies, the status carried in
  * headers or trailers, and the small codecs gRPC metadata needs
  * (grpc-message percent-encoding, "-bin" base64, grpc-timeout). http.c moves
- * the bytes; this file only interprets them (modal.md §1.3). */
+ * the bytes; this file only interprets them (docs/protocols/modal.md §1.3). */
 #ifndef SK_GRPC_FRAME_H
 #define SK_GRPC_FRAME_H
 
@@ -37,7 +37,7 @@ typedef enum sk_grpc_code {
 
 /* "NOT_FOUND" etc.; NULL outside 0..16. */
 const char *sk_grpc_code_name(int code);
-/* The code for a response without grpc-status (modal.md §1.3): 400
+/* The code for a response without grpc-status (docs/protocols/modal.md §1.3): 400
  * INTERNAL, 401 UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 UNIMPLEMENTED,
  * 429/502/503/504 UNAVAILABLE, anything else (200 included) UNKNOWN. */
 int sk_grpc_code_from_http(int http_status);

@@ -1,4 +1,4 @@
-/* libcurl multi on the shared libuv loop (event-core.md §5, §7); see http.h.
+/* libcurl multi on the shared libuv loop (docs/protocols/event-core.md §5, §7); see http.h.
  * curl drives sockets through uv_poll handles and its timeouts through one
  * uv_timer. curl forbids multi calls from inside its own callbacks, so
  * starts and cancels made while curl is running (depth > 0) are deferred to
@@ -424,7 +424,7 @@ static void http_on_timer(uv_timer_t *t);
  * expired, not the one holding the bytes. So after every action that
  * delivered body bytes we report each watched socket readable once more
  * (every transfer on it runs); spurious readiness is harmless to curl (it
- * reads EAGAIN). docs/reliability.md, "HTTP/2 stalls in libcurl 7.88". */
+ * reads EAGAIN). docs/reliability.md §"HTTP/2 stalls in libcurl 7.88". */
 static void http_on_kick(uv_timer_t *t)
 {
     http_pool *pool = t->data;

@@ -1,6 +1,6 @@
 /* One libuv loop per Lua state, and the embedding surface a host loop needs.
  * Services that live on the loop (HTTP, WebSocket) register a shutdown hook so
- * sk_loop_free can tear them down in the order event-core.md prescribes. */
+ * sk_loop_free can tear them down in the order of docs/protocols/event-core.md §7. */
 #ifndef SK_LOOP_H
 #define SK_LOOP_H
 

@@ -1,6 +1,6 @@
 /* Secret values (access tokens, token secrets, env values) and their
  * redaction from what the user sees: error messages, every string of an
- * error's fields, and log lines (docs/security.md, "Secrets").
+ * error's fields, and log lines (docs/security.md §"Secrets").
  *
  * One process-wide registry, because the log sink is process-wide. Tokens
  * are held for every scope; env values for one scope (their sandbox), so an

@@ -1,6 +1,6 @@
 /* libwebsockets 4.1.6 client on the shared libuv loop; see ws.h and
- * event-core.md (§2 context, §3 connect, §4 TLS, §7 two-step destroy, §8
- * client close workaround).
+ * docs/protocols/event-core.md §2, §3, §4, §7 and §8 (context, connect, TLS, two-step
+ * destroy, client close workaround).
  *
  * Lifetime: an sk_ws lives from sk_ws_connect until its close callback
  * returns (or sk_ws_abort). Host names are resolved with uv_getaddrinfo
@@ -26,7 +26,7 @@
 #define WS_DEFAULT_MAX_MESSAGE ((size_t)64 << 20)
 #define WS_MAX_PROTOCOLS_LEN 8192
 #define WS_MAX_EXTRA_HEADERS_LEN 8192
-#define WS_LWS_WRITE_CLOSE 4 /* lws' private LWS_WRITE_CLOSE (event-core §8) */
+#define WS_LWS_WRITE_CLOSE 4 /* lws' private LWS_WRITE_CLOSE (docs/protocols/event-core.md §8) */
 #define WS_LWS_TIMEOUT_SECS 60 /* lws connect/handshake steps; see ws_vhost_get */
 
 /* One lws vhost per distinct CA file: lws keeps the client TLS context
@@ -441,7 +441,7 @@ static bool ws_write_head(sk_ws *ws, struct lws *wsi)
     return true;
 }
 
-/* Our own CLOSE frame (event-core §8): lws' close path would hard-close the
+/* Our own CLOSE frame (docs/protocols/event-core.md §8): lws' close path would hard-close the
  * socket before the frame leaves. */
 static void ws_write_close(sk_ws *ws, struct lws *wsi)
 {

@@ -1,5 +1,5 @@
 /* WebSocket client on the loop: libwebsockets 4.1.6 on the loop's libuv as a
- * foreign loop (event-core.md), one lws context per loop (service slot
+ * foreign loop (docs/protocols/event-core.md §2), one lws context per loop (service slot
  * SK_SERVICE_WS, created on first use, destroyed in two steps by
  * sk_loop_free).
  *
@@ -72,7 +72,7 @@ int sk_ws_send(sk_ws *ws, bool binary, const void *data, size_t len);
 
 /* Clean close: queued messages are flushed, then a CLOSE(code, reason) frame
  * is written (by hand: lws 4.1.6's own close path drops the socket first,
- * event-core.md §8), then we wait up to close_timeout_ms for the peer's
+ * docs/protocols/event-core.md §8), then we wait up to close_timeout_ms for the peer's
  * CLOSE before dropping the connection. No message callbacks after this
  * call; the close callback follows (code = the peer's, 1006 on timeout).
  * code 0 = 1000; reason cut to 123 bytes. Before open: the attempt is

@@ -24,7 +24,7 @@ local function form(s)
   end))
 end
 
---- Path -> bucket key (§2.6): "/" root is "", a trailing "/" survives.
+--- Path -> bucket key (docs/platform-filesystem.md): "/" root is "", a trailing "/" survives.
 local function key_of(p)
   if p == "" or p == "." then return "" end
   local trailing = p:sub(-1) == "/"
@@ -92,7 +92,7 @@ function Backend:request(method, key, o)
   return resp
 end
 
--- §2.3: a non-2xx answer as PlatformApiError.
+-- docs/protocols/platform.md §2.3: a non-2xx answer as PlatformApiError.
 local function api_error(resp)
   local body = resp.body or ""
   local code, pmsg
@@ -189,7 +189,7 @@ function Backend:write_file(path, content, opts)
   return self:put(path, key, gather(content), headers)
 end
 
--- Read-modify-write (§2.6): not atomic; the last writer wins.
+-- Read-modify-write (docs/platform-filesystem.md): not atomic; the last writer wins.
 function Backend:append_file(path, content)
   local key = key_of(path)
   local old, err = self:read_file(path, {})
@@ -236,7 +236,7 @@ end
 
 function Backend:transfer(op, src, dest, opts)
   if opts.overwrite == false then
-    -- the proxy always overwrites: refused here, without a request (§2.6)
+    -- the proxy always overwrites: refused here, without a request (docs/platform-filesystem.md)
     return nil, errors.new("FilesystemError",
       ("%s with overwrite: false is not supported by PlatformFilesystem: %s"):format(op, dest),
       { path = dest, code = "ENOTSUP" })

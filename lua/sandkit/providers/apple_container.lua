@@ -1,13 +1,14 @@
 --- Descriptor of the apple-container provider (AppleContainerSandbox):
 -- Apple's `container` CLI, one long-lived container per sandbox, commands
--- through `container exec` (shared/specs/apple-container.md).
+-- through `container exec` (docs/protocols/apple-container.md).
 --
 -- `options` is what sandkit.new / sandkit.AppleContainerSandbox accept (the
 -- upstream option names in snake_case). `editor` is upstream's editor
--- provider descriptor (spec §7): its name, description and the closed schema
--- of the 30 keys a stored configuration may hold (no `container_binary`);
--- `editor.options(config)` checks a stored configuration against it and
--- returns the options for sandkit.new("apple-container", ...).
+-- provider descriptor (docs/protocols/apple-container.md §6): its name,
+-- description and the closed schema of the 30 keys a stored configuration may
+-- hold (no `container_binary`); `editor.options(config)` checks a stored
+-- configuration against it and returns the options for
+-- sandkit.new("apple-container", ...).
 local errors = require "sandkit.errors"
 local options = require "sandkit.options"
 
@@ -68,7 +69,7 @@ function desc.validate(out)
   if out.timeout == nil then out.timeout = DEFAULT_TIMEOUT end
 end
 
--- ---- the editor descriptor (spec §7) ---------------------------------------------
+-- ---- the editor descriptor (docs/protocols/apple-container.md §6) -------
 
 local EDITOR_KEYS = {
   "id", "image", "name", "command", "env", "volumes", "mounts", "network", "published_ports",

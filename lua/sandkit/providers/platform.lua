@@ -1,6 +1,6 @@
 --- Descriptor of the Mastra Platform provider (PlatformSandbox): sandboxes
 -- behind the workspace proxy, REST control plane plus one WebSocket per
--- command with an exec lease (shared/specs/platform.md, target behaviour).
+-- command with an exec lease (docs/protocols/platform.md §1).
 -- Credentials: access_token / project_id / environment_id, else
 -- MASTRA_PLATFORM_ACCESS_TOKEN / MASTRA_PROJECT_ID / MASTRA_ENVIRONMENT_ID
 -- (an empty value counts as missing). Base URL: base_url, else

@@ -1,4 +1,4 @@
-// Loopback test server for the C core's transports (event-core.md §10).
+// Loopback test server for the C core's transports (docs/protocols/event-core.md §10).
 // Plain port: HTTP/1.1 + ws + h2c (prior knowledge, sniffed from the preface).
 // TLS port: HTTPS (h2 via ALPN, or HTTP/1.1) + wss, self-signed cert made at
 // startup with openssl in a temp dir. See README.md for routes and faults.

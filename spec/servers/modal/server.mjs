@@ -3,7 +3,7 @@
 // control plane (modal.client.ModalClient) and the task command router
 // (modal.task_command_router.TaskCommandRouter) on ONE 127.0.0.1 port,
 // plaintext HTTP/2 (h2c), real command execution as local processes.
-// Behaviour follows ../../../../shared/specs/modal.md and is proven against
+// Behaviour follows docs/protocols/modal.md and is proven against
 // the official npm SDK modal@0.7.6 by test/sdk.test.mjs. README.md documents
 // flags, faults and the admin API.
 //
@@ -245,7 +245,7 @@ function publicFaults() {
 
 const jwtKey = crypto.randomBytes(32);
 // Standard base64 without padding: SDK 0.7.6 decodes the auth token payload
-// with atob(), which rejects the URL-safe alphabet (spec §1.5).
+// with atob(), which rejects the URL-safe alphabet (docs/protocols/modal.md §1.5).
 const b64 = (buf) => Buffer.from(buf).toString('base64').replace(/=+$/, '');
 
 function issueJwt(claims) {

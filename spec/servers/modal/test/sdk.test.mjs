@@ -46,7 +46,7 @@ const setFaults = (f) => admin('POST', '/__admin/faults', f);
 
 before(async () => {
   await startServer();
-  // Everything the SDK reads (spec §1.1). MODAL_CONFIG_PATH must be set
+  // Everything the SDK reads (docs/protocols/modal.md §1.1). MODAL_CONFIG_PATH must be set
   // before the import: the SDK reads the config file at module load.
   process.env.MODAL_SERVER_URL = `http://127.0.0.1:${port}`;
   process.env.MODAL_TOKEN_ID = 'ak-test';
@@ -125,7 +125,7 @@ test('sandbox flow: create with name, exec, fromName, snapshot, terminate', asyn
     'SandboxGetFromName', 'TaskSnapshotFilesystem', 'SandboxTerminate', 'SandboxWait']) {
     assert.ok(rpcs.includes(rpc), `${rpc} was called`);
   }
-  // Control-plane metadata (spec §1.4) vs router metadata (spec §1.8).
+  // Control-plane metadata vs router metadata (docs/protocols/modal.md §1.4, §1.8).
   const create = log.find((e) => e.rpc === 'SandboxCreate');
   for (const k of ['x-modal-client-type', 'x-modal-client-version', 'x-modal-libmodal-version', 'x-modal-token-id',
     'x-modal-token-secret', 'x-modal-auth-token', 'x-idempotency-key', 'x-retry-attempt']) {

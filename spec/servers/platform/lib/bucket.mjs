@@ -1,4 +1,4 @@
-// Bucket filesystem routes (spec §2.6): an in-memory object store with S3-like
+// Bucket filesystem routes (docs/platform-filesystem.md): an in-memory object store with S3-like
 // listing (prefix + delimiter) and directory marker keys ending in '/'.
 import { createHash } from 'node:crypto';
 import { HttpError, emptyRes, errorRes, jsonRes, parseJsonBody } from './http_util.mjs';

@@ -1,6 +1,7 @@
-// The exec WebSocket (spec §3.2–3.4): subprotocol JWT check at the upgrade,
-// then one command per socket: init_exec → process → tagged binary output
-// frames → {"type":"exit"} → wait for the client's close.
+// The exec WebSocket (docs/protocols/platform.md §3.2, §3.3, §3.4):
+// subprotocol JWT check at the upgrade, then one command per socket:
+// init_exec → process → tagged binary output frames → {"type":"exit"} → wait
+// for the client's close.
 import { echoEncode } from './echo.mjs';
 import { randomBytes } from 'node:crypto';
 import { WebSocketServer, WebSocket } from 'ws';

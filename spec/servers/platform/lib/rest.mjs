@@ -1,4 +1,4 @@
-// Sandbox, checkpoint, lease, legacy exec and template routes (spec §2.4),
+// Sandbox, checkpoint, lease, legacy exec and template routes (docs/protocols/platform.md §2.4),
 // all relative to /v1/railway/projects/{projectId}.
 import { createHash } from 'node:crypto';
 import { Store } from './store.mjs';
@@ -76,7 +76,7 @@ export const handlers = {
     return jsonRes(200, app.mintLease(sb, { expired: rq.expiredLease }));
   },
 
-  // Legacy HTTP exec (§11.2): runs to completion and answers ExecResponse.
+  // Legacy HTTP exec (docs/protocols/platform.md §5): runs to completion and answers ExecResponse.
   async exec(app, rq) {
     const sb = liveSandbox(app, rq);
     if (sb.destroyedAt) return errorRes(410, `Sandbox ${sb.id} was destroyed`);

@@ -1,4 +1,5 @@
-// Id-keyed checkpoints (S7/S8, §4.2, §4.3, §4.6) and idle GC (§4.8).
+// Id-keyed checkpoints (S7/S8) and idle GC:
+// docs/protocols/platform.md §4.2, §4.3, §4.6 and §4.8.
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, waitFor } from './harness.mjs';

@@ -1,4 +1,4 @@
-// Exec WebSocket (spec §3.2–3.4): subprotocol JWT auth, init_exec,
+// Exec WebSocket (docs/protocols/platform.md §3.2, §3.3, §3.4): subprotocol JWT auth, init_exec,
 // stdin_close, tagged binary output, the exit frame, the client's close.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 // Every fault switch, at runtime (POST /__admin/faults) and from start flags,
-// plus the spec's pinned retry scenarios (§3.5).
+// plus the pinned retry scenarios (docs/protocols/platform.md §3.5).
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DirectExecClient, execWs, startServer, waitFor, wsEntries } from './harness.mjs';
@@ -447,7 +447,7 @@ describe('start flags (shorthands of the same switches)', () => {
   });
 });
 
-describe('pinned scenarios (§3.5), driven by a model of the client rule', () => {
+describe('pinned scenarios (docs/protocols/platform.md §3.5), driven by a model of the client rule', () => {
   test('410 on the first mint → SandboxDestroyedError, one mint, no socket', async () => {
     await srv.setFaults({ http: [{ route: 'lease', status: 410, times: 1 }] });
     const sb = await srv.createSandbox();

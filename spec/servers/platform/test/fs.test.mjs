@@ -1,4 +1,4 @@
-// Bucket filesystem routes (spec §2.6, §7.5).
+// Bucket filesystem routes (docs/platform-filesystem.md).
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from './harness.mjs';

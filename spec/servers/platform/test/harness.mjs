@@ -113,7 +113,7 @@ export async function api(srv, method, p, { json, body, token = TOKEN, headers =
   return { status: res.status, headers: res.headers, text, buf, json: parsed };
 }
 
-// Railway exec client per spec §3.2–3.4. Returns everything observed.
+// Railway exec client per docs/protocols/platform.md §3.2, §3.3, §3.4. Returns everything observed.
 // opts: command, cwd, env, protocols (override), stdin (Buffer|string sent as
 // binary tag-0 frames before stdin_close), sendStdinClose (default true),
 // closeOnExit (default true), onOpen(ws), onFrame(ws, frame), init (false = send nothing).
@@ -224,7 +224,7 @@ export async function wsEntries(srv, n) {
   }, `${n} settled ws entries`);
 }
 
-// A small model of the client's direct-exec rule (spec §2.5 + §3.5), used to
+// A small model of the client's direct-exec rule (docs/protocols/platform.md §2.5 and §3.5), used to
 // show that the pinned scenarios are reachable with this server's switches.
 export class DirectExecClient {
   constructor(srv, sandboxId) {

@@ -1,4 +1,4 @@
-// REST control plane (spec §2): prefix, bearer auth, shapes, status codes,
+// REST control plane (docs/protocols/platform.md §2): prefix, bearer auth, shapes, status codes,
 // structured error bodies.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';

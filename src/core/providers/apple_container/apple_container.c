@@ -1,12 +1,12 @@
 /* AppleContainerSandbox: a long-lived container managed through Apple's
- * `container` CLI, commands through `container exec` (shared/specs/
- * apple-container.md). Lifecycle steps run one CLI call at a time on the
+ * `container` CLI, commands through `container exec`
+ * (docs/protocols/apple-container.md). Lifecycle steps run one CLI call at a time on the
  * loop: start = inspect, then reuse / `start` / `run`, then the readiness
  * loop; stop and destroy = inspect, then `stop` / `delete --force`.
  *
  * Failures carry upstream's messages verbatim. Upstream throws
  * SandboxExecutionError for them; sandkit's kind is ContainerCliError
- * (DESIGN.md) with the same exit_code, stdout and stderr, plus argv when a
+ * (README.md §"Errors") with the same exit_code, stdout and stderr, plus argv when a
  * CLI call failed. */
 #include <math.h>
 #include <signal.h>
@@ -138,7 +138,7 @@ static bool ac_missing_message(const char *s)
 
 typedef enum { INSPECT_PRESENT, INSPECT_MISSING, INSPECT_FAILED } inspect_outcome;
 
-/* Both shapes (spec §8): a list (take element 0; empty = missing, as CLI
+/* Both shapes (docs/protocols/apple-container.md §7): a list (take element 0; empty = missing, as CLI
  * <= 0.12 prints for an unknown id) or an object. */
 static inspect_outcome ac_inspect_parse(ac_op *op, const ac_cli_result *r, json_t **item, sk_error **err)
 {
@@ -315,7 +315,7 @@ static void op_delete(ac_op *op, op_step step)
     op_call(op, step, &argv, NULL, op->as->cfg.timeout_ms);
 }
 
-/* ---- readiness (spec §4.3) -------------------------------------------------- */
+/* ---- readiness (docs/protocols/apple-container.md §4.3) ------------------------------- */
 
 static void ready_iterate(ac_op *op);
 
@@ -596,7 +596,7 @@ static void exec_on_exit(ac_cli *c, const ac_cli_result *r, void *ud)
     sk_result res = { 0 };
     res.exit_code = r->exit_code;
     res.killed = r->killed;
-    /* spec §5 step 8: 124 with the wrapper's marker is the in-container
+    /* docs/protocols/apple-container.md §5.2: 124 with the wrapper's marker is the in-container
      * timeout; a command's own 124 passes through unchanged */
     bool marker = x->wrapped && r->exit_code == AC_TIMEOUT_EXIT_CODE && ac_marker_filter_seen(&x->filter);
     if (x->wrapped)
@@ -824,7 +824,7 @@ const sk_provider sk_provider_apple_container = {
     .name = "AppleContainerSandbox",
     .handles_timeout = true,
     /* upstream runs every stop(): a container of this name left by another
-     * process is stopped, and a refused one is refused again (spec §4.4) */
+     * process is stopped, and a refused one is refused again (docs/protocols/apple-container.md §4.4) */
     .stop_when_idle = true,
     .init = ac_init,
     .start = ac_start,

@@ -1,8 +1,9 @@
-/* The Apple `container` CLI as a child process on the loop (spec §3): argv
- * after the binary, extra environment variables for the child only (how env
- * values reach `--env KEY` without appearing on a command line), a host
- * timeout, kill as SIGTERM then SIGKILL after 1 s, streamed output, and
- * optional retention of the newest bytes of each stream. */
+/* The Apple `container` CLI as a child process on the loop
+ * (docs/protocols/apple-container.md §3): argv after the binary, extra
+ * environment variables for the child only (how env values reach `--env KEY`
+ * without appearing on a command line), a host timeout, kill as SIGTERM then
+ * SIGKILL after 1 s, streamed output, and optional retention of the newest
+ * bytes of each stream. */
 #ifndef SK_APPLE_CONTAINER_CLI_H
 #define SK_APPLE_CONTAINER_CLI_H
 

@@ -493,7 +493,7 @@ int ac_config_parse(ac_config *c, const char *id, const json_t *o, sk_error **er
     }
     c->timeout_ms = t ? json_number_value(t) : AC_DEFAULT_TIMEOUT_MS;
 
-    /* spec §2 rule 3: Apple's --tmpfs takes a container path only */
+    /* docs/protocols/apple-container.md §2 rule 3: Apple's --tmpfs takes a container path only */
     for (size_t i = 0; i < json_array_size(c->tmpfs); i++) {
         const char *e = json_string_value(json_array_get(c->tmpfs, i));
         if (e[0] != '/' || strpbrk(e, ":,")) {

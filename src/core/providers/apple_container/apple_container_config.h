@@ -1,5 +1,5 @@
-/* AppleContainerSandbox options: parsing and validation (spec §2), the
- * config-hash label (§2.1), the `container run` argv (§4.2), and what info()
+/* AppleContainerSandbox options: parsing and validation, the config-hash
+ * label, the `container run` argv (docs/protocols/apple-container.md §2, §2.1, §4.2), and what info()
  * and instructions() report. No I/O. */
 #ifndef SK_APPLE_CONTAINER_CONFIG_H
 #define SK_APPLE_CONTAINER_CONFIG_H

@@ -1,6 +1,7 @@
 /* The shell text AppleContainerSandbox sends through `container exec`:
- * upstream's quoting rule, the in-container timeout wrapper (spec §5.2), and
- * the filter that takes the timeout marker out of a streamed stderr. */
+ * upstream's quoting rule, the in-container timeout wrapper
+ * (docs/protocols/apple-container.md §5.2), and the filter that takes the
+ * timeout marker out of a streamed stderr. */
 #ifndef SK_APPLE_CONTAINER_SHELL_H
 #define SK_APPLE_CONTAINER_SHELL_H
 
@@ -21,10 +22,10 @@ int ac_shell_quote(sk_buf *out, const char *s, size_t len);
 void ac_timeout_seconds(double ms, char out[32]);
 
 /* The outer script for `sh -lc`: the full command under `timeout`, with the
- * result file and the marker (§5.2). with_stdin renders the sandkit variant
- * for commands that read stdin: the user command keeps the exec's stdin and a
- * TERM/INT sent to the outer shell reaches `timeout` (upstream has no stdin).
- * malloc'd, NULL on ENOMEM. */
+ * result file and the marker (docs/protocols/apple-container.md §5.2).
+ * with_stdin renders the sandkit variant for commands that read stdin: the
+ * user command keeps the exec's stdin and a TERM/INT sent to the outer shell
+ * reaches `timeout` (upstream has no stdin). malloc'd, NULL on ENOMEM. */
 char *ac_timeout_script(const char *full_command, double timeout_ms, bool with_stdin);
 
 /* Removes lines whose trimmed text is the marker from a stderr stream while

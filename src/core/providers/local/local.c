@@ -5,7 +5,7 @@
  * which loses files between commands), and the root is remounted read-only
  * (upstream leaves bwrap's tmpfs root writable).
  *
- * Against the sandboxed code (docs/security.md, "LocalSandbox"): a root
+ * Against the sandboxed code (docs/security.md §"LocalSandbox"): a root
  * caller's commands run as an unprivileged user (bwrap started through
  * setpriv, so it builds its own user namespace); every bind is made from a
  * descriptor opened at the first start, so no later symlink swap redirects
@@ -657,7 +657,7 @@ static void local_push_fd_bind(argv_builder *a, local_keep *k, const char *flag,
     argv_push3(a, flag, num, dest);
 }
 
-/* The bubblewrap argv (conformance.md §9), with the sandbox's own /tmp and
+/* The bubblewrap argv (docs/protocols/conformance.md §2), with the sandbox's own /tmp and
  * --chdir to the command's cwd instead of always the workspace; started
  * through setpriv for a root caller (bwrap then builds a user namespace
  * that maps only the sandbox user). */

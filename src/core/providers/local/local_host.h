@@ -1,7 +1,7 @@
 /* LocalSandbox's host-side chores that must hold against the sandboxed
  * code: removing a tree the sandbox wrote without following its symlinks,
  * and knowing when every process of a sandbox is gone (see
- * docs/security.md, "LocalSandbox"). Linux only, like bubblewrap. */
+ * docs/security.md §"LocalSandbox"). Linux only, like bubblewrap. */
 #ifndef SK_LOCAL_HOST_H
 #define SK_LOCAL_HOST_H
 

@@ -1,4 +1,4 @@
-/* ModalSandbox: Mastra's ModalSandbox (current design, modal.md §4) over the
+/* ModalSandbox: Mastra's ModalSandbox (docs/protocols/modal.md §3) over the
  * Modal client in modal_client.c.
  *
  * - start: SandboxGetFromName (reconnect by name = the sandbox id); on
@@ -21,7 +21,7 @@
 
 /* Response messages are control-plane protobufs and output chunks, far
  * below this; the SDKs allow 100 MiB, which we keep as an opt-in
- * (docs/security.md, "Hostile servers: memory bounds"). */
+ * (docs/security.md §"Hostile servers: memory bounds"). */
 #define MODAL_DEFAULT_MAX_MESSAGE ((size_t)16 << 20)
 
 #define MODAL_ID "modal"

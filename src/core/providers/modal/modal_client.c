@@ -19,7 +19,7 @@
 #include "pb.h"
 #include "../../secrets.h"
 
-/* SDK constants (modal.md §1.5, §1.6, §1.8). */
+/* SDK constants (docs/protocols/modal.md §1.5, §1.6, §1.8). */
 enum {
     MC_TOKEN_REFRESH_WINDOW_S = 300,
     MC_TOKEN_DEFAULT_EXPIRY_S = 1200,
@@ -359,7 +359,7 @@ mc_client *mc_client_new(sk_loop *loop, sk_modal_config *cfg, int64_t rpc_timeou
     c->cfg_held = true;
     c->rpc_timeout_ms = rpc_timeout_ms;
     const char *url = c->cfg.server_url ? c->cfg.server_url : "";
-    /* nice-grpc: no scheme means cleartext (modal.md §1.2). */
+    /* nice-grpc: no scheme means cleartext (docs/protocols/modal.md §1.2). */
     bool has_scheme = strstr(url, "://") != NULL;
     if (asprintf(&c->base_url, "%s%s", has_scheme ? "" : "http://", url) < 0)
         c->base_url = NULL;
@@ -568,7 +568,7 @@ static void call_attempt(mc_call *call)
         }
         h[n++] = (sk_http_header){ "authorization", bearer };
         q.base_url = r->base_url;
-        q.plaintext = c->localhost; /* modal.md §1.8: h2c to an https router URL */
+        q.plaintext = c->localhost; /* docs/protocols/modal.md §1.8: h2c to an https router URL */
         if (call->kind == MC_STDIO) {
             sk_buf_reset(&call->msg);
             sk_modal_task_exec_stdio_read_req m = { .task_id = r->task_id, .exec_id = call->exec_id,

@@ -1,5 +1,5 @@
 /* The Modal client behind ModalSandbox, as the JS SDK modal@0.7.6 behaves
- * (modal.md §1, §3; spec/servers/modal/README.md):
+ * (docs/protocols/modal.md §1, §3; spec/servers/modal/README.md):
  *
  * - control-plane unary calls (modal.client.ModalClient) with the SDK's
  *   auth middleware (x-modal-* metadata, AuthTokenGet JWT fetched on first
@@ -59,7 +59,7 @@ mc_client *mc_client_new(sk_loop *loop, sk_modal_config *cfg, int64_t rpc_timeou
 /* Cancels every call (no callbacks). Routers must be unreferenced first. */
 void mc_client_free(mc_client *c);
 const sk_modal_config *mc_client_config(const mc_client *c);
-/* The control plane is on a loopback host (modal.md §1.2). */
+/* The control plane is on a loopback host (docs/protocols/modal.md §1.2). */
 bool mc_client_localhost(const mc_client *c);
 
 /* A control-plane unary call. msg is copied. poll_ms: how long the server

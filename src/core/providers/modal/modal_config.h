@@ -1,5 +1,6 @@
-/* Modal client configuration, resolved as the JS SDK 0.7.x does (modal.md
- * §1.1), plus the JWT `exp` reader the token refresh needs (§1.5, §1.8).
+/* Modal client configuration, resolved as the JS SDK 0.7.x does
+ * (docs/protocols/modal.md §1.1), plus the JWT `exp` reader the token refresh needs
+ * (docs/protocols/modal.md §1.5, §1.8).
  *
  * sk_modal_config_resolve is pure: the environment comes through a lookup
  * function and the config file as text. sk_modal_config_load is the thin

@@ -1,6 +1,7 @@
-/* The Modal messages the C client sends and receives (modal.md §2.4, §2.5,
- * §5.3), on top of the wire primitives in pb.h. Field numbers are upstream's.
- * Hand-written rather than protobuf-c generated: see pb.h for why.
+/* The Modal messages the C client sends and receives
+ * (docs/protocols/modal.md §2.3, §2.4), on top of the wire primitives in
+ * pb.h. Field numbers are upstream's. Hand-written rather than protobuf-c
+ * generated: see pb.h for why.
  *
  * Requests: caller-filled structs of BORROWED pointers, encoded into an
  * sk_buf (appended; the caller adds the gRPC frame). For implicit-presence
@@ -46,7 +47,7 @@
 #define SK_MODAL_RPC_TASK_EXEC_STDIN_WRITE SK_MODAL_ROUTER "TaskExecStdinWrite"
 #define SK_MODAL_RPC_TASK_SNAPSHOT_FILESYSTEM SK_MODAL_ROUTER "TaskSnapshotFilesystem"
 
-/* ---- enums (modal.md §2.2) ---- */
+/* ---- enums (docs/protocols/modal.md §2.2) ---- */
 enum {
     SK_MODAL_OCT_UNSPECIFIED = 0, /* look up only */
     SK_MODAL_OCT_CREATE_IF_MISSING = 1,
@@ -165,7 +166,7 @@ int sk_modal_decode_image_join_streaming(const void *data, size_t len, sk_modal_
 void sk_modal_image_join_streaming_resp_free(sk_modal_image_join_streaming_resp *m);
 
 /* SecretGetOrCreate: create-time env goes through an EPHEMERAL secret
- * (modal.md §2.4, §4.6). */
+ * (docs/protocols/modal.md §2.3, §3.1). */
 typedef struct sk_modal_secret_get_or_create_req {
     const char *deployment_name;
     const char *environment_name;
@@ -361,7 +362,7 @@ int sk_modal_decode_empty(const void *data, size_t len);
 
 /* google.rpc.Status from grpc-status-details-bin (already base64-decoded):
  * the code, the message, and the server-directed retry delay if a detail's
- * type_url ends in "/modal.client.RPCRetryPolicy" (modal.md §1.6). */
+ * type_url ends in "/modal.client.RPCRetryPolicy" (docs/protocols/modal.md §1.6). */
 typedef struct sk_modal_status_details {
     int32_t code;
     char *message;

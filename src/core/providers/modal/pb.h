@@ -6,12 +6,12 @@
  * small requests and decodes about fifteen small responses. With protobuf-c
  * we would need protoc-c at build time, generated files that depend on the
  * reference server's .proto, and its proto3 presence handling for `optional`
- * and oneof members (which modal.md §2.1 makes critical) hidden in generated
+ * and oneof members (which docs/protocols/modal.md §2.1 makes critical) hidden in generated
  * code. A hand-written codec keeps presence explicit at every call site
  * (SK_PB_IMPLICIT / SK_PB_EXPLICIT), skips unknown fields, and is small
  * enough to fuzz whole.
  *
- * Encoding rules (modal.md §2.1): int32/int64 are plain two's-complement
+ * Encoding rules (docs/protocols/modal.md §2.1): int32/int64 are plain two's-complement
  * varints, so negative values take 10 bytes (no zigzag; no field used by the
  * client is sint*). Implicit-presence fields are omitted when default;
  * explicit ones are always written. Sub-messages are always written when

@@ -1,13 +1,13 @@
 /* PlatformSandbox: Mastra Platform sandboxes through the workspace proxy
- * (platform.md, "Target behaviour"): REST control plane (platform_api.c),
+ * (docs/protocols/platform.md §1): REST control plane (platform_api.c),
  * exec lease + one WebSocket per command with one retry (platform_exec.c).
- * This file: options and env fallbacks, the lifecycle (§4: reattach via
+ * This file: options and env fallbacks, the lifecycle (docs/protocols/platform.md §4: reattach via
  * GET, provision with retry on 5xx, stop = destroy = DELETE), info()
  * metadata and the default instructions.
  *
  * The Railway lease path only: the E2B path needs the envd protocol the
  * spec does not cover, so SANDBOX_PROVIDER is not read. info() of a running
- * sandbox asks the proxy (GET /sandbox/{id}, §4.5) so platform_status is
+ * sandbox asks the proxy (GET /sandbox/{id}, docs/protocols/platform.md §4.5) so platform_status is
  * current; a failed GET fails info() with its typed error, as upstream's
  * getInfo() rejects. Otherwise info() answers locally. */
 #include <stdio.h>
@@ -28,7 +28,7 @@ static sk_error *platform_config_error(const char *key, const char *fmt, const c
 
 static sk_error *platform_oom(void) { return sk_error_new("Error", NULL, "out of memory"); }
 
-/* An option, else the environment variable; "" counts as missing (§2.1). */
+/* An option, else the environment variable; "" counts as missing (docs/protocols/platform.md §2.1). */
 static const char *platform_setting(const json_t *o, const char *key, const char *env)
 {
     const char *v = json_string_value(json_object_get(o, key));
@@ -50,7 +50,7 @@ static char *platform_trimmed(const char *s)
     return strndup(s, n);
 }
 
-/* §2.1: base_url option (tests), MASTRA_WORKSPACE_PROXY_URL without one
+/* docs/protocols/platform.md §2.1: base_url option (tests), MASTRA_WORKSPACE_PROXY_URL without one
  * trailing '/', MASTRA_PLATFORM_REGION us|eu, else the default. */
 static char *platform_base_url(const json_t *o)
 {
@@ -478,7 +478,7 @@ static void platform_on_refreshed(int status, json_t *json, sk_error *err, void 
     done(ps->sb, err);
 }
 
-/* §4.5 S3: any non-2xx fails (PlatformApiError, NetworkError, TimeoutError). */
+/* docs/protocols/platform.md §4.5, S3: any non-2xx fails (PlatformApiError, NetworkError, TimeoutError). */
 static void platform_refresh(sk_sandbox *sb, sk_provider_done done)
 {
     platform_sandbox *ps = sb->impl;

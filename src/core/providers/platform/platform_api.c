@@ -1,4 +1,4 @@
-/* Workspace-proxy REST client; see platform_api.h and platform.md §2. */
+/* Workspace-proxy REST client; see platform_api.h and docs/protocols/platform.md §2. */
 #include "platform_api.h"
 
 #include <ctype.h>

@@ -1,4 +1,4 @@
-/* The Mastra Platform workspace-proxy REST client (platform.md §2): project-
+/* The Mastra Platform workspace-proxy REST client (docs/protocols/platform.md §2): project-
  * scoped URLs, bearer authentication, the PlatformApiError model, and small
  * helpers (encodeURIComponent, ISO-8601 dates, token redaction).
  *

@@ -1,4 +1,4 @@
-/* PlatformSandbox data plane (platform.md §2.5, §3): the exec-lease cache,
+/* PlatformSandbox data plane (docs/protocols/platform.md §2.5, §3): the exec-lease cache,
  * one WebSocket per command, the retry rule and its typed errors.
  *
  * A command (platform_exec, p->impl) makes up to two attempts. Each gets a
@@ -20,7 +20,7 @@
  * undecoded (Lua strings are bytes).
  *
  * The retry replays a command whose first socket had opened, as upstream
- * does (§3.5): callbacks then see the output of both attempts, while the
+ * does (docs/protocols/platform.md §3.5): callbacks then see the output of both attempts, while the
  * result keeps only the second one's. */
 #include <limits.h>
 #include <signal.h>
@@ -33,7 +33,7 @@
 #include "../../ws.h"
 #include "platform_state.h"
 
-#define EXEC_LEASE_MARGIN_MS 60000.0 /* §2.5: reuse until 60 s before expiry */
+#define EXEC_LEASE_MARGIN_MS 60000.0 /* reuse until 60 s before expiry (docs/protocols/platform.md §2.5) */
 #define EXEC_STDIN_FRAME_MAX (1u << 20)
 #define EXEC_TAG_STDIN 0
 #define EXEC_TAG_STDOUT 1
@@ -208,7 +208,7 @@ static void conn_unlink_orphan(platform_conn *c)
 }
 
 /* Detaches the command's socket: it closes with 1000 and an empty reason
- * (§3.4), or stops connecting, and frees itself when closed. */
+ * (docs/protocols/platform.md §3.4), or stops connecting, and frees itself when closed. */
 static void exec_orphan_conn(platform_exec *ex)
 {
     platform_conn *c = ex->conn;
@@ -292,7 +292,7 @@ static void exec_finish_later(platform_exec *ex, const sk_result *r, sk_error *e
 static void conn_on_open(sk_ws *ws, const char *protocol, void *ud)
 {
     (void)ws;
-    (void)protocol; /* not verified, as upstream (§3.2) */
+    (void)protocol; /* not verified, as upstream (docs/protocols/platform.md §3.2) */
     platform_conn *c = ud;
     platform_exec *ex = c->ex;
     if (!ex || ex->settled)
@@ -373,7 +373,7 @@ static void exec_on_deadline(uv_timer_t *t)
     if (ex->settled)
         return;
     if (!ex->deadline_is_handshake) {
-        /* §3.4: a timeout is a result (124), never retried */
+        /* docs/protocols/platform.md §3.4: a timeout is a result (124), never retried */
         sk_result r = { .exit_code = 124, .timed_out = true };
         exec_finish(ex, &r, NULL);
         return;
@@ -414,7 +414,7 @@ static void exec_connect(platform_exec *ex)
     platform_lease *l = ex->lease;
     free(ex->ws_endpoint);
     ex->ws_endpoint = strdup(l->ws_endpoint);
-    /* §3.4: armed before the socket exists, so it covers the handshake */
+    /* docs/protocols/platform.md §3.4: armed before the socket exists, so it covers the handshake */
     ex->deadline_is_handshake = ex->timeout_ms <= 0;
     uv_timer_start(ex->deadline, exec_on_deadline,
                    (uint64_t)(ex->deadline_is_handshake ? ps->handshake_timeout_ms : ex->timeout_ms), 0);
@@ -463,7 +463,7 @@ static void exec_join_mint(platform_exec *ex)
     ex->mint_next = ps->mint_waiters;
     ps->mint_waiters = ex;
     if (ps->mint_call)
-        return; /* §2.5: concurrent misses share one mint */
+        return; /* docs/protocols/platform.md §2.5: concurrent misses share one mint */
     char *enc = platform_enc(ps->platform_id), *path = NULL;
     sk_error *err = NULL;
     if (!enc || asprintf(&path, "/sandbox/%s/exec-lease", enc) < 0) {
@@ -492,7 +492,7 @@ static void mint_on_done(int status, json_t *json, sk_error *err, void *ud)
     char *gone_id = NULL;
     bool gone = err && status == 410;
     if (gone && current) {
-        /* §3.5: forget the sandbox; the next command provisions afresh */
+        /* docs/protocols/platform.md §3.5: forget the sandbox; the next command provisions afresh */
         gone_id = ps->platform_id ? strdup(ps->platform_id) : NULL;
         platform_forget(ps);
         if (ps->sb->status == SK_RUNNING)
@@ -559,7 +559,7 @@ static void exec_attempt_failed(platform_exec *ex)
 {
     platform_sandbox *ps = ex->ps;
     exec_stop_deadline(ex);
-    /* §2.5: drop the cached lease only if it is still the one we used */
+    /* docs/protocols/platform.md §2.5: drop the cached lease only if it is still the one we used */
     if (ex->lease && ps->lease == ex->lease) {
         platform_lease_unref(ps->lease);
         ps->lease = NULL;
@@ -640,7 +640,7 @@ int platform_exec_spawn(platform_sandbox *ps, sk_process *p, const sk_spawn_opts
     json_t *env = sk_sandbox_merged_env(ps->sb, o->env);
     if (!env)
         goto oom;
-    /* §3.4: cwd only when non-empty, env only with a key; no timeout field */
+    /* docs/protocols/platform.md §3.4: cwd only when non-empty, env only with a key; no timeout field */
     ex->init_text = exec_init_frame(o->command, o->cwd ? o->cwd : ps->working_directory, env);
     json_decref(env);
     if (!ex->init_text) {
@@ -693,7 +693,7 @@ int platform_exec_kill(sk_process *p, int sig)
     platform_exec *ex = p->impl;
     if (!ex || ex->settled)
         return -1;
-    /* closing the socket is the protocol's cancellation (§3.4) */
+    /* closing the socket is the protocol's cancellation (docs/protocols/platform.md §3.4) */
     sk_result r = { .exit_code = 128 + sig, .killed = true };
     exec_finish_later(ex, &r, NULL);
     return 0;

@@ -13,9 +13,10 @@
 #define PLATFORM_ID "platform"
 #define PLATFORM_NAME "PlatformSandbox"
 
-/* An exec lease (ExecLeaseResponse, §2.4). Reference-counted: the cache and
- * every attempt using it hold one; identity (the pointer) is what the
- * "drop only if still cached" rule of §2.5 compares. */
+/* An exec lease (ExecLeaseResponse, docs/protocols/platform.md §2.4).
+ * Reference-counted: the cache and every attempt using it hold one; identity
+ * (the pointer) is what the "drop only if still cached" rule of
+ * docs/protocols/platform.md §2.5 compares. */
 typedef struct platform_lease {
     int refs;
     char *jwt;                 /* a bearer credential: held as a secret */
