@@ -1,7 +1,7 @@
 /* LocalSandbox's pinned paths: the working directory and the user's
  * read_write_paths/read_only_paths are opened once, at the first start,
  * without trusting symlinks owned by others, and bwrap binds those
- * descriptors (docs/security.md, "LocalSandbox"). */
+ * descriptors (docs/security.md §"LocalSandbox"). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
