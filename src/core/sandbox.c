@@ -372,16 +372,6 @@ void sk_sandbox_refresh(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
 
 /* ---- processes ---------------------------------------------------------- */
 
-static void process_timer_closed(uv_handle_t *h) { free(h); }
-
-static void process_stop_timer(sk_process *p)
-{
-    if (p->timer) {
-        uv_close((uv_handle_t *)p->timer, process_timer_closed);
-        p->timer = NULL;
-    }
-}
-
 static void process_on_timer(uv_timer_t *t)
 {
     sk_process *p = t->data;
@@ -411,7 +401,7 @@ static void process_unlink(sk_process *p)
 
 static void process_free(sk_process *p)
 {
-    process_stop_timer(p);
+    sk_timer_close(&p->timer);
     if (p->impl && p->sb && p->sb->provider->release)
         p->sb->provider->release(p);
     free(p->command);
@@ -481,12 +471,7 @@ sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracke
     p->next = sb->procs;
     sb->procs = p;
     if (o->timeout_ms > 0 && !sb->provider->handles_timeout && !p->exited) {
-        p->timer = malloc(sizeof *p->timer);
-        if (p->timer) {
-            uv_timer_init(sk_loop_uv(sb->loop), p->timer);
-            p->timer->data = p;
-            uv_timer_start(p->timer, process_on_timer, (uint64_t)o->timeout_ms, 0);
-        }
+        (void)sk_timer_start(sb->loop, &p->timer, p, (uint64_t)o->timeout_ms, process_on_timer);
     }
     return p;
 }
@@ -576,7 +561,7 @@ void sk_process_finish(sk_process *p, const sk_result *r, sk_error *err)
         return;
     }
     p->exited = true;
-    process_stop_timer(p);
+    sk_timer_close(&p->timer);
     if (r)
         p->result = *r;
     else
@@ -701,7 +686,7 @@ void sk_sandbox_free(sk_sandbox *sb)
             sb->provider->kill(p, SIGKILL);
         if (p->impl && sb->provider->release)
             sb->provider->release(p);
-        process_stop_timer(p);
+        sk_timer_close(&p->timer);
         p->sb = NULL;
         p->ev = NULL;
         p->exited = true;

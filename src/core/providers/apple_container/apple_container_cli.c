@@ -55,16 +55,6 @@ struct ac_cli {
     double start_ms;
 };
 
-static void cli_handle_freed(uv_handle_t *h) { free(h); }
-
-static void cli_timer_close(uv_timer_t **t)
-{
-    if (*t) {
-        uv_close((uv_handle_t *)*t, cli_handle_freed);
-        *t = NULL;
-    }
-}
-
 static void cli_pidfd_closed(uv_handle_t *h)
 {
     cli_pidfd *p = h->data;
@@ -81,16 +71,11 @@ static void cli_pidfd_close(ac_cli *c)
     }
 }
 
+/* Armed once: a later start keeps the first deadline. */
 static void cli_timer_start(ac_cli *c, uv_timer_t **t, double ms, uv_timer_cb fn)
 {
-    if (*t)
-        return;
-    *t = malloc(sizeof **t);
     if (!*t)
-        return;
-    uv_timer_init(sk_loop_uv(c->loop), *t);
-    (*t)->data = c;
-    uv_timer_start(*t, fn, (uint64_t)ms, 0);
+        (void)sk_timer_start(c->loop, t, c, (uint64_t)ms, fn);
 }
 
 /* ---- output retention ---------------------------------------------------- */
@@ -125,9 +110,9 @@ static void cli_finish(ac_cli *c, int code, int sig, bool known)
     if (c->finished)
         return;
     c->finished = true;
-    cli_timer_close(&c->timeout_timer);
-    cli_timer_close(&c->kill_timer);
-    cli_timer_close(&c->drain_timer);
+    sk_timer_close(&c->timeout_timer);
+    sk_timer_close(&c->kill_timer);
+    sk_timer_close(&c->drain_timer);
     cli_pidfd_close(c);
     if (!known) {
         code = c->gone_known ? c->gone_code : 0;
@@ -382,9 +367,9 @@ void ac_cli_free(ac_cli *c)
         return;
     c->finished = true;
     c->cb = NULL;
-    cli_timer_close(&c->timeout_timer);
-    cli_timer_close(&c->kill_timer);
-    cli_timer_close(&c->drain_timer);
+    sk_timer_close(&c->timeout_timer);
+    sk_timer_close(&c->kill_timer);
+    sk_timer_close(&c->drain_timer);
     cli_pidfd_close(c);
     sk_proc_free(c->proc);
     sk_buf_free(&c->out.buf);

@@ -91,29 +91,6 @@ static void modal_notify(modal_waiter **list, const sk_error *err)
     }
 }
 
-static void modal_timer_closed(uv_handle_t *h) { free(h); }
-
-void modal_timer_close(uv_timer_t **t)
-{
-    if (*t) {
-        uv_close((uv_handle_t *)*t, modal_timer_closed);
-        *t = NULL;
-    }
-}
-
-int modal_timer_start(modal_sandbox *ms, uv_timer_t **t, void *data, uint64_t ms_delay, uv_timer_cb cb)
-{
-    if (!*t) {
-        *t = malloc(sizeof **t);
-        if (!*t)
-            return -1;
-        uv_timer_init(sk_loop_uv(ms->sb->loop), *t);
-    }
-    (*t)->data = data;
-    uv_timer_start(*t, cb, ms_delay, 0);
-    return 0;
-}
-
 /* upstream isSandboxDeadError, on a gRPC code and message */
 bool modal_dead(int code, const char *message)
 {
@@ -161,7 +138,7 @@ static void modal_drop_handle(modal_sandbox *ms)
         ms->ready.active = false;
         mc_call_cancel(ms->ready.call);
         ms->ready.call = NULL;
-        modal_timer_close(&ms->ready.timer);
+        sk_timer_close(&ms->ready.timer);
         sk_error *e = sk_error_new("ModalError", json_pack("{s:b}", "sandbox_dead", 1),
                                    "The sandbox was replaced");
         modal_notify(&ms->ready.waiters, e);
@@ -543,7 +520,7 @@ static void ready_on_reply(void *ud, const mc_reply *r)
                                               ms->sandbox_id));
                 return;
             }
-            if (modal_timer_start(ms, &ms->ready.timer, ms, MODAL_TASK_ID_DELAY_MS, ready_on_timer) != 0)
+            if (sk_timer_start(ms->sb->loop, &ms->ready.timer, ms, MODAL_TASK_ID_DELAY_MS, ready_on_timer) != 0)
                 ready_finish(ms, modal_oom());
             return;
         }
@@ -621,7 +598,7 @@ static void modal_free(sk_sandbox *sb)
     mc_call_cancel(ms->prov.call);
     mc_call_cancel(ms->ready.call);
     mc_call_cancel(ms->down.call);
-    modal_timer_close(&ms->ready.timer);
+    sk_timer_close(&ms->ready.timer);
     modal_waiters_free(&ms->prov.waiters);
     modal_waiters_free(&ms->ready.waiters);
     if (ms->router)

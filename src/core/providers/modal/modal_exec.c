@@ -93,7 +93,7 @@ static void proc_finish(modal_exec *mp, const sk_result *r, sk_error *err)
     if (r)
         mp->result = *r;
     mp->error = err;
-    if (modal_timer_start(mp->ms, &mp->finish_timer, mp, 0, proc_on_finish_timer) != 0)
+    if (sk_timer_start(mp->ms->sb->loop, &mp->finish_timer, mp, 0, proc_on_finish_timer) != 0)
         abort(); /* a few bytes; the process could never end without them */
 }
 
@@ -409,7 +409,7 @@ void modal_exec_release(sk_process *p)
     if (!mp)
         return;
     proc_cancel_calls(mp);
-    modal_timer_close(&mp->finish_timer);
+    sk_timer_close(&mp->finish_timer);
     if (mp->router)
         mc_router_unref(mp->router);
     sk_error_free(mp->error);

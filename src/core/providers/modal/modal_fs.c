@@ -41,7 +41,7 @@ static void fs_op_free(sk_modal_fs_op *op)
     free(op->fd_out);
     sk_error_free(op->batch_error);
     sk_error_free(op->final_err);
-    modal_timer_close(&op->timer);
+    sk_timer_close(&op->timer);
     free(op);
 }
 
@@ -81,7 +81,7 @@ static void fs_finish(sk_modal_fs_op *op, sk_error *err)
     op->finishing = true;
     fs_op_detach(op);
     op->final_err = err;
-    if (modal_timer_start(op->ms, &op->timer, op, 0, fs_on_finish_timer) != 0)
+    if (sk_timer_start(op->ms->sb->loop, &op->timer, op, 0, fs_on_finish_timer) != 0)
         abort(); /* a few bytes; the operation could never end without them */
 }
 
@@ -262,8 +262,8 @@ sk_modal_fs_op *sk_modal_fs_start(sk_sandbox *sb, const sk_modal_container_files
             bad = true;
         op->req.data = copy;
     }
-    if (bad || (timeout_ms > 0 && modal_timer_start(op->ms, &op->timer, op, (uint64_t)timeout_ms,
-                                                    fs_on_deadline) != 0)) {
+    if (bad || (timeout_ms > 0 && sk_timer_start(op->ms->sb->loop, &op->timer, op, (uint64_t)timeout_ms,
+                                                 fs_on_deadline) != 0)) {
         fs_op_free(op);
         *err = modal_oom();
         return NULL;

@@ -64,8 +64,6 @@ typedef struct modal_sandbox {
 /* modal.c: helpers the command and filesystem paths share */
 sk_error *modal_oom(void);
 void modal_waiter_remove(modal_waiter **list, void *ud);
-void modal_timer_close(uv_timer_t **t);
-int modal_timer_start(modal_sandbox *ms, uv_timer_t **t, void *data, uint64_t ms_delay, uv_timer_cb cb);
 /* upstream isSandboxDeadError, on a gRPC code and message, or on an error */
 bool modal_dead(int code, const char *message);
 bool modal_error_dead(const sk_error *e);

@@ -577,18 +577,6 @@ static void exec_attempt_failed(platform_exec *ex)
 
 static void exec_free(platform_exec *ex);
 
-static void exec_timer_closed(uv_handle_t *h) { free(h); }
-
-static uv_timer_t *exec_new_timer(platform_exec *ex)
-{
-    uv_timer_t *t = malloc(sizeof *t);
-    if (!t)
-        return NULL;
-    uv_timer_init(sk_loop_uv(ex->ps->sb->loop), t);
-    t->data = ex;
-    return t;
-}
-
 static char *exec_init_frame(const char *command, const char *cwd, json_t *env)
 {
     json_t *data = json_object();
@@ -651,7 +639,7 @@ int platform_exec_spawn(platform_sandbox *ps, sk_process *p, const sk_spawn_opts
     }
     if (o->has_stdin && o->stdin_len && sk_buf_append(&ex->stdin_sent, o->stdin_data, o->stdin_len) != 0)
         goto oom;
-    if (!(ex->deadline = exec_new_timer(ex)) || !(ex->defer = exec_new_timer(ex)))
+    if (!(ex->deadline = sk_timer_new(ps->sb->loop, ex)) || !(ex->defer = sk_timer_new(ps->sb->loop, ex)))
         goto oom;
     /* upstream: platform-proc-<ms base36>-<counter base36> */
     static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
@@ -740,10 +728,8 @@ static void exec_free(platform_exec *ex)
 {
     mint_leave(ex);
     exec_orphan_conn(ex);
-    if (ex->deadline)
-        uv_close((uv_handle_t *)ex->deadline, exec_timer_closed);
-    if (ex->defer)
-        uv_close((uv_handle_t *)ex->defer, exec_timer_closed);
+    sk_timer_close(&ex->deadline);
+    sk_timer_close(&ex->defer);
     platform_lease_unref(ex->lease);
     free(ex->command);
     exec_wipe_free(ex->init_text);
