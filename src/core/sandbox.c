@@ -108,19 +108,28 @@ fail:
     return NULL;
 }
 
+char *sk_base36(unsigned long long v, char out[SK_BASE36_MAX])
+{
+    static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+    char tmp[SK_BASE36_MAX];
+    int n = 0;
+    do {
+        tmp[n++] = digits[v % 36];
+        v /= 36;
+    } while (v);
+    for (int i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    out[n] = '\0';
+    return out;
+}
+
 char *sk_sandbox_default_id(const char *prefix)
 {
     /* upstream: <prefix>-sandbox-<base36 ms>-<6 random base36 chars> */
-    static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
     struct timeval tv;
     gettimeofday(&tv, NULL);
-    unsigned long long ms = (unsigned long long)tv.tv_sec * 1000ULL + (unsigned long long)tv.tv_usec / 1000ULL;
-    char stamp[16], *t = stamp + sizeof stamp;
-    *--t = '\0';
-    do {
-        *--t = digits[ms % 36];
-        ms /= 36;
-    } while (ms);
+    char stamp[SK_BASE36_MAX], digit[SK_BASE36_MAX];
+    sk_base36((unsigned long long)tv.tv_sec * 1000ULL + (unsigned long long)tv.tv_usec / 1000ULL, stamp);
     unsigned char bytes[6];
     if (sk_random_bytes(bytes, sizeof bytes) != 0) {
         /* no entropy yet (early boot): unique enough with the time */
@@ -129,10 +138,10 @@ char *sk_sandbox_default_id(const char *prefix)
     }
     char rnd[7];
     for (size_t i = 0; i < sizeof bytes; i++)
-        rnd[i] = digits[bytes[i] % 36];
+        rnd[i] = sk_base36(bytes[i] % 36, digit)[0];
     rnd[6] = '\0';
     char *id = NULL;
-    if (asprintf(&id, "%s-sandbox-%s-%s", prefix, t, rnd) < 0)
+    if (asprintf(&id, "%s-sandbox-%s-%s", prefix, stamp, rnd) < 0)
         return NULL;
     return id;
 }

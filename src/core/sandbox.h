@@ -160,6 +160,10 @@ sk_sandbox *sk_sandbox_new(sk_loop *loop, const sk_provider *provider, const jso
 void sk_sandbox_free(sk_sandbox *sb);
 /* "<prefix>-sandbox-<base36 ms>-<6 random chars>" (upstream's default ids). */
 char *sk_sandbox_default_id(const char *prefix);
+/* v in base 36 as upstream's ids write it (0-9 then a-z, most significant
+ * first, "0" for 0) into out; returns out. */
+enum { SK_BASE36_MAX = 14 }; /* 2^64 - 1 has 13 digits */
+char *sk_base36(unsigned long long v, char out[SK_BASE36_MAX]);
 
 void sk_sandbox_start(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud);
 void sk_sandbox_stop(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud);

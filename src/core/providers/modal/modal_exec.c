@@ -339,18 +339,9 @@ int modal_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_e
     /* upstream's handle id: modal-proc-<base36 ms>-<counter> */
     struct timeval tv;
     gettimeofday(&tv, NULL);
-    unsigned long long now = (unsigned long long)tv.tv_sec * 1000ULL + (unsigned long long)tv.tv_usec / 1000ULL;
-    char b36[16];
-    int k = 0;
-    do {
-        b36[k++] = "0123456789abcdefghijklmnopqrstuvwxyz"[now % 36];
-        now /= 36;
-    } while (now && k < 15);
-    char rev[16];
-    for (int i = 0; i < k; i++)
-        rev[i] = b36[k - 1 - i];
-    rev[k] = '\0';
-    snprintf(p->pid, sizeof p->pid, "modal-proc-%s-%u", rev, ++ms->proc_counter);
+    char stamp[SK_BASE36_MAX];
+    sk_base36((unsigned long long)tv.tv_sec * 1000ULL + (unsigned long long)tv.tv_usec / 1000ULL, stamp);
+    snprintf(p->pid, sizeof p->pid, "modal-proc-%s-%u", stamp, ++ms->proc_counter);
     proc_acquire(mp);
     return 0;
 oom_free:

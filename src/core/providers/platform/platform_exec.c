@@ -642,26 +642,9 @@ int platform_exec_spawn(platform_sandbox *ps, sk_process *p, const sk_spawn_opts
     if (!(ex->deadline = sk_timer_new(ps->sb->loop, ex)) || !(ex->defer = sk_timer_new(ps->sb->loop, ex)))
         goto oom;
     /* upstream: platform-proc-<ms base36>-<counter base36> */
-    static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
-    char ms36[16], n36[16];
-    int a = 0, b = 0;
-    unsigned long long ms = (unsigned long long)platform_wall_ms();
-    char tmp[16];
-    do {
-        tmp[a++] = digits[ms % 36];
-        ms /= 36;
-    } while (ms && a < 15);
-    for (int i = 0; i < a; i++)
-        ms36[i] = tmp[a - 1 - i];
-    ms36[a] = '\0';
-    unsigned n = ++ps->proc_counter;
-    do {
-        tmp[b++] = digits[n % 36];
-        n /= 36;
-    } while (n && b < 15);
-    for (int i = 0; i < b; i++)
-        n36[i] = tmp[b - 1 - i];
-    n36[b] = '\0';
+    char ms36[SK_BASE36_MAX], n36[SK_BASE36_MAX];
+    sk_base36((unsigned long long)platform_wall_ms(), ms36);
+    sk_base36(++ps->proc_counter, n36);
     char pid[64];
     snprintf(pid, sizeof pid, "platform-proc-%s-%s", ms36, n36);
     snprintf(p->pid, sizeof p->pid, "%.31s", pid);
