@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <jansson.h>
 #include "cgroup.h"
 #include "loop.h"
 
@@ -49,6 +50,12 @@ typedef struct sk_proc_callbacks {
      * capturing owner receive output in place, without a copy. */
     char *(*buffer)(sk_proc *p, int stream, size_t *len, void *ud);
 } sk_proc_callbacks;
+
+/* An environment for sk_proc_opts.envp: each "K=V" of base (NULL-terminated)
+ * whose K env does not set, then env's entries as "K=V" (a value that is not
+ * a string is empty). Everything is copied. NULL on OOM; sk_envp_free. */
+char **sk_envp_new(const char *const *base, const json_t *env);
+void sk_envp_free(char **envp);
 
 /* Returns NULL and sets *uv_err (a libuv error code, e.g. UV_ENOENT) when the
  * child cannot be started. */

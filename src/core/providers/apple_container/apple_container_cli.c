@@ -197,52 +197,6 @@ static void cli_on_timeout(uv_timer_t *t)
 
 /* ---- the child ------------------------------------------------------------ */
 
-static void cli_free_envp(char **envp)
-{
-    for (char **p = envp; p && *p; p++)
-        free(*p);
-    free(envp);
-}
-
-/* Our environment with env's entries set (values only ever live here). */
-static char **cli_envp(const json_t *env)
-{
-    char **host_env = sk_environ();
-    size_t n = 0;
-    for (char **e = host_env; *e; e++)
-        n++;
-    char **envp = calloc(n + json_object_size(env) + 1, sizeof *envp);
-    if (!envp)
-        return NULL;
-    size_t i = 0;
-    for (char **e = host_env; *e; e++) {
-        const char *eq = strchr(*e, '=');
-        size_t klen = eq ? (size_t)(eq - *e) : strlen(*e);
-        char key[256];
-        if (klen < sizeof key) {
-            memcpy(key, *e, klen);
-            key[klen] = '\0';
-            if (json_object_get(env, key))
-                continue;
-        }
-        if (!(envp[i++] = strdup(*e)))
-            goto fail;
-    }
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)env, k, v) {
-        if (asprintf(&envp[i], "%s=%s", k, json_is_string(v) ? json_string_value(v) : "") < 0) {
-            envp[i] = NULL;
-            goto fail;
-        }
-        i++;
-    }
-    return envp;
-fail:
-    cli_free_envp(envp);
-    return NULL;
-}
-
 /* 0 when file can be executed (a path, or a name found on PATH), else a uv
  * error. Checked before spawning so a missing CLI is reported the same way
  * whether or not posix_spawn reports exec failures (it does not under
@@ -281,7 +235,8 @@ ac_cli *ac_cli_run(sk_loop *loop, const ac_cli_opts *o, const ac_cli_callbacks *
     while (o->argv[argc])
         argc++;
     char **argv = calloc(argc + 2, sizeof *argv);
-    char **envp = o->env && json_object_size(o->env) ? cli_envp(o->env) : NULL;
+    /* our environment with env's entries set (values only ever live here) */
+    char **envp = o->env && json_object_size(o->env) ? sk_envp_new((const char *const *)sk_environ(), o->env) : NULL;
     if (!c || !argv || (o->env && json_object_size(o->env) && !envp)) {
         *uv_err = UV_ENOMEM;
         goto fail;
@@ -309,7 +264,7 @@ ac_cli *ac_cli_run(sk_loop *loop, const ac_cli_opts *o, const ac_cli_callbacks *
         goto fail;
     c->pid = sk_proc_pid(c->proc);
     free(argv);
-    cli_free_envp(envp);
+    sk_envp_free(envp);
     argv = NULL;
     envp = NULL;
     /* The child cannot be reaped before the loop runs again, so this pidfd
@@ -331,7 +286,7 @@ ac_cli *ac_cli_run(sk_loop *loop, const ac_cli_opts *o, const ac_cli_callbacks *
     return c;
 fail:
     free(argv);
-    cli_free_envp(envp);
+    sk_envp_free(envp);
     free(c);
     return NULL;
 }
