@@ -29,11 +29,11 @@ const int sk_provider_count = (int)(sizeof sk_providers / sizeof sk_providers[0]
 /* Grace between SIGTERM and SIGKILL for a timed-out process group. */
 enum { SANDBOX_KILL_GRACE_MS = 1000 };
 
-typedef struct sk_waiter {
+struct sk_waiter {
     sk_lifecycle_cb cb;
     void *ud;
     struct sk_waiter *next;
-} sk_waiter;
+};
 
 const sk_provider *sk_provider_find(const char *id)
 {
@@ -148,7 +148,7 @@ char *sk_sandbox_default_id(const char *prefix)
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
-static int sandbox_wait(sk_waiter **list, sk_lifecycle_cb cb, void *ud)
+int sk_waiters_add(sk_waiter **list, sk_lifecycle_cb cb, void *ud)
 {
     sk_waiter *w = malloc(sizeof *w);
     if (!w)
@@ -162,16 +162,39 @@ static int sandbox_wait(sk_waiter **list, sk_lifecycle_cb cb, void *ud)
     return 0;
 }
 
-static void sandbox_notify(sk_sandbox *sb, sk_waiter **list, const sk_error *err)
+void sk_waiters_remove(sk_waiter **list, void *ud)
+{
+    for (sk_waiter **pp = list; *pp; pp = &(*pp)->next) {
+        if ((*pp)->ud == ud) {
+            sk_waiter *w = *pp;
+            *pp = w->next;
+            free(w);
+            return;
+        }
+    }
+}
+
+void sk_waiters_notify(sk_sandbox *sb, sk_waiter **list, const sk_error *err)
 {
     sk_waiter *w = *list;
     *list = NULL;
     while (w) {
         sk_waiter *next = w->next;
-        if (w->cb)
-            w->cb(sb, err, w->ud);
+        sk_lifecycle_cb cb = w->cb;
+        void *ud = w->ud;
         free(w);
+        if (cb)
+            cb(sb, err, ud);
         w = next;
+    }
+}
+
+void sk_waiters_free(sk_waiter **list)
+{
+    while (*list) {
+        sk_waiter *w = *list;
+        *list = w->next;
+        free(w);
     }
 }
 
@@ -206,14 +229,14 @@ static void sandbox_run_queued(sk_sandbox *sb)
 static void sandbox_on_started(sk_sandbox *sb, sk_error *err)
 {
     sb->status = err ? SK_ERROR : SK_RUNNING;
-    sandbox_notify(sb, &sb->start_waiters, err);
+    sk_waiters_notify(sb, &sb->start_waiters, err);
     sk_error_free(err);
     if (sb->stop_waiters && sb->status == SK_RUNNING)
         sandbox_begin_stop(sb);
     else if (sb->stop_waiters) {
         /* a start that failed leaves nothing to stop */
         sb->status = SK_STOPPED;
-        sandbox_notify(sb, &sb->stop_waiters, NULL);
+        sk_waiters_notify(sb, &sb->stop_waiters, NULL);
     }
     sandbox_run_queued(sb);
 }
@@ -239,7 +262,7 @@ void sk_sandbox_start(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
     default:
         break;
     }
-    if (sandbox_wait(&sb->start_waiters, cb, ud) != 0) {
+    if (sk_waiters_add(&sb->start_waiters, cb, ud) != 0) {
         sandbox_fail_now(sb, cb, ud, sandbox_oom());
         return;
     }
@@ -251,7 +274,7 @@ void sk_sandbox_start(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
 static void sandbox_on_stopped(sk_sandbox *sb, sk_error *err)
 {
     sb->status = err ? SK_ERROR : SK_STOPPED; /* upstream: a failed stop is an error */
-    sandbox_notify(sb, &sb->stop_waiters, err);
+    sk_waiters_notify(sb, &sb->stop_waiters, err);
     sk_error_free(err);
     sandbox_run_queued(sb);
 }
@@ -273,7 +296,7 @@ void sk_sandbox_stop(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
             cb(sb, NULL, ud);
         return;
     }
-    if (sandbox_wait(&sb->stop_waiters, cb, ud) != 0) {
+    if (sk_waiters_add(&sb->stop_waiters, cb, ud) != 0) {
         sandbox_fail_now(sb, cb, ud, sandbox_oom());
         return;
     }
@@ -309,22 +332,22 @@ static void sandbox_on_destroyed(sk_sandbox *sb, sk_error *err)
         /* upstream: a failed destroy leaves the sandbox in error; it may be
          * destroyed again, and queued starts or stops proceed */
         sb->status = SK_ERROR;
-        sandbox_notify(sb, &sb->destroy_waiters, err);
+        sk_waiters_notify(sb, &sb->destroy_waiters, err);
         sk_error_free(err);
         if (sb->stop_waiters) {
             sb->status = SK_STOPPED;
-            sandbox_notify(sb, &sb->stop_waiters, NULL);
+            sk_waiters_notify(sb, &sb->stop_waiters, NULL);
         }
         sandbox_run_queued(sb);
         return;
     }
     sb->status = SK_DESTROYED;
     sandbox_forget_processes(sb);
-    sandbox_notify(sb, &sb->destroy_waiters, err);
+    sk_waiters_notify(sb, &sb->destroy_waiters, err);
     /* anyone still waiting for a stop or start learns the outcome */
-    sandbox_notify(sb, &sb->stop_waiters, NULL);
+    sk_waiters_notify(sb, &sb->stop_waiters, NULL);
     sk_error *gone = sk_error_new("SandboxNotReadyError", NULL, "Cannot start a destroyed sandbox");
-    sandbox_notify(sb, &sb->start_waiters, gone);
+    sk_waiters_notify(sb, &sb->start_waiters, gone);
     sk_error_free(gone);
     sk_error_free(err);
 }
@@ -348,7 +371,7 @@ void sk_sandbox_destroy(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
             cb(sb, NULL, ud);
         return;
     }
-    if (sandbox_wait(&sb->destroy_waiters, cb, ud) != 0) {
+    if (sk_waiters_add(&sb->destroy_waiters, cb, ud) != 0) {
         sandbox_fail_now(sb, cb, ud, sandbox_oom());
         return;
     }
@@ -359,7 +382,7 @@ void sk_sandbox_destroy(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
 
 static void sandbox_on_refreshed(sk_sandbox *sb, sk_error *err)
 {
-    sandbox_notify(sb, &sb->refresh_waiters, err);
+    sk_waiters_notify(sb, &sb->refresh_waiters, err);
     sk_error_free(err);
 }
 
@@ -371,7 +394,7 @@ void sk_sandbox_refresh(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
         return;
     }
     bool first = !sb->refresh_waiters;
-    if (sandbox_wait(&sb->refresh_waiters, cb, ud) != 0) {
+    if (sk_waiters_add(&sb->refresh_waiters, cb, ud) != 0) {
         sandbox_fail_now(sb, cb, ud, sandbox_oom());
         return;
     }
@@ -705,10 +728,10 @@ void sk_sandbox_free(sk_sandbox *sb)
     }
     /* Waiters own their callback data: settle them rather than drop them. */
     sk_error *closed = sk_error_new("SandboxNotReadyError", NULL, "The sandbox was closed");
-    sandbox_notify(sb, &sb->start_waiters, closed);
-    sandbox_notify(sb, &sb->stop_waiters, closed);
-    sandbox_notify(sb, &sb->destroy_waiters, closed);
-    sandbox_notify(sb, &sb->refresh_waiters, closed);
+    sk_waiters_notify(sb, &sb->start_waiters, closed);
+    sk_waiters_notify(sb, &sb->stop_waiters, closed);
+    sk_waiters_notify(sb, &sb->destroy_waiters, closed);
+    sk_waiters_notify(sb, &sb->refresh_waiters, closed);
     sk_error_free(closed);
     if (sb->provider->free)
         sb->provider->free(sb);

@@ -154,6 +154,16 @@ struct sk_sandbox {
 
 typedef void (*sk_lifecycle_cb)(sk_sandbox *sb, const sk_error *err, void *ud);
 
+/* Callbacks waiting for one operation in flight (a lifecycle step, a
+ * provider's shared request). sk_waiters_notify calls each once, in the
+ * order added, with (sb, err, ud); it takes the list first, so a waiter may
+ * join a new round of the same operation. */
+typedef struct sk_waiter sk_waiter;
+int sk_waiters_add(sk_waiter **list, sk_lifecycle_cb cb, void *ud); /* -1 on OOM */
+void sk_waiters_remove(sk_waiter **list, void *ud);                  /* the first with ud */
+void sk_waiters_notify(sk_sandbox *sb, sk_waiter **list, const sk_error *err);
+void sk_waiters_free(sk_waiter **list);                              /* nobody is called */
+
 /* Creates the sandbox object (no I/O). options: JSON object; "id", "name"
  * and "env" are read here, the rest by the provider. */
 sk_sandbox *sk_sandbox_new(sk_loop *loop, const sk_provider *provider, const json_t *options, sk_error **err);

@@ -33,7 +33,7 @@ typedef struct modal_exec {
     json_t *env;             /* merged sandbox + command env */
     int64_t timeout_ms;
     bool retried;            /* the one dead-sandbox retry was used */
-    bool waiting;            /* on a modal_waiter list */
+    bool waiting;            /* on a waiter list */
     bool started;            /* TaskExecStart succeeded */
     bool finishing;
     unsigned gen;
@@ -59,8 +59,8 @@ static void proc_cancel_calls(modal_exec *mp)
 {
     modal_sandbox *ms = mp->ms;
     if (mp->waiting) {
-        modal_waiter_remove(&ms->prov.waiters, mp);
-        modal_waiter_remove(&ms->ready.waiters, mp);
+        sk_waiters_remove(&ms->prov.waiters, mp);
+        sk_waiters_remove(&ms->ready.waiters, mp);
         mp->waiting = false;
     }
     mc_call_cancel(mp->start_call);
@@ -205,8 +205,9 @@ static void proc_on_started(void *ud, const mc_reply *r);
 
 /* After any wait: try again from wherever the sandbox now is; a dead
  * sandbox is re-provisioned once per command. */
-static void proc_on_waited(void *ud, const sk_error *err)
+static void proc_on_waited(sk_sandbox *sb, const sk_error *err, void *ud)
 {
+    (void)sb;
     modal_exec *mp = ud;
     mp->waiting = false;
     if (err) {
@@ -278,7 +279,7 @@ static void proc_on_started(void *ud, const mc_reply *r)
             mp->retried = true;
             mp->waiting = true;
             if (ms->gen != mp->gen)
-                proc_on_waited(mp, NULL); /* already replaced by another command's retry */
+                proc_on_waited(ms->sb, NULL, mp); /* already replaced by another command's retry */
             else
                 modal_revive(ms, proc_on_waited, mp);
             return;

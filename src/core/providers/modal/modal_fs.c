@@ -21,7 +21,7 @@ struct sk_modal_fs_op {
     sk_modal_fs_events ev;
     void *ud;
     mc_call *call;
-    bool waiting; /* on a modal_waiter list */
+    bool waiting; /* on a waiter list */
     bool eof;
     int retries; /* GetOutput attempts retried (the SDK allows 10) */
     uint64_t delivered, seen; /* bytes read: handed over, met in this attempt */
@@ -48,8 +48,8 @@ static void fs_op_free(sk_modal_fs_op *op)
 static void fs_op_detach(sk_modal_fs_op *op)
 {
     if (op->waiting) {
-        modal_waiter_remove(&op->ms->prov.waiters, op);
-        modal_waiter_remove(&op->ms->ready.waiters, op);
+        sk_waiters_remove(&op->ms->prov.waiters, op);
+        sk_waiters_remove(&op->ms->ready.waiters, op);
         op->waiting = false;
     }
     mc_call_cancel(op->call);
@@ -189,8 +189,9 @@ static void fs_on_exec(void *ud, const mc_reply *r)
 
 static void fs_acquire(sk_modal_fs_op *op);
 
-static void fs_on_waited(void *ud, const sk_error *err)
+static void fs_on_waited(sk_sandbox *sb, const sk_error *err, void *ud)
 {
+    (void)sb;
     sk_modal_fs_op *op = ud;
     op->waiting = false;
     if (err) {
