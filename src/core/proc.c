@@ -193,6 +193,8 @@ static bool proc_reap(sk_proc *p)
     }
     p->exited = true;
     proc_close((uv_handle_t *)&p->exit_watch);
+    if (!p->freed && p->cb && p->cb->reaped)
+        p->cb->reaped(p, p->exit_status, p->term_signal, p->ud);
     proc_maybe_finish(p);
     return true;
 }

@@ -45,6 +45,11 @@ typedef struct sk_proc_callbacks {
     void (*output)(sk_proc *p, int stream /* 1, 2 */, const char *data, size_t len, void *ud);
     /* term_signal != 0 when killed by a signal. */
     void (*exit)(sk_proc *p, int64_t exit_status, int term_signal, void *ud);
+    /* Optional: the child itself has exited and is reaped (watched through
+     * a pidfd, or SIGCHLD without one), with the status exit will carry.
+     * Runs once, before exit, which may come much later when something
+     * else holds the pipes; may run from inside sk_proc_spawn. */
+    void (*reaped)(sk_proc *p, int64_t exit_status, int term_signal, void *ud);
     /* Optional: where to read the next output of a stream (at most *len
      * bytes; set *len). NULL uses a buffer shared by the loop. Lets a
      * capturing owner receive output in place, without a copy. */

@@ -4,9 +4,9 @@
  * pipes reached EOF. After a kill that is not enough: processes started
  * through the CLI (the emulated CLI hands its pipes to them; a command's
  * background children could too) may hold the pipes long after the CLI is
- * gone. So the CLI's own exit is watched through a pidfd, and once a killed
- * CLI has exited its output gets a short drain and the call finishes, the
- * way upstream's runner settles when the CLI's pipes close. */
+ * gone. So the CLI's own exit is watched (proc.c's reaped callback), and
+ * once a killed CLI has exited its output gets a short drain and the call
+ * finishes, the way upstream's runner settles when the CLI's pipes close. */
 #include "apple_container_cli.h"
 
 #include <errno.h>
@@ -27,11 +27,6 @@ enum {
     CLI_DEFAULT_RETAIN = 1 << 20, /* upstream's ProcessHandle default */
 };
 
-typedef struct cli_pidfd {
-    uv_poll_t poll;
-    int fd;
-} cli_pidfd;
-
 typedef struct cli_stream {
     sk_buf buf;
     size_t dropped;
@@ -45,31 +40,14 @@ struct ac_cli {
     const ac_cli_callbacks *cb;
     void *ud;
     uv_timer_t *timeout_timer, *kill_timer, *drain_timer;
-    cli_pidfd *pidfd;
-    bool killed, timed_out, gone, finished;
-    bool gone_known;     /* the status of a gone CLI could be read */
+    bool killed, timed_out, finished;
+    bool gone; /* the CLI has exited (reaped), with this status */
     int gone_code, gone_signal;
     bool retain;
     size_t max;
     cli_stream out, err;
     double start_ms;
 };
-
-static void cli_pidfd_closed(uv_handle_t *h)
-{
-    cli_pidfd *p = h->data;
-    close(p->fd);
-    free(p);
-}
-
-static void cli_pidfd_close(ac_cli *c)
-{
-    if (c->pidfd) {
-        c->pidfd->poll.data = c->pidfd;
-        uv_close((uv_handle_t *)&c->pidfd->poll, cli_pidfd_closed);
-        c->pidfd = NULL;
-    }
-}
 
 /* Armed once: a later start keeps the first deadline. */
 static void cli_timer_start(ac_cli *c, uv_timer_t **t, double ms, uv_timer_cb fn)
@@ -113,10 +91,9 @@ static void cli_finish(ac_cli *c, int code, int sig, bool known)
     sk_timer_close(&c->timeout_timer);
     sk_timer_close(&c->kill_timer);
     sk_timer_close(&c->drain_timer);
-    cli_pidfd_close(c);
     if (!known) {
-        code = c->gone_known ? c->gone_code : 0;
-        sig = c->gone_known ? c->gone_signal : SIGKILL;
+        code = c->gone ? c->gone_code : 0;
+        sig = c->gone ? c->gone_signal : SIGKILL;
     }
     ac_cli_result r = { 0 };
     /* upstream: code ?? (killed ? 137 : 1) -- a signal death has no code */
@@ -161,22 +138,26 @@ static void cli_on_exit(sk_proc *p, int64_t status, int term_signal, void *ud)
     cli_finish(ud, (int)status, term_signal, true);
 }
 
-static const sk_proc_callbacks cli_proc_callbacks = { .output = cli_on_output, .exit = cli_on_exit };
-
 static void cli_on_drained(uv_timer_t *t) { cli_finish(t->data, 0, 0, false); }
 
-static void cli_on_gone(uv_poll_t *h, int status, int events)
+static void cli_on_reaped(sk_proc *p, int64_t status, int term_signal, void *ud)
 {
-    (void)status;
-    (void)events;
-    ac_cli *c = h->data;
-    /* Best effort: the status, if proc.c has not reaped the CLI yet. */
-    c->gone_known = sk_pidfd_peek_status(c->pidfd->fd, &c->gone_code, &c->gone_signal);
+    (void)p;
+    ac_cli *c = ud;
+    if (c->finished)
+        return;
     c->gone = true;
-    cli_pidfd_close(c);
+    c->gone_code = (int)status;
+    c->gone_signal = term_signal;
     if (c->killed)
         cli_timer_start(c, &c->drain_timer, CLI_DRAIN_MS, cli_on_drained);
 }
+
+static const sk_proc_callbacks cli_proc_callbacks = {
+    .output = cli_on_output,
+    .exit = cli_on_exit,
+    .reaped = cli_on_reaped,
+};
 
 static void cli_on_kill_grace(uv_timer_t *t)
 {
@@ -184,7 +165,8 @@ static void cli_on_kill_grace(uv_timer_t *t)
     if (c->finished)
         return;
     sk_proc_kill(c->proc, SIGKILL);
-    /* without a pidfd this is how a killed CLI whose pipes stay open ends */
+    /* a killed CLI whose pipes stay open ends within the drain, whether or
+     * not its exit is seen first */
     cli_timer_start(c, &c->drain_timer, CLI_DRAIN_MS, cli_on_drained);
 }
 
@@ -267,20 +249,6 @@ ac_cli *ac_cli_run(sk_loop *loop, const ac_cli_opts *o, const ac_cli_callbacks *
     sk_envp_free(envp);
     argv = NULL;
     envp = NULL;
-    /* The child cannot be reaped before the loop runs again, so this pidfd
-     * names the CLI and not a recycled pid. */
-    int fd = sk_pidfd_open(c->pid);
-    if (fd >= 0) {
-        c->pidfd = malloc(sizeof *c->pidfd);
-        if (c->pidfd) {
-            c->pidfd->fd = fd;
-            uv_poll_init(sk_loop_uv(loop), &c->pidfd->poll, fd);
-            c->pidfd->poll.data = c;
-            uv_poll_start(&c->pidfd->poll, UV_READABLE, cli_on_gone);
-        } else {
-            close(fd);
-        }
-    }
     if (o->timeout_ms > 0)
         cli_timer_start(c, &c->timeout_timer, o->timeout_ms, cli_on_timeout);
     return c;
@@ -325,7 +293,6 @@ void ac_cli_free(ac_cli *c)
     sk_timer_close(&c->timeout_timer);
     sk_timer_close(&c->kill_timer);
     sk_timer_close(&c->drain_timer);
-    cli_pidfd_close(c);
     sk_proc_free(c->proc);
     sk_buf_free(&c->out.buf);
     sk_buf_free(&c->err.buf);
