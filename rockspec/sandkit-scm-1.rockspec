@@ -28,8 +28,8 @@ dependencies = {
 -- Linux: only the libraries are checked (Debian keeps curl's headers under
 -- the multiarch include directory, which the compiler searches by itself).
 -- macOS: the Homebrew packages libuv jansson libwebsockets protobuf-c
--- openssl@3 (libwebsockets' headers include OpenSSL's); curl is the
--- system's. Homebrew's prefix (/opt/homebrew on Apple silicon, /usr/local
+-- openssl@3 (libwebsockets' headers include OpenSSL's, and the core links
+-- libcrypto for SHA-256); curl is the system's. Homebrew's prefix (/opt/homebrew on Apple silicon, /usr/local
 -- on Intel) is given as e.g. LIBUV_DIR=$(brew --prefix libuv); see README.
 external_dependencies = {
   LIBUV = { library = "uv" },
@@ -37,12 +37,14 @@ external_dependencies = {
   JANSSON = { library = "jansson" },
   LIBWEBSOCKETS = { library = "websockets" },
   PROTOBUF_C = { library = "protobuf-c" },
+  OPENSSL = { library = "crypto" },
   platforms = {
     linux = {
       LIBUV = { header = "uv.h", library = "uv" },
       JANSSON = { header = "jansson.h", library = "jansson" },
       LIBWEBSOCKETS = { header = "libwebsockets.h", library = "websockets" },
       PROTOBUF_C = { header = "protobuf-c/protobuf-c.h", library = "protobuf-c" },
+      OPENSSL = { header = "openssl/evp.h", library = "crypto" },
     },
     macosx = {
       LIBUV = { header = "uv.h", library = "uv" },
@@ -50,7 +52,7 @@ external_dependencies = {
       JANSSON = { header = "jansson.h", library = "jansson" },
       LIBWEBSOCKETS = { header = "libwebsockets.h", library = "websockets" },
       PROTOBUF_C = { header = "protobuf-c/protobuf-c.h", library = "protobuf-c" },
-      OPENSSL = { header = "openssl/ssl.h" },
+      OPENSSL = { header = "openssl/evp.h", library = "crypto" },
     },
   },
 }
@@ -86,7 +88,6 @@ build = {
         "src/core/providers/apple_container/apple_container.c",
         "src/core/providers/apple_container/apple_container_cli.c",
         "src/core/providers/apple_container/apple_container_config.c",
-        "src/core/providers/apple_container/apple_container_sha256.c",
         "src/core/providers/apple_container/apple_container_shell.c",
         "src/core/providers/local/local.c",
         "src/core/providers/local/local_host.c",
@@ -113,13 +114,13 @@ build = {
       incdirs = {
         "src/core", "src/lua",
         "$(LIBUV_INCDIR)", "$(LIBCURL_INCDIR)", "$(JANSSON_INCDIR)",
-        "$(LIBWEBSOCKETS_INCDIR)", "$(PROTOBUF_C_INCDIR)",
+        "$(LIBWEBSOCKETS_INCDIR)", "$(PROTOBUF_C_INCDIR)", "$(OPENSSL_INCDIR)",
       },
       libdirs = {
         "$(LIBUV_LIBDIR)", "$(LIBCURL_LIBDIR)", "$(JANSSON_LIBDIR)",
-        "$(LIBWEBSOCKETS_LIBDIR)", "$(PROTOBUF_C_LIBDIR)",
+        "$(LIBWEBSOCKETS_LIBDIR)", "$(PROTOBUF_C_LIBDIR)", "$(OPENSSL_LIBDIR)",
       },
-      libraries = { "uv", "curl", "jansson", "websockets", "protobuf-c", "m" },
+      libraries = { "uv", "curl", "jansson", "websockets", "protobuf-c", "crypto", "m" },
     },
     ["sandkit.cli"] = "lua/sandkit/cli.lua",
     ["sandkit.cli_cp"] = "lua/sandkit/cli_cp.lua",
@@ -148,18 +149,4 @@ build = {
     bin = { sandkit = "bin/sandkit" },
   },
   copy_directories = { "docs" },
-  platforms = {
-    -- the same list plus OpenSSL's headers (Homebrew keeps them apart)
-    macosx = {
-      modules = {
-        ["sandkit.core"] = {
-          incdirs = {
-            "src/core", "src/lua",
-            "$(LIBUV_INCDIR)", "$(LIBCURL_INCDIR)", "$(JANSSON_INCDIR)",
-            "$(LIBWEBSOCKETS_INCDIR)", "$(PROTOBUF_C_INCDIR)", "$(OPENSSL_INCDIR)",
-          },
-        },
-      },
-    },
-  },
 }

@@ -45,7 +45,7 @@ for _, ROCKSPEC in ipairs({ SCM, RELEASE }) do
       assert.are.equal("sandkit", spec.package)
       assert.are.equal("builtin", spec.build.type)
       assert.is_table(core)
-      assert.are.same({ "uv", "curl", "jansson", "websockets", "protobuf-c", "m" }, core.libraries)
+      assert.are.same({ "uv", "curl", "jansson", "websockets", "protobuf-c", "crypto", "m" }, core.libraries)
       assert.is_truthy(set_of(core.defines)["_GNU_SOURCE"])
       assert.is_truthy(set_of(core.incdirs)["src/core"])
       assert.are.equal("bin/sandkit", spec.build.install.bin.sandkit)
@@ -98,7 +98,7 @@ end
 
 describe("the release rockspec", function()
   local scm, rel = load_rockspec(SCM), load_rockspec(RELEASE)
-  local LIBS = { "LIBUV", "LIBCURL", "JANSSON", "LIBWEBSOCKETS", "PROTOBUF_C" }
+  local LIBS = { "LIBUV", "LIBCURL", "JANSSON", "LIBWEBSOCKETS", "PROTOBUF_C", "OPENSSL" }
 
   it("builds the same modules as the development rockspec", function()
     assert.are.same(scm.build, rel.build)
@@ -125,14 +125,18 @@ describe("the release rockspec", function()
     for _, name in ipairs(LIBS) do
       assert.is_string(ext.platforms.macosx[name].header, "macosx: " .. name .. " has no header to find")
     end
-    -- every $(X_INCDIR) the macOS build uses is declared for it
-    local incdirs = rel.build.platforms.macosx.modules["sandkit.core"].incdirs
-    for _, d in ipairs(incdirs) do
-      local var = d:match("^%$%(([%w_]+)_INCDIR%)$")
-      if var then assert.is_table(ext.platforms.macosx[var] or ext[var], var) end
+    -- every $(X_INCDIR) and $(X_LIBDIR) the build uses is declared for both
+    local core = rel.build.modules["sandkit.core"]
+    for _, list in ipairs({ core.incdirs, core.libdirs }) do
+      for _, d in ipairs(list) do
+        local var = d:match("^%$%(([%w_]+)_INCDIR%)$") or d:match("^%$%(([%w_]+)_LIBDIR%)$")
+        if var then
+          for _, platform in ipairs({ "linux", "macosx" }) do
+            assert.is_table(ext.platforms[platform][var] or ext[var], platform .. ": " .. var)
+          end
+        end
+      end
     end
-    -- the macOS list extends the common one (luarocks merges by index)
-    for i, d in ipairs(rel.build.modules["sandkit.core"].incdirs) do assert.are.equal(d, incdirs[i]) end
   end)
 
   it("lists busted as a test dependency", function()

@@ -9,7 +9,6 @@
 #include <stdio.h> /* renameat, renameat2 */
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #if SK_HAVE_GETRANDOM
@@ -183,24 +182,6 @@ bool sk_has_posix_acl(const char *path)
     return getxattr(path, "system.posix_acl_access", NULL, 0) > 0;
 #else
     (void)path; /* macOS's getxattr differs, and bwrap (the only user) is Linux-only */
-    return false;
-#endif
-}
-
-bool sk_pidfd_peek_status(int pidfd, int *code, int *signal)
-{
-#if SK_HAVE_PIDFD && defined(P_PIDFD)
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    if (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0)
-        return false;
-    *code = si.si_code == CLD_EXITED ? si.si_status : 0;
-    *signal = si.si_code == CLD_EXITED ? 0 : si.si_status;
-    return true;
-#else
-    (void)pidfd;
-    (void)code;
-    (void)signal;
     return false;
 #endif
 }

@@ -257,10 +257,6 @@ void sk_pipe_grow(int fd, int bytes);
  * without pidfds): the caller then relies on SIGCHLD. */
 int sk_pidfd_open(pid_t pid);
 
-/* The exit status behind a pidfd, without reaping the child: true and
- * *code / *signal (one of them 0) when it has exited and is not reaped. */
-bool sk_pidfd_peek_status(int pidfd, int *code, int *signal);
-
 /* The calling thread joins a new, empty session keyring (Linux keyrings);
  * 0, or an errno. Where there are no keyrings there is none to leak: 0. */
 int sk_join_new_session_keyring(void);

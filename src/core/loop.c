@@ -122,3 +122,34 @@ void sk_loop_free(sk_loop *loop)
 }
 
 double sk_now_ms(void) { return (double)uv_hrtime() / 1e6; }
+
+/* ---- one-shot timers on the heap ---------------------------------------- */
+
+static void loop_timer_closed(uv_handle_t *h) { free(h); }
+
+uv_timer_t *sk_timer_new(sk_loop *loop, void *data)
+{
+    uv_timer_t *t = malloc(sizeof *t);
+    if (!t)
+        return NULL;
+    uv_timer_init(sk_loop_uv(loop), t);
+    t->data = data;
+    return t;
+}
+
+int sk_timer_start(sk_loop *loop, uv_timer_t **t, void *data, uint64_t ms, uv_timer_cb cb)
+{
+    if (!*t && !(*t = sk_timer_new(loop, data)))
+        return -1;
+    (*t)->data = data;
+    uv_timer_start(*t, cb, ms, 0);
+    return 0;
+}
+
+void sk_timer_close(uv_timer_t **t)
+{
+    if (*t) {
+        uv_close((uv_handle_t *)*t, loop_timer_closed);
+        *t = NULL;
+    }
+}

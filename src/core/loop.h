@@ -5,6 +5,7 @@
 #define SK_LOOP_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <uv.h>
 
 typedef struct sk_loop sk_loop;
@@ -51,6 +52,16 @@ int sk_loop_turn(sk_loop *loop, int timeout_ms);
  * SK_LOOP_SCRATCH bytes); shared by every reader on the loop. NULL on OOM. */
 enum { SK_LOOP_SCRATCH = 1024 * 1024 };
 char *sk_loop_scratch(sk_loop *loop);
+
+/* Timers owned through a pointer that is NULL while there is none.
+ * sk_timer_new allocates and initialises one (not started; NULL on OOM).
+ * sk_timer_start allocates *t on first use, sets its data and (re)starts it
+ * to fire once after ms; -1 when it cannot be allocated (nothing started).
+ * sk_timer_close closes *t (freed once libuv is done with it) and sets it
+ * to NULL; no callback runs after it. */
+uv_timer_t *sk_timer_new(sk_loop *loop, void *data);
+int sk_timer_start(sk_loop *loop, uv_timer_t **t, void *data, uint64_t ms, uv_timer_cb cb);
+void sk_timer_close(uv_timer_t **t);
 
 /* Monotonic milliseconds (uv_hrtime based). */
 double sk_now_ms(void);

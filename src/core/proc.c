@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -192,6 +193,8 @@ static bool proc_reap(sk_proc *p)
     }
     p->exited = true;
     proc_close((uv_handle_t *)&p->exit_watch);
+    if (!p->freed && p->cb && p->cb->reaped)
+        p->cb->reaped(p, p->exit_status, p->term_signal, p->ud);
     proc_maybe_finish(p);
     return true;
 }
@@ -551,6 +554,56 @@ fail:
     proc_close_fds(err, 2);
     free(p);
     return NULL;
+}
+
+/* Whether env has a key equal to the name before entry's '='. */
+static bool envp_overridden(const json_t *env, const char *entry)
+{
+    size_t len = strcspn(entry, "=");
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)env, k, v) {
+        if (strncmp(k, entry, len) == 0 && k[len] == '\0')
+            return true;
+    }
+    return false;
+}
+
+char **sk_envp_new(const char *const *base, const json_t *env)
+{
+    size_t n = 0;
+    while (base[n])
+        n++;
+    char **envp = calloc(n + json_object_size(env) + 1, sizeof *envp);
+    if (!envp)
+        return NULL;
+    size_t i = 0;
+    for (const char *const *e = base; *e; e++) {
+        if (envp_overridden(env, *e))
+            continue;
+        if (!(envp[i++] = strdup(*e)))
+            goto fail;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)env, k, v) {
+        if (asprintf(&envp[i], "%s=%s", k, json_is_string(v) ? json_string_value(v) : "") < 0) {
+            envp[i] = NULL;
+            goto fail;
+        }
+        i++;
+    }
+    return envp;
+fail:
+    sk_envp_free(envp);
+    return NULL;
+}
+
+void sk_envp_free(char **envp)
+{
+    for (char **p = envp; p && *p; p++)
+        free(*p);
+    free(envp);
 }
 
 int sk_proc_pid(const sk_proc *p) { return p->pid; }

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <jansson.h>
 #include "cgroup.h"
 #include "loop.h"
 
@@ -44,11 +45,22 @@ typedef struct sk_proc_callbacks {
     void (*output)(sk_proc *p, int stream /* 1, 2 */, const char *data, size_t len, void *ud);
     /* term_signal != 0 when killed by a signal. */
     void (*exit)(sk_proc *p, int64_t exit_status, int term_signal, void *ud);
+    /* Optional: the child itself has exited and is reaped (watched through
+     * a pidfd, or SIGCHLD without one), with the status exit will carry.
+     * Runs once, before exit, which may come much later when something
+     * else holds the pipes; may run from inside sk_proc_spawn. */
+    void (*reaped)(sk_proc *p, int64_t exit_status, int term_signal, void *ud);
     /* Optional: where to read the next output of a stream (at most *len
      * bytes; set *len). NULL uses a buffer shared by the loop. Lets a
      * capturing owner receive output in place, without a copy. */
     char *(*buffer)(sk_proc *p, int stream, size_t *len, void *ud);
 } sk_proc_callbacks;
+
+/* An environment for sk_proc_opts.envp: each "K=V" of base (NULL-terminated)
+ * whose K env does not set, then env's entries as "K=V" (a value that is not
+ * a string is empty). Everything is copied. NULL on OOM; sk_envp_free. */
+char **sk_envp_new(const char *const *base, const json_t *env);
+void sk_envp_free(char **envp);
 
 /* Returns NULL and sets *uv_err (a libuv error code, e.g. UV_ENOENT) when the
  * child cannot be started. */

@@ -29,11 +29,11 @@ const int sk_provider_count = (int)(sizeof sk_providers / sizeof sk_providers[0]
 /* Grace between SIGTERM and SIGKILL for a timed-out process group. */
 enum { SANDBOX_KILL_GRACE_MS = 1000 };
 
-typedef struct sk_waiter {
+struct sk_waiter {
     sk_lifecycle_cb cb;
     void *ud;
     struct sk_waiter *next;
-} sk_waiter;
+};
 
 const sk_provider *sk_provider_find(const char *id)
 {
@@ -108,19 +108,28 @@ fail:
     return NULL;
 }
 
+char *sk_base36(unsigned long long v, char out[SK_BASE36_MAX])
+{
+    static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+    char tmp[SK_BASE36_MAX];
+    int n = 0;
+    do {
+        tmp[n++] = digits[v % 36];
+        v /= 36;
+    } while (v);
+    for (int i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    out[n] = '\0';
+    return out;
+}
+
 char *sk_sandbox_default_id(const char *prefix)
 {
     /* upstream: <prefix>-sandbox-<base36 ms>-<6 random base36 chars> */
-    static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
     struct timeval tv;
     gettimeofday(&tv, NULL);
-    unsigned long long ms = (unsigned long long)tv.tv_sec * 1000ULL + (unsigned long long)tv.tv_usec / 1000ULL;
-    char stamp[16], *t = stamp + sizeof stamp;
-    *--t = '\0';
-    do {
-        *--t = digits[ms % 36];
-        ms /= 36;
-    } while (ms);
+    char stamp[SK_BASE36_MAX], digit[SK_BASE36_MAX];
+    sk_base36((unsigned long long)tv.tv_sec * 1000ULL + (unsigned long long)tv.tv_usec / 1000ULL, stamp);
     unsigned char bytes[6];
     if (sk_random_bytes(bytes, sizeof bytes) != 0) {
         /* no entropy yet (early boot): unique enough with the time */
@@ -129,17 +138,17 @@ char *sk_sandbox_default_id(const char *prefix)
     }
     char rnd[7];
     for (size_t i = 0; i < sizeof bytes; i++)
-        rnd[i] = digits[bytes[i] % 36];
+        rnd[i] = sk_base36(bytes[i] % 36, digit)[0];
     rnd[6] = '\0';
     char *id = NULL;
-    if (asprintf(&id, "%s-sandbox-%s-%s", prefix, t, rnd) < 0)
+    if (asprintf(&id, "%s-sandbox-%s-%s", prefix, stamp, rnd) < 0)
         return NULL;
     return id;
 }
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
-static int sandbox_wait(sk_waiter **list, sk_lifecycle_cb cb, void *ud)
+int sk_waiters_add(sk_waiter **list, sk_lifecycle_cb cb, void *ud)
 {
     sk_waiter *w = malloc(sizeof *w);
     if (!w)
@@ -153,16 +162,39 @@ static int sandbox_wait(sk_waiter **list, sk_lifecycle_cb cb, void *ud)
     return 0;
 }
 
-static void sandbox_notify(sk_sandbox *sb, sk_waiter **list, const sk_error *err)
+void sk_waiters_remove(sk_waiter **list, void *ud)
+{
+    for (sk_waiter **pp = list; *pp; pp = &(*pp)->next) {
+        if ((*pp)->ud == ud) {
+            sk_waiter *w = *pp;
+            *pp = w->next;
+            free(w);
+            return;
+        }
+    }
+}
+
+void sk_waiters_notify(sk_sandbox *sb, sk_waiter **list, const sk_error *err)
 {
     sk_waiter *w = *list;
     *list = NULL;
     while (w) {
         sk_waiter *next = w->next;
-        if (w->cb)
-            w->cb(sb, err, w->ud);
+        sk_lifecycle_cb cb = w->cb;
+        void *ud = w->ud;
         free(w);
+        if (cb)
+            cb(sb, err, ud);
         w = next;
+    }
+}
+
+void sk_waiters_free(sk_waiter **list)
+{
+    while (*list) {
+        sk_waiter *w = *list;
+        *list = w->next;
+        free(w);
     }
 }
 
@@ -197,14 +229,14 @@ static void sandbox_run_queued(sk_sandbox *sb)
 static void sandbox_on_started(sk_sandbox *sb, sk_error *err)
 {
     sb->status = err ? SK_ERROR : SK_RUNNING;
-    sandbox_notify(sb, &sb->start_waiters, err);
+    sk_waiters_notify(sb, &sb->start_waiters, err);
     sk_error_free(err);
     if (sb->stop_waiters && sb->status == SK_RUNNING)
         sandbox_begin_stop(sb);
     else if (sb->stop_waiters) {
         /* a start that failed leaves nothing to stop */
         sb->status = SK_STOPPED;
-        sandbox_notify(sb, &sb->stop_waiters, NULL);
+        sk_waiters_notify(sb, &sb->stop_waiters, NULL);
     }
     sandbox_run_queued(sb);
 }
@@ -230,7 +262,7 @@ void sk_sandbox_start(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
     default:
         break;
     }
-    if (sandbox_wait(&sb->start_waiters, cb, ud) != 0) {
+    if (sk_waiters_add(&sb->start_waiters, cb, ud) != 0) {
         sandbox_fail_now(sb, cb, ud, sandbox_oom());
         return;
     }
@@ -242,7 +274,7 @@ void sk_sandbox_start(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
 static void sandbox_on_stopped(sk_sandbox *sb, sk_error *err)
 {
     sb->status = err ? SK_ERROR : SK_STOPPED; /* upstream: a failed stop is an error */
-    sandbox_notify(sb, &sb->stop_waiters, err);
+    sk_waiters_notify(sb, &sb->stop_waiters, err);
     sk_error_free(err);
     sandbox_run_queued(sb);
 }
@@ -264,7 +296,7 @@ void sk_sandbox_stop(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
             cb(sb, NULL, ud);
         return;
     }
-    if (sandbox_wait(&sb->stop_waiters, cb, ud) != 0) {
+    if (sk_waiters_add(&sb->stop_waiters, cb, ud) != 0) {
         sandbox_fail_now(sb, cb, ud, sandbox_oom());
         return;
     }
@@ -300,22 +332,22 @@ static void sandbox_on_destroyed(sk_sandbox *sb, sk_error *err)
         /* upstream: a failed destroy leaves the sandbox in error; it may be
          * destroyed again, and queued starts or stops proceed */
         sb->status = SK_ERROR;
-        sandbox_notify(sb, &sb->destroy_waiters, err);
+        sk_waiters_notify(sb, &sb->destroy_waiters, err);
         sk_error_free(err);
         if (sb->stop_waiters) {
             sb->status = SK_STOPPED;
-            sandbox_notify(sb, &sb->stop_waiters, NULL);
+            sk_waiters_notify(sb, &sb->stop_waiters, NULL);
         }
         sandbox_run_queued(sb);
         return;
     }
     sb->status = SK_DESTROYED;
     sandbox_forget_processes(sb);
-    sandbox_notify(sb, &sb->destroy_waiters, err);
+    sk_waiters_notify(sb, &sb->destroy_waiters, err);
     /* anyone still waiting for a stop or start learns the outcome */
-    sandbox_notify(sb, &sb->stop_waiters, NULL);
+    sk_waiters_notify(sb, &sb->stop_waiters, NULL);
     sk_error *gone = sk_error_new("SandboxNotReadyError", NULL, "Cannot start a destroyed sandbox");
-    sandbox_notify(sb, &sb->start_waiters, gone);
+    sk_waiters_notify(sb, &sb->start_waiters, gone);
     sk_error_free(gone);
     sk_error_free(err);
 }
@@ -339,7 +371,7 @@ void sk_sandbox_destroy(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
             cb(sb, NULL, ud);
         return;
     }
-    if (sandbox_wait(&sb->destroy_waiters, cb, ud) != 0) {
+    if (sk_waiters_add(&sb->destroy_waiters, cb, ud) != 0) {
         sandbox_fail_now(sb, cb, ud, sandbox_oom());
         return;
     }
@@ -350,7 +382,7 @@ void sk_sandbox_destroy(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
 
 static void sandbox_on_refreshed(sk_sandbox *sb, sk_error *err)
 {
-    sandbox_notify(sb, &sb->refresh_waiters, err);
+    sk_waiters_notify(sb, &sb->refresh_waiters, err);
     sk_error_free(err);
 }
 
@@ -362,7 +394,7 @@ void sk_sandbox_refresh(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
         return;
     }
     bool first = !sb->refresh_waiters;
-    if (sandbox_wait(&sb->refresh_waiters, cb, ud) != 0) {
+    if (sk_waiters_add(&sb->refresh_waiters, cb, ud) != 0) {
         sandbox_fail_now(sb, cb, ud, sandbox_oom());
         return;
     }
@@ -371,16 +403,6 @@ void sk_sandbox_refresh(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
 }
 
 /* ---- processes ---------------------------------------------------------- */
-
-static void process_timer_closed(uv_handle_t *h) { free(h); }
-
-static void process_stop_timer(sk_process *p)
-{
-    if (p->timer) {
-        uv_close((uv_handle_t *)p->timer, process_timer_closed);
-        p->timer = NULL;
-    }
-}
 
 static void process_on_timer(uv_timer_t *t)
 {
@@ -411,7 +433,7 @@ static void process_unlink(sk_process *p)
 
 static void process_free(sk_process *p)
 {
-    process_stop_timer(p);
+    sk_timer_close(&p->timer);
     if (p->impl && p->sb && p->sb->provider->release)
         p->sb->provider->release(p);
     free(p->command);
@@ -481,12 +503,7 @@ sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracke
     p->next = sb->procs;
     sb->procs = p;
     if (o->timeout_ms > 0 && !sb->provider->handles_timeout && !p->exited) {
-        p->timer = malloc(sizeof *p->timer);
-        if (p->timer) {
-            uv_timer_init(sk_loop_uv(sb->loop), p->timer);
-            p->timer->data = p;
-            uv_timer_start(p->timer, process_on_timer, (uint64_t)o->timeout_ms, 0);
-        }
+        (void)sk_timer_start(sb->loop, &p->timer, p, (uint64_t)o->timeout_ms, process_on_timer);
     }
     return p;
 }
@@ -576,7 +593,7 @@ void sk_process_finish(sk_process *p, const sk_result *r, sk_error *err)
         return;
     }
     p->exited = true;
-    process_stop_timer(p);
+    sk_timer_close(&p->timer);
     if (r)
         p->result = *r;
     else
@@ -701,7 +718,7 @@ void sk_sandbox_free(sk_sandbox *sb)
             sb->provider->kill(p, SIGKILL);
         if (p->impl && sb->provider->release)
             sb->provider->release(p);
-        process_stop_timer(p);
+        sk_timer_close(&p->timer);
         p->sb = NULL;
         p->ev = NULL;
         p->exited = true;
@@ -711,10 +728,10 @@ void sk_sandbox_free(sk_sandbox *sb)
     }
     /* Waiters own their callback data: settle them rather than drop them. */
     sk_error *closed = sk_error_new("SandboxNotReadyError", NULL, "The sandbox was closed");
-    sandbox_notify(sb, &sb->start_waiters, closed);
-    sandbox_notify(sb, &sb->stop_waiters, closed);
-    sandbox_notify(sb, &sb->destroy_waiters, closed);
-    sandbox_notify(sb, &sb->refresh_waiters, closed);
+    sk_waiters_notify(sb, &sb->start_waiters, closed);
+    sk_waiters_notify(sb, &sb->stop_waiters, closed);
+    sk_waiters_notify(sb, &sb->destroy_waiters, closed);
+    sk_waiters_notify(sb, &sb->refresh_waiters, closed);
     sk_error_free(closed);
     if (sb->provider->free)
         sb->provider->free(sb);

@@ -154,12 +154,26 @@ struct sk_sandbox {
 
 typedef void (*sk_lifecycle_cb)(sk_sandbox *sb, const sk_error *err, void *ud);
 
+/* Callbacks waiting for one operation in flight (a lifecycle step, a
+ * provider's shared request). sk_waiters_notify calls each once, in the
+ * order added, with (sb, err, ud); it takes the list first, so a waiter may
+ * join a new round of the same operation. */
+typedef struct sk_waiter sk_waiter;
+int sk_waiters_add(sk_waiter **list, sk_lifecycle_cb cb, void *ud); /* -1 on OOM */
+void sk_waiters_remove(sk_waiter **list, void *ud);                  /* the first with ud */
+void sk_waiters_notify(sk_sandbox *sb, sk_waiter **list, const sk_error *err);
+void sk_waiters_free(sk_waiter **list);                              /* nobody is called */
+
 /* Creates the sandbox object (no I/O). options: JSON object; "id", "name"
  * and "env" are read here, the rest by the provider. */
 sk_sandbox *sk_sandbox_new(sk_loop *loop, const sk_provider *provider, const json_t *options, sk_error **err);
 void sk_sandbox_free(sk_sandbox *sb);
 /* "<prefix>-sandbox-<base36 ms>-<6 random chars>" (upstream's default ids). */
 char *sk_sandbox_default_id(const char *prefix);
+/* v in base 36 as upstream's ids write it (0-9 then a-z, most significant
+ * first, "0" for 0) into out; returns out. */
+enum { SK_BASE36_MAX = 14 }; /* 2^64 - 1 has 13 digits */
+char *sk_base36(unsigned long long v, char out[SK_BASE36_MAX]);
 
 void sk_sandbox_start(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud);
 void sk_sandbox_stop(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud);

@@ -351,21 +351,13 @@ typedef struct core_timer {
     skl_target target;
 } core_timer;
 
-static void core_timer_closed(uv_handle_t *h) { free(h); }
-
 static void core_timer_fired(uv_timer_t *h)
 {
     skl_target *t = h->data;
     skl_queue(t->st, SKL_EV_TIMER, t->token, 0, NULL, 0, NULL, NULL);
 }
 
-static void core_timer_close(core_timer *t)
-{
-    if (t->handle) {
-        uv_close((uv_handle_t *)t->handle, core_timer_closed);
-        t->handle = NULL;
-    }
-}
+static void core_timer_close(core_timer *t) { sk_timer_close(&t->handle); }
 
 /* timer(ms, token) -> Timer; fires once with ("timer") for token. */
 static int core_timer_new(lua_State *L)
@@ -377,14 +369,10 @@ static int core_timer_new(lua_State *L)
     core_timer *t = lua_newuserdatauv(L, sizeof *t, 0);
     t->handle = NULL;
     luaL_setmetatable(L, SKL_TIMER_NAME);
-    t->handle = malloc(sizeof *t->handle);
-    if (!t->handle)
-        return luaL_error(L, "out of memory");
     t->target.st = st;
     t->target.token = token;
-    uv_timer_init(sk_loop_uv(st->loop), t->handle);
-    t->handle->data = &t->target;
-    uv_timer_start(t->handle, core_timer_fired, (uint64_t)ceil(ms), 0);
+    if (sk_timer_start(st->loop, &t->handle, &t->target, (uint64_t)ceil(ms), core_timer_fired) != 0)
+        return luaL_error(L, "out of memory");
     return 1;
 }
 

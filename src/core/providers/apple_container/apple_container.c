@@ -236,14 +236,11 @@ static void op_cli_exit(ac_cli *c, const ac_cli_result *r, void *ud)
 
 static const ac_cli_callbacks op_cli_callbacks = { NULL, op_cli_exit };
 
-static void op_delay_closed(uv_handle_t *h) { free(h); }
-
 static void op_free(ac_op *op)
 {
     if (op->cli)
         ac_cli_free(op->cli);
-    if (op->delay)
-        uv_close((uv_handle_t *)op->delay, op_delay_closed);
+    sk_timer_close(&op->delay);
     ac_strv_free(&op->argv);
     sk_error_free(op->pending);
     free(op->action);
@@ -423,16 +420,8 @@ static void ready_on_exec(ac_op *op, const ac_cli_result *r)
         ready_give_up(op);
         return;
     }
-    if (!op->delay) {
-        op->delay = malloc(sizeof *op->delay);
-        if (!op->delay) {
-            op_end(op, ac_oom());
-            return;
-        }
-        uv_timer_init(sk_loop_uv(op->sb->loop), op->delay);
-        op->delay->data = op;
-    }
-    uv_timer_start(op->delay, ready_on_delay, AC_READY_DELAY_MS, 0);
+    if (sk_timer_start(op->sb->loop, &op->delay, op, AC_READY_DELAY_MS, ready_on_delay) != 0)
+        op_end(op, ac_oom());
 }
 
 /* ---- the steps ---------------------------------------------------------------- */

@@ -4,9 +4,9 @@
  * pipes reached EOF. After a kill that is not enough: processes started
  * through the CLI (the emulated CLI hands its pipes to them; a command's
  * background children could too) may hold the pipes long after the CLI is
- * gone. So the CLI's own exit is watched through a pidfd, and once a killed
- * CLI has exited its output gets a short drain and the call finishes, the
- * way upstream's runner settles when the CLI's pipes close. */
+ * gone. So the CLI's own exit is watched (proc.c's reaped callback), and
+ * once a killed CLI has exited its output gets a short drain and the call
+ * finishes, the way upstream's runner settles when the CLI's pipes close. */
 #include "apple_container_cli.h"
 
 #include <errno.h>
@@ -27,11 +27,6 @@ enum {
     CLI_DEFAULT_RETAIN = 1 << 20, /* upstream's ProcessHandle default */
 };
 
-typedef struct cli_pidfd {
-    uv_poll_t poll;
-    int fd;
-} cli_pidfd;
-
 typedef struct cli_stream {
     sk_buf buf;
     size_t dropped;
@@ -45,9 +40,8 @@ struct ac_cli {
     const ac_cli_callbacks *cb;
     void *ud;
     uv_timer_t *timeout_timer, *kill_timer, *drain_timer;
-    cli_pidfd *pidfd;
-    bool killed, timed_out, gone, finished;
-    bool gone_known;     /* the status of a gone CLI could be read */
+    bool killed, timed_out, finished;
+    bool gone; /* the CLI has exited (reaped), with this status */
     int gone_code, gone_signal;
     bool retain;
     size_t max;
@@ -55,42 +49,11 @@ struct ac_cli {
     double start_ms;
 };
 
-static void cli_handle_freed(uv_handle_t *h) { free(h); }
-
-static void cli_timer_close(uv_timer_t **t)
-{
-    if (*t) {
-        uv_close((uv_handle_t *)*t, cli_handle_freed);
-        *t = NULL;
-    }
-}
-
-static void cli_pidfd_closed(uv_handle_t *h)
-{
-    cli_pidfd *p = h->data;
-    close(p->fd);
-    free(p);
-}
-
-static void cli_pidfd_close(ac_cli *c)
-{
-    if (c->pidfd) {
-        c->pidfd->poll.data = c->pidfd;
-        uv_close((uv_handle_t *)&c->pidfd->poll, cli_pidfd_closed);
-        c->pidfd = NULL;
-    }
-}
-
+/* Armed once: a later start keeps the first deadline. */
 static void cli_timer_start(ac_cli *c, uv_timer_t **t, double ms, uv_timer_cb fn)
 {
-    if (*t)
-        return;
-    *t = malloc(sizeof **t);
     if (!*t)
-        return;
-    uv_timer_init(sk_loop_uv(c->loop), *t);
-    (*t)->data = c;
-    uv_timer_start(*t, fn, (uint64_t)ms, 0);
+        (void)sk_timer_start(c->loop, t, c, (uint64_t)ms, fn);
 }
 
 /* ---- output retention ---------------------------------------------------- */
@@ -125,13 +88,12 @@ static void cli_finish(ac_cli *c, int code, int sig, bool known)
     if (c->finished)
         return;
     c->finished = true;
-    cli_timer_close(&c->timeout_timer);
-    cli_timer_close(&c->kill_timer);
-    cli_timer_close(&c->drain_timer);
-    cli_pidfd_close(c);
+    sk_timer_close(&c->timeout_timer);
+    sk_timer_close(&c->kill_timer);
+    sk_timer_close(&c->drain_timer);
     if (!known) {
-        code = c->gone_known ? c->gone_code : 0;
-        sig = c->gone_known ? c->gone_signal : SIGKILL;
+        code = c->gone ? c->gone_code : 0;
+        sig = c->gone ? c->gone_signal : SIGKILL;
     }
     ac_cli_result r = { 0 };
     /* upstream: code ?? (killed ? 137 : 1) -- a signal death has no code */
@@ -176,22 +138,26 @@ static void cli_on_exit(sk_proc *p, int64_t status, int term_signal, void *ud)
     cli_finish(ud, (int)status, term_signal, true);
 }
 
-static const sk_proc_callbacks cli_proc_callbacks = { .output = cli_on_output, .exit = cli_on_exit };
-
 static void cli_on_drained(uv_timer_t *t) { cli_finish(t->data, 0, 0, false); }
 
-static void cli_on_gone(uv_poll_t *h, int status, int events)
+static void cli_on_reaped(sk_proc *p, int64_t status, int term_signal, void *ud)
 {
-    (void)status;
-    (void)events;
-    ac_cli *c = h->data;
-    /* Best effort: the status, if proc.c has not reaped the CLI yet. */
-    c->gone_known = sk_pidfd_peek_status(c->pidfd->fd, &c->gone_code, &c->gone_signal);
+    (void)p;
+    ac_cli *c = ud;
+    if (c->finished)
+        return;
     c->gone = true;
-    cli_pidfd_close(c);
+    c->gone_code = (int)status;
+    c->gone_signal = term_signal;
     if (c->killed)
         cli_timer_start(c, &c->drain_timer, CLI_DRAIN_MS, cli_on_drained);
 }
+
+static const sk_proc_callbacks cli_proc_callbacks = {
+    .output = cli_on_output,
+    .exit = cli_on_exit,
+    .reaped = cli_on_reaped,
+};
 
 static void cli_on_kill_grace(uv_timer_t *t)
 {
@@ -199,7 +165,8 @@ static void cli_on_kill_grace(uv_timer_t *t)
     if (c->finished)
         return;
     sk_proc_kill(c->proc, SIGKILL);
-    /* without a pidfd this is how a killed CLI whose pipes stay open ends */
+    /* a killed CLI whose pipes stay open ends within the drain, whether or
+     * not its exit is seen first */
     cli_timer_start(c, &c->drain_timer, CLI_DRAIN_MS, cli_on_drained);
 }
 
@@ -211,52 +178,6 @@ static void cli_on_timeout(uv_timer_t *t)
 }
 
 /* ---- the child ------------------------------------------------------------ */
-
-static void cli_free_envp(char **envp)
-{
-    for (char **p = envp; p && *p; p++)
-        free(*p);
-    free(envp);
-}
-
-/* Our environment with env's entries set (values only ever live here). */
-static char **cli_envp(const json_t *env)
-{
-    char **host_env = sk_environ();
-    size_t n = 0;
-    for (char **e = host_env; *e; e++)
-        n++;
-    char **envp = calloc(n + json_object_size(env) + 1, sizeof *envp);
-    if (!envp)
-        return NULL;
-    size_t i = 0;
-    for (char **e = host_env; *e; e++) {
-        const char *eq = strchr(*e, '=');
-        size_t klen = eq ? (size_t)(eq - *e) : strlen(*e);
-        char key[256];
-        if (klen < sizeof key) {
-            memcpy(key, *e, klen);
-            key[klen] = '\0';
-            if (json_object_get(env, key))
-                continue;
-        }
-        if (!(envp[i++] = strdup(*e)))
-            goto fail;
-    }
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)env, k, v) {
-        if (asprintf(&envp[i], "%s=%s", k, json_is_string(v) ? json_string_value(v) : "") < 0) {
-            envp[i] = NULL;
-            goto fail;
-        }
-        i++;
-    }
-    return envp;
-fail:
-    cli_free_envp(envp);
-    return NULL;
-}
 
 /* 0 when file can be executed (a path, or a name found on PATH), else a uv
  * error. Checked before spawning so a missing CLI is reported the same way
@@ -296,7 +217,8 @@ ac_cli *ac_cli_run(sk_loop *loop, const ac_cli_opts *o, const ac_cli_callbacks *
     while (o->argv[argc])
         argc++;
     char **argv = calloc(argc + 2, sizeof *argv);
-    char **envp = o->env && json_object_size(o->env) ? cli_envp(o->env) : NULL;
+    /* our environment with env's entries set (values only ever live here) */
+    char **envp = o->env && json_object_size(o->env) ? sk_envp_new((const char *const *)sk_environ(), o->env) : NULL;
     if (!c || !argv || (o->env && json_object_size(o->env) && !envp)) {
         *uv_err = UV_ENOMEM;
         goto fail;
@@ -324,29 +246,15 @@ ac_cli *ac_cli_run(sk_loop *loop, const ac_cli_opts *o, const ac_cli_callbacks *
         goto fail;
     c->pid = sk_proc_pid(c->proc);
     free(argv);
-    cli_free_envp(envp);
+    sk_envp_free(envp);
     argv = NULL;
     envp = NULL;
-    /* The child cannot be reaped before the loop runs again, so this pidfd
-     * names the CLI and not a recycled pid. */
-    int fd = sk_pidfd_open(c->pid);
-    if (fd >= 0) {
-        c->pidfd = malloc(sizeof *c->pidfd);
-        if (c->pidfd) {
-            c->pidfd->fd = fd;
-            uv_poll_init(sk_loop_uv(loop), &c->pidfd->poll, fd);
-            c->pidfd->poll.data = c;
-            uv_poll_start(&c->pidfd->poll, UV_READABLE, cli_on_gone);
-        } else {
-            close(fd);
-        }
-    }
     if (o->timeout_ms > 0)
         cli_timer_start(c, &c->timeout_timer, o->timeout_ms, cli_on_timeout);
     return c;
 fail:
     free(argv);
-    cli_free_envp(envp);
+    sk_envp_free(envp);
     free(c);
     return NULL;
 }
@@ -382,10 +290,9 @@ void ac_cli_free(ac_cli *c)
         return;
     c->finished = true;
     c->cb = NULL;
-    cli_timer_close(&c->timeout_timer);
-    cli_timer_close(&c->kill_timer);
-    cli_timer_close(&c->drain_timer);
-    cli_pidfd_close(c);
+    sk_timer_close(&c->timeout_timer);
+    sk_timer_close(&c->kill_timer);
+    sk_timer_close(&c->drain_timer);
     sk_proc_free(c->proc);
     sk_buf_free(&c->out.buf);
     sk_buf_free(&c->err.buf);

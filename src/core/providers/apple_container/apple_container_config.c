@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apple_container_sha256.h"
+#include <openssl/evp.h>
 
 /* ---- string vectors ----------------------------------------------------- */
 
@@ -413,13 +413,32 @@ bad:
     return -1;
 }
 
+/* libcrypto is in the process already (libcurl and libwebsockets use it). */
+int ac_config_sha256_hex(const void *data, size_t len, char hex[65])
+{
+    static const char digits[] = "0123456789abcdef";
+    unsigned char md[32];
+    unsigned int md_len = 0;
+    if (!EVP_Digest(data, len, md, &md_len, EVP_sha256(), NULL) || md_len != sizeof md)
+        return -1;
+    for (size_t i = 0; i < sizeof md; i++) {
+        hex[2 * i] = digits[md[i] >> 4];
+        hex[2 * i + 1] = digits[md[i] & 15];
+    }
+    hex[64] = '\0';
+    return 0;
+}
+
 static int config_hash(ac_config *c)
 {
     char *canon = ac_config_canonical(c);
     if (!canon)
         return -1;
     char hex[65];
-    ac_sha256_hex(canon, strlen(canon), hex);
+    if (ac_config_sha256_hex(canon, strlen(canon), hex) != 0) {
+        free(canon);
+        return -1;
+    }
     memcpy(c->hash, hex, 16);
     c->hash[16] = '\0';
     free(canon);

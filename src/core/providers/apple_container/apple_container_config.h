@@ -51,6 +51,9 @@ void ac_config_free(ac_config *c);
 
 /* The canonical string hashed for the config-hash label (malloc'd). */
 char *ac_config_canonical(const ac_config *c);
+/* Lowercase hex SHA-256 of data into hex (65 bytes with the NUL); -1 when
+ * libcrypto fails. */
+int ac_config_sha256_hex(const void *data, size_t len, char hex[65]);
 
 /* `[^A-Za-z0-9_.-]` -> '-', then a "c-" prefix unless it starts with an
  * alphanumeric character. malloc'd. */

@@ -543,6 +543,16 @@ static const sk_proc_callbacks local_proc_callbacks = {
     .buffer = local_capture_slot,
 };
 
+/* The host's "NAME=value" entry for name, or NULL (getenv's, whole). */
+static const char *local_host_entry(const char *name)
+{
+    size_t len = strlen(name);
+    for (char **e = sk_environ(); *e; e++)
+        if (strncmp(*e, name, len) == 0 && (*e)[len] == '=')
+            return *e;
+    return NULL;
+}
+
 /* PATH (the host's unless set), the inherit_env variables the host has,
  * then the sandbox env merged with the command's, which win over both. */
 static char **local_envp(sk_sandbox *sb, const json_t *per_command)
@@ -551,48 +561,29 @@ static char **local_envp(sk_sandbox *sb, const json_t *per_command)
     json_t *env = sk_sandbox_merged_env(sb, per_command);
     if (!env)
         return NULL;
-    size_t n = json_object_size(env), n_inherit = 0;
+    size_t n_inherit = 0;
     while (ls->inherit[n_inherit])
         n_inherit++;
-    char **envp = calloc(n + n_inherit + 2, sizeof *envp);
-    size_t i = 0;
-    if (!envp)
+    const char **base = calloc(n_inherit + 2, sizeof *base);
+    char **envp = NULL;
+    if (!base)
         goto done;
+    size_t i = 0;
     for (char **name = ls->inherit; *name; name++) {
-        const char *value = getenv(*name);
-        if (!value || json_object_get(env, *name) || strcmp(*name, "PATH") == 0)
+        const char *entry = local_host_entry(*name);
+        if (!entry || strcmp(*name, "PATH") == 0)
             continue;
         bool seen = false; /* a name listed twice is passed once */
         for (char **prev = ls->inherit; prev < name && !seen; prev++)
             seen = strcmp(*prev, *name) == 0;
-        if (seen)
-            continue;
-        if (asprintf(&envp[i], "%s=%s", *name, value) < 0) {
-            envp[i] = NULL;
-            goto fail;
-        }
-        i++;
+        if (!seen)
+            base[i++] = entry;
     }
-    const char *path = getenv("PATH");
-    if (!json_object_get(env, "PATH") &&
-        asprintf(&envp[i++], "PATH=%s", path ? path : "/usr/local/bin:/usr/bin:/bin") < 0) {
-        envp[--i] = NULL;
-        goto fail;
-    }
-    const char *k;
-    json_t *v;
-    json_object_foreach(env, k, v) {
-        if (asprintf(&envp[i], "%s=%s", k, json_is_string(v) ? json_string_value(v) : "") < 0) {
-            envp[i] = NULL;
-            goto fail;
-        }
-        i++;
-    }
-    goto done;
-fail:
-    local_free_list(envp);
-    envp = NULL;
+    const char *path = local_host_entry("PATH");
+    base[i] = path ? path : "PATH=/usr/local/bin:/usr/bin:/bin";
+    envp = sk_envp_new(base, env);
 done:
+    free(base);
     json_decref(env);
     return envp;
 }
@@ -879,7 +870,7 @@ done:
         free(a.v[i]);
     free(a.v);
     free(keep.fds);
-    local_free_list(envp);
+    sk_envp_free(envp);
     free(cwd);
     return rc;
 }

@@ -40,80 +40,6 @@ static void modal_set_str(char **dst, const char *src)
     *dst = src ? strdup(src) : NULL;
 }
 
-static int modal_waiter_add(modal_waiter **list, modal_wait_fn fn, void *ud)
-{
-    modal_waiter *w = malloc(sizeof *w);
-    if (!w)
-        return -1;
-    w->fn = fn;
-    w->ud = ud;
-    w->next = NULL;
-    while (*list)
-        list = &(*list)->next;
-    *list = w;
-    return 0;
-}
-
-void modal_waiter_remove(modal_waiter **list, void *ud)
-{
-    for (modal_waiter **pp = list; *pp; pp = &(*pp)->next) {
-        if ((*pp)->ud == ud) {
-            modal_waiter *w = *pp;
-            *pp = w->next;
-            free(w);
-            return;
-        }
-    }
-}
-
-static void modal_waiters_free(modal_waiter **list)
-{
-    while (*list) {
-        modal_waiter *w = *list;
-        *list = w->next;
-        free(w);
-    }
-}
-
-/* Calls every waiter once; the list is taken first, so a waiter may join a
- * new round of the same operation. */
-static void modal_notify(modal_waiter **list, const sk_error *err)
-{
-    modal_waiter *w = *list;
-    *list = NULL;
-    while (w) {
-        modal_waiter *next = w->next;
-        modal_wait_fn fn = w->fn;
-        void *ud = w->ud;
-        free(w);
-        fn(ud, err);
-        w = next;
-    }
-}
-
-static void modal_timer_closed(uv_handle_t *h) { free(h); }
-
-void modal_timer_close(uv_timer_t **t)
-{
-    if (*t) {
-        uv_close((uv_handle_t *)*t, modal_timer_closed);
-        *t = NULL;
-    }
-}
-
-int modal_timer_start(modal_sandbox *ms, uv_timer_t **t, void *data, uint64_t ms_delay, uv_timer_cb cb)
-{
-    if (!*t) {
-        *t = malloc(sizeof **t);
-        if (!*t)
-            return -1;
-        uv_timer_init(sk_loop_uv(ms->sb->loop), *t);
-    }
-    (*t)->data = data;
-    uv_timer_start(*t, cb, ms_delay, 0);
-    return 0;
-}
-
 /* upstream isSandboxDeadError, on a gRPC code and message */
 bool modal_dead(int code, const char *message)
 {
@@ -161,10 +87,10 @@ static void modal_drop_handle(modal_sandbox *ms)
         ms->ready.active = false;
         mc_call_cancel(ms->ready.call);
         ms->ready.call = NULL;
-        modal_timer_close(&ms->ready.timer);
+        sk_timer_close(&ms->ready.timer);
         sk_error *e = sk_error_new("ModalError", json_pack("{s:b}", "sandbox_dead", 1),
                                    "The sandbox was replaced");
-        modal_notify(&ms->ready.waiters, e);
+        sk_waiters_notify(ms->sb, &ms->ready.waiters, e);
         sk_error_free(e);
     }
 }
@@ -183,7 +109,7 @@ static void prov_finish(modal_sandbox *ms, sk_error *err)
     modal_set_str(&ms->prov.image_id, NULL);
     modal_set_str(&ms->prov.secret_id, NULL);
     modal_set_str(&ms->prov.last_entry_id, NULL);
-    modal_notify(&ms->prov.waiters, err);
+    sk_waiters_notify(ms->sb, &ms->prov.waiters, err);
     sk_error_free(err);
 }
 
@@ -457,11 +383,11 @@ static void prov_step(modal_sandbox *ms)
 }
 
 /* Joins the provisioning in flight, or starts one. */
-void modal_provision(modal_sandbox *ms, modal_wait_fn fn, void *ud)
+void modal_provision(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud)
 {
-    if (modal_waiter_add(&ms->prov.waiters, fn, ud) != 0) {
+    if (sk_waiters_add(&ms->prov.waiters, fn, ud) != 0) {
         sk_error *e = modal_oom();
-        fn(ud, e);
+        fn(ms->sb, e, ud);
         sk_error_free(e);
         return;
     }
@@ -473,7 +399,7 @@ void modal_provision(modal_sandbox *ms, modal_wait_fn fn, void *ud)
 }
 
 /* upstream retryOnDead: forget the dead handle and reconnect or create. */
-void modal_revive(modal_sandbox *ms, modal_wait_fn fn, void *ud)
+void modal_revive(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud)
 {
     if (!ms->prov.active && ms->sandbox_id) {
         sk_log(SK_LOG_DEBUG, "modal", "sandbox %s is gone; provisioning it again", ms->sb->id);
@@ -492,7 +418,7 @@ static void ready_finish(modal_sandbox *ms, sk_error *err)
 {
     ms->ready.active = false;
     ms->ready.call = NULL;
-    modal_notify(&ms->ready.waiters, err);
+    sk_waiters_notify(ms->sb, &ms->ready.waiters, err);
     sk_error_free(err);
 }
 
@@ -543,7 +469,7 @@ static void ready_on_reply(void *ud, const mc_reply *r)
                                               ms->sandbox_id));
                 return;
             }
-            if (modal_timer_start(ms, &ms->ready.timer, ms, MODAL_TASK_ID_DELAY_MS, ready_on_timer) != 0)
+            if (sk_timer_start(ms->sb->loop, &ms->ready.timer, ms, MODAL_TASK_ID_DELAY_MS, ready_on_timer) != 0)
                 ready_finish(ms, modal_oom());
             return;
         }
@@ -591,15 +517,15 @@ static void ready_step(modal_sandbox *ms)
 }
 
 /* Calls fn at once when the router is known, else once the lookup ends. */
-void modal_ready(modal_sandbox *ms, modal_wait_fn fn, void *ud)
+void modal_ready(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud)
 {
     if (ms->router) {
-        fn(ud, NULL);
+        fn(ms->sb, NULL, ud);
         return;
     }
-    if (modal_waiter_add(&ms->ready.waiters, fn, ud) != 0) {
+    if (sk_waiters_add(&ms->ready.waiters, fn, ud) != 0) {
         sk_error *e = modal_oom();
-        fn(ud, e);
+        fn(ms->sb, e, ud);
         sk_error_free(e);
         return;
     }
@@ -621,9 +547,9 @@ static void modal_free(sk_sandbox *sb)
     mc_call_cancel(ms->prov.call);
     mc_call_cancel(ms->ready.call);
     mc_call_cancel(ms->down.call);
-    modal_timer_close(&ms->ready.timer);
-    modal_waiters_free(&ms->prov.waiters);
-    modal_waiters_free(&ms->ready.waiters);
+    sk_timer_close(&ms->ready.timer);
+    sk_waiters_free(&ms->prov.waiters);
+    sk_waiters_free(&ms->ready.waiters);
     if (ms->router)
         mc_router_unref(ms->router);
     mc_client_free(ms->client);
@@ -744,9 +670,9 @@ static char *modal_instructions(sk_sandbox *sb)
 
 /* ---- lifecycle ---------------------------------------------------------------------- */
 
-static void modal_on_started(void *ud, const sk_error *err)
+static void modal_on_started(sk_sandbox *sb, const sk_error *err, void *ud)
 {
-    sk_sandbox *sb = ud;
+    (void)ud;
     modal_sandbox *ms = sb->impl;
     sk_provider_done done = ms->start_done;
     ms->start_done = NULL;
@@ -761,7 +687,7 @@ static void modal_start(sk_sandbox *sb, sk_provider_done done)
         return;
     }
     ms->start_done = done;
-    modal_provision(ms, modal_on_started, sb);
+    modal_provision(ms, modal_on_started, NULL);
 }
 
 enum { DOWN_SETTLE, DOWN_READY, DOWN_SNAPSHOT, DOWN_TERMINATE, DOWN_WAIT, DOWN_DONE };
@@ -781,8 +707,9 @@ static void down_finish(modal_sandbox *ms)
     done(ms->sb, err);
 }
 
-static void down_on_wait(void *ud, const sk_error *err)
+static void down_on_wait(sk_sandbox *sb, const sk_error *err, void *ud)
 {
+    (void)sb;
     modal_sandbox *ms = ud;
     if (ms->down.step == DOWN_READY) {
         if (err) {
@@ -852,7 +779,7 @@ static void down_step(modal_sandbox *ms)
         case DOWN_SETTLE:
             /* A provisioning in flight ends first, so whatever it creates is
              * what we tear down. */
-            if (ms->prov.active && modal_waiter_add(&ms->prov.waiters, down_on_wait, ms) == 0)
+            if (ms->prov.active && sk_waiters_add(&ms->prov.waiters, down_on_wait, ms) == 0)
                 return;
             if (!ms->sandbox_id) {
                 down_finish(ms);

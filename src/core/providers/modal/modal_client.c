@@ -176,31 +176,15 @@ static void mc_waiters_push(mc_call **list, mc_call *call)
     *list = call;
 }
 
-static void mc_timer_closed(uv_handle_t *h) { free(h); }
-
-static void mc_timer_stop(mc_call *call)
-{
-    if (call->timer) {
-        uv_close((uv_handle_t *)call->timer, mc_timer_closed);
-        call->timer = NULL;
-    }
-}
-
 static void mc_timer_start(mc_call *call, int64_t ms, uv_timer_cb cb)
 {
-    if (!call->timer) {
-        call->timer = malloc(sizeof *call->timer);
-        if (!call->timer)
-            abort(); /* a few bytes; nothing sensible to do without them */
-        uv_timer_init(sk_loop_uv(call->client->loop), call->timer);
-        call->timer->data = call;
-    }
-    uv_timer_start(call->timer, cb, (uint64_t)(ms > 0 ? ms : 0), 0);
+    if (sk_timer_start(call->client->loop, &call->timer, call, (uint64_t)(ms > 0 ? ms : 0), cb) != 0)
+        abort(); /* a few bytes; nothing sensible to do without them */
 }
 
 static void call_free(mc_call *call)
 {
-    mc_timer_stop(call);
+    sk_timer_close(&call->timer);
     if (call->grpc)
         sk_grpc_cancel(call->grpc);
     if (call->router)
@@ -222,7 +206,7 @@ static void call_detach(mc_call *call)
         mc_waiters_remove(&c->token_waiters, call);
     if (call->state == MC_WAIT_JWT && call->router)
         mc_waiters_remove(&call->router->waiters, call);
-    mc_timer_stop(call);
+    sk_timer_close(&call->timer);
     if (call->grpc) {
         sk_grpc_cancel(call->grpc);
         call->grpc = NULL;

@@ -33,7 +33,7 @@ typedef struct modal_exec {
     json_t *env;             /* merged sandbox + command env */
     int64_t timeout_ms;
     bool retried;            /* the one dead-sandbox retry was used */
-    bool waiting;            /* on a modal_waiter list */
+    bool waiting;            /* on a waiter list */
     bool started;            /* TaskExecStart succeeded */
     bool finishing;
     unsigned gen;
@@ -59,8 +59,8 @@ static void proc_cancel_calls(modal_exec *mp)
 {
     modal_sandbox *ms = mp->ms;
     if (mp->waiting) {
-        modal_waiter_remove(&ms->prov.waiters, mp);
-        modal_waiter_remove(&ms->ready.waiters, mp);
+        sk_waiters_remove(&ms->prov.waiters, mp);
+        sk_waiters_remove(&ms->ready.waiters, mp);
         mp->waiting = false;
     }
     mc_call_cancel(mp->start_call);
@@ -93,7 +93,7 @@ static void proc_finish(modal_exec *mp, const sk_result *r, sk_error *err)
     if (r)
         mp->result = *r;
     mp->error = err;
-    if (modal_timer_start(mp->ms, &mp->finish_timer, mp, 0, proc_on_finish_timer) != 0)
+    if (sk_timer_start(mp->ms->sb->loop, &mp->finish_timer, mp, 0, proc_on_finish_timer) != 0)
         abort(); /* a few bytes; the process could never end without them */
 }
 
@@ -205,8 +205,9 @@ static void proc_on_started(void *ud, const mc_reply *r);
 
 /* After any wait: try again from wherever the sandbox now is; a dead
  * sandbox is re-provisioned once per command. */
-static void proc_on_waited(void *ud, const sk_error *err)
+static void proc_on_waited(sk_sandbox *sb, const sk_error *err, void *ud)
 {
+    (void)sb;
     modal_exec *mp = ud;
     mp->waiting = false;
     if (err) {
@@ -278,7 +279,7 @@ static void proc_on_started(void *ud, const mc_reply *r)
             mp->retried = true;
             mp->waiting = true;
             if (ms->gen != mp->gen)
-                proc_on_waited(mp, NULL); /* already replaced by another command's retry */
+                proc_on_waited(ms->sb, NULL, mp); /* already replaced by another command's retry */
             else
                 modal_revive(ms, proc_on_waited, mp);
             return;
@@ -339,18 +340,9 @@ int modal_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_e
     /* upstream's handle id: modal-proc-<base36 ms>-<counter> */
     struct timeval tv;
     gettimeofday(&tv, NULL);
-    unsigned long long now = (unsigned long long)tv.tv_sec * 1000ULL + (unsigned long long)tv.tv_usec / 1000ULL;
-    char b36[16];
-    int k = 0;
-    do {
-        b36[k++] = "0123456789abcdefghijklmnopqrstuvwxyz"[now % 36];
-        now /= 36;
-    } while (now && k < 15);
-    char rev[16];
-    for (int i = 0; i < k; i++)
-        rev[i] = b36[k - 1 - i];
-    rev[k] = '\0';
-    snprintf(p->pid, sizeof p->pid, "modal-proc-%s-%u", rev, ++ms->proc_counter);
+    char stamp[SK_BASE36_MAX];
+    sk_base36((unsigned long long)tv.tv_sec * 1000ULL + (unsigned long long)tv.tv_usec / 1000ULL, stamp);
+    snprintf(p->pid, sizeof p->pid, "modal-proc-%s-%u", stamp, ++ms->proc_counter);
     proc_acquire(mp);
     return 0;
 oom_free:
@@ -409,7 +401,7 @@ void modal_exec_release(sk_process *p)
     if (!mp)
         return;
     proc_cancel_calls(mp);
-    modal_timer_close(&mp->finish_timer);
+    sk_timer_close(&mp->finish_timer);
     if (mp->router)
         mc_router_unref(mp->router);
     sk_error_free(mp->error);

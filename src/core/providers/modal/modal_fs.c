@@ -21,7 +21,7 @@ struct sk_modal_fs_op {
     sk_modal_fs_events ev;
     void *ud;
     mc_call *call;
-    bool waiting; /* on a modal_waiter list */
+    bool waiting; /* on a waiter list */
     bool eof;
     int retries; /* GetOutput attempts retried (the SDK allows 10) */
     uint64_t delivered, seen; /* bytes read: handed over, met in this attempt */
@@ -41,15 +41,15 @@ static void fs_op_free(sk_modal_fs_op *op)
     free(op->fd_out);
     sk_error_free(op->batch_error);
     sk_error_free(op->final_err);
-    modal_timer_close(&op->timer);
+    sk_timer_close(&op->timer);
     free(op);
 }
 
 static void fs_op_detach(sk_modal_fs_op *op)
 {
     if (op->waiting) {
-        modal_waiter_remove(&op->ms->prov.waiters, op);
-        modal_waiter_remove(&op->ms->ready.waiters, op);
+        sk_waiters_remove(&op->ms->prov.waiters, op);
+        sk_waiters_remove(&op->ms->ready.waiters, op);
         op->waiting = false;
     }
     mc_call_cancel(op->call);
@@ -81,7 +81,7 @@ static void fs_finish(sk_modal_fs_op *op, sk_error *err)
     op->finishing = true;
     fs_op_detach(op);
     op->final_err = err;
-    if (modal_timer_start(op->ms, &op->timer, op, 0, fs_on_finish_timer) != 0)
+    if (sk_timer_start(op->ms->sb->loop, &op->timer, op, 0, fs_on_finish_timer) != 0)
         abort(); /* a few bytes; the operation could never end without them */
 }
 
@@ -189,8 +189,9 @@ static void fs_on_exec(void *ud, const mc_reply *r)
 
 static void fs_acquire(sk_modal_fs_op *op);
 
-static void fs_on_waited(void *ud, const sk_error *err)
+static void fs_on_waited(sk_sandbox *sb, const sk_error *err, void *ud)
 {
+    (void)sb;
     sk_modal_fs_op *op = ud;
     op->waiting = false;
     if (err) {
@@ -262,8 +263,8 @@ sk_modal_fs_op *sk_modal_fs_start(sk_sandbox *sb, const sk_modal_container_files
             bad = true;
         op->req.data = copy;
     }
-    if (bad || (timeout_ms > 0 && modal_timer_start(op->ms, &op->timer, op, (uint64_t)timeout_ms,
-                                                    fs_on_deadline) != 0)) {
+    if (bad || (timeout_ms > 0 && sk_timer_start(op->ms->sb->loop, &op->timer, op, (uint64_t)timeout_ms,
+                                                 fs_on_deadline) != 0)) {
         fs_op_free(op);
         *err = modal_oom();
         return NULL;

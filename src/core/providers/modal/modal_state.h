@@ -13,15 +13,6 @@
 
 extern const sk_provider sk_provider_modal;
 
-typedef void (*modal_wait_fn)(void *ud, const sk_error *err);
-
-/* Someone waiting for a shared operation (provisioning, task readiness). */
-typedef struct modal_waiter {
-    modal_wait_fn fn;
-    void *ud;
-    struct modal_waiter *next;
-} modal_waiter;
-
 typedef struct modal_sandbox {
     sk_sandbox *sb;
     mc_client *client;
@@ -41,7 +32,7 @@ typedef struct modal_sandbox {
         int step;
         mc_call *call;
         char *app_id, *image_id, *secret_id, *last_entry_id;
-        modal_waiter *waiters;
+        sk_waiter *waiters; /* waiting for this shared operation */
     } prov;
     /* task id + router access for commands */
     struct {
@@ -49,7 +40,7 @@ typedef struct modal_sandbox {
         int step, tries;
         mc_call *call;
         uv_timer_t *timer;
-        modal_waiter *waiters;
+        sk_waiter *waiters; /* waiting for this shared operation */
     } ready;
     /* stop / destroy */
     struct {
@@ -63,18 +54,15 @@ typedef struct modal_sandbox {
 
 /* modal.c: helpers the command and filesystem paths share */
 sk_error *modal_oom(void);
-void modal_waiter_remove(modal_waiter **list, void *ud);
-void modal_timer_close(uv_timer_t **t);
-int modal_timer_start(modal_sandbox *ms, uv_timer_t **t, void *data, uint64_t ms_delay, uv_timer_cb cb);
 /* upstream isSandboxDeadError, on a gRPC code and message, or on an error */
 bool modal_dead(int code, const char *message);
 bool modal_error_dead(const sk_error *e);
 /* Provisions (or reconnects) the sandbox; fn runs once with the outcome. */
-void modal_provision(modal_sandbox *ms, modal_wait_fn fn, void *ud);
+void modal_provision(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud);
 /* Drops a dead handle, then provisions again. */
-void modal_revive(modal_sandbox *ms, modal_wait_fn fn, void *ud);
+void modal_revive(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud);
 /* Waits until the task id and router are known. */
-void modal_ready(modal_sandbox *ms, modal_wait_fn fn, void *ud);
+void modal_ready(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud);
 sk_modal_kv *modal_env_kvs(const json_t *env, size_t *n);
 
 /* modal_exec.c: the command half of the provider table */

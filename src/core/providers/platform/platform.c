@@ -100,8 +100,6 @@ void platform_forget(platform_sandbox *ps)
     }
 }
 
-static void platform_timer_closed(uv_handle_t *h) { free(h); }
-
 static void platform_free(sk_sandbox *sb)
 {
     platform_sandbox *ps = sb->impl;
@@ -111,8 +109,7 @@ static void platform_free(sk_sandbox *sb)
     ps->op_call = NULL;
     platform_api_cancel(ps->refresh_call);
     ps->refresh_call = NULL;
-    if (ps->op_timer)
-        uv_close((uv_handle_t *)ps->op_timer, platform_timer_closed);
+    sk_timer_close(&ps->op_timer);
     platform_exec_free_all(ps);
     platform_forget(ps);
     platform_api_free(ps->api);
@@ -312,16 +309,8 @@ static void platform_on_create(int status, json_t *json, sk_error *err, void *ud
                (long long)delay);
         sk_error_free(err);
         ps->op_attempt++;
-        if (!ps->op_timer) {
-            ps->op_timer = malloc(sizeof *ps->op_timer);
-            if (!ps->op_timer) {
-                platform_op_complete(ps, platform_oom());
-                return;
-            }
-            uv_timer_init(sk_loop_uv(ps->sb->loop), ps->op_timer);
-            ps->op_timer->data = ps;
-        }
-        uv_timer_start(ps->op_timer, platform_on_create_timer, (uint64_t)delay, 0);
+        if (sk_timer_start(ps->sb->loop, &ps->op_timer, ps, (uint64_t)delay, platform_on_create_timer) != 0)
+            platform_op_complete(ps, platform_oom());
         return;
     }
     if (err) {

@@ -577,18 +577,6 @@ static void exec_attempt_failed(platform_exec *ex)
 
 static void exec_free(platform_exec *ex);
 
-static void exec_timer_closed(uv_handle_t *h) { free(h); }
-
-static uv_timer_t *exec_new_timer(platform_exec *ex)
-{
-    uv_timer_t *t = malloc(sizeof *t);
-    if (!t)
-        return NULL;
-    uv_timer_init(sk_loop_uv(ex->ps->sb->loop), t);
-    t->data = ex;
-    return t;
-}
-
 static char *exec_init_frame(const char *command, const char *cwd, json_t *env)
 {
     json_t *data = json_object();
@@ -651,29 +639,12 @@ int platform_exec_spawn(platform_sandbox *ps, sk_process *p, const sk_spawn_opts
     }
     if (o->has_stdin && o->stdin_len && sk_buf_append(&ex->stdin_sent, o->stdin_data, o->stdin_len) != 0)
         goto oom;
-    if (!(ex->deadline = exec_new_timer(ex)) || !(ex->defer = exec_new_timer(ex)))
+    if (!(ex->deadline = sk_timer_new(ps->sb->loop, ex)) || !(ex->defer = sk_timer_new(ps->sb->loop, ex)))
         goto oom;
     /* upstream: platform-proc-<ms base36>-<counter base36> */
-    static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
-    char ms36[16], n36[16];
-    int a = 0, b = 0;
-    unsigned long long ms = (unsigned long long)platform_wall_ms();
-    char tmp[16];
-    do {
-        tmp[a++] = digits[ms % 36];
-        ms /= 36;
-    } while (ms && a < 15);
-    for (int i = 0; i < a; i++)
-        ms36[i] = tmp[a - 1 - i];
-    ms36[a] = '\0';
-    unsigned n = ++ps->proc_counter;
-    do {
-        tmp[b++] = digits[n % 36];
-        n /= 36;
-    } while (n && b < 15);
-    for (int i = 0; i < b; i++)
-        n36[i] = tmp[b - 1 - i];
-    n36[b] = '\0';
+    char ms36[SK_BASE36_MAX], n36[SK_BASE36_MAX];
+    sk_base36((unsigned long long)platform_wall_ms(), ms36);
+    sk_base36(++ps->proc_counter, n36);
     char pid[64];
     snprintf(pid, sizeof pid, "platform-proc-%s-%s", ms36, n36);
     snprintf(p->pid, sizeof p->pid, "%.31s", pid);
@@ -740,10 +711,8 @@ static void exec_free(platform_exec *ex)
 {
     mint_leave(ex);
     exec_orphan_conn(ex);
-    if (ex->deadline)
-        uv_close((uv_handle_t *)ex->deadline, exec_timer_closed);
-    if (ex->defer)
-        uv_close((uv_handle_t *)ex->defer, exec_timer_closed);
+    sk_timer_close(&ex->deadline);
+    sk_timer_close(&ex->defer);
     platform_lease_unref(ex->lease);
     free(ex->command);
     exec_wipe_free(ex->init_text);
