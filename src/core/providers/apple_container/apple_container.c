@@ -596,6 +596,11 @@ static void exec_on_exit(ac_cli *c, const ac_cli_result *r, void *ud)
         if (p->capture && p->err.len)
             p->err.len = ac_strip_marker(p->err.data, p->err.len);
     }
+    if (r->killed && !marker && !r->timed_out)
+        /* README.md §"Background processes": a killed command reports 137 in
+         * every case, also when the CLI forwarded our SIGTERM and exited
+         * 143 itself */
+        res.exit_code = 137;
     if (r->timed_out) {
         /* the host bound (command timeout + 10 s) fired */
         res.exit_code = AC_TIMEOUT_EXIT_CODE;
