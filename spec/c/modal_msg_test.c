@@ -37,8 +37,12 @@ static int streq(const char *a, const char *b)
     return a && b && strcmp(a, b) == 0;
 }
 
-/* Generated with protoc-c --deterministic_output --encode from a scratch
- * .proto holding the fields of modal.md; text inputs in each comment. */
+/* Generated with protoc --deterministic_output --encode; text inputs in each
+ * comment. Every request, and the responses that use only its fields, are
+ * protoc's bytes for src/core/providers/modal/modal.proto (checked with
+ * protoc-c 1.4.1's protoc); the other responses carry upstream fields that
+ * the trimmed schema leaves out (metadata, task_logs, data), which the
+ * decoders must skip. */
 /* m.AppGetOrCreateRequest { app_name: "mastra" environment_name: "" object_creation_type: 1 } */
 static const uint8_t G_APP_REQ[] = {
     0x0a, 0x06, 0x6d, 0x61, 0x73, 0x74, 0x72, 0x61, 0x18, 0x01,

@@ -1,6 +1,29 @@
 /* The Modal messages the C client sends and receives (modal.md §2.4, §2.5,
- * §5.3), on top of the wire primitives in pb.h. Field numbers are upstream's.
- * Hand-written rather than protobuf-c generated: see pb.h for why.
+ * §5.3), on top of the wire primitives in pb.h. Field numbers and presence
+ * are those of modal.proto (the reference server loads that file; the
+ * goldens in spec/c/modal_msg_test.c are protoc's bytes for it).
+ *
+ * Why not generated with protoc-c from modal.proto (and why libprotobuf-c is
+ * not linked): measured with protobuf-c 1.4.1 (Debian 12) on code generated
+ * from this modal.proto, libprotobuf-c's unpack
+ * - rejects the whole message when a known field has another wire type
+ *   (SandboxCreateResponse 08 05: NULL), where ts-proto and this decoder
+ *   skip the field;
+ * - rejects a message holding an unknown group (field 107 as a group
+ *   before the real field: NULL), where the protobuf spec says skip it;
+ * - accepts a string holding NUL and cuts it there ("a\0b" reads as "a"),
+ *   so a lying server could make the client see another token or URL than
+ *   the bytes sent; this decoder rejects it (EBADMSG);
+ * - copies every unknown field into the message (n_unknown_fields).
+ * On encode, a oneof string member set to protobuf_c_empty_string is left
+ * out (presence lost) and a -0.0 float is dropped. And protoc-c 1.4.1
+ * refuses proto3 `optional` outright ("hasn't been updated to support
+ * optional fields in proto3"). Keeping the behaviour above would need a
+ * wire pre-pass as large as pb.c's reader in front of the 9k generated
+ * lines (250 kB of C, 86 kB of object code vs 20 kB for pb.o + modal_msg.o).
+ * So the codec is pb.c plus the field tables below, checked against protoc's
+ * bytes for modal.proto, the fuzz corpus, and the official SDK end to end
+ * (spec/servers/modal).
  *
  * Requests: caller-filled structs of BORROWED pointers, encoded into an
  * sk_buf (appended; the caller adds the gRPC frame). For implicit-presence
