@@ -679,6 +679,23 @@ static void test_decoders(void)
         "TaskExecStdioReadResponse empty: zero bytes, non-NULL");
     sk_modal_task_exec_stdio_read_resp_free(&rd);
 
+    /* The output path reads the chunk in place. */
+    const uint8_t *chunk = NULL;
+    size_t clen = 0;
+    tap(sk_modal_decode_task_exec_stdio_chunk(G_STDIO_RESP, G_STDIO_RESP_LEN, &chunk, &clen) == 0 && clen == 8 &&
+            chunk == G_STDIO_RESP + G_STDIO_RESP_LEN - 8,
+        "TaskExecStdioReadResponse read in place: the chunk points into the input");
+    static const uint8_t two_chunks[] = {0x0a, 0x01, 'a', 0x10, 0x01, 0x0a, 0x02, 'b', 'c'};
+    tap(sk_modal_decode_task_exec_stdio_chunk(two_chunks, sizeof two_chunks, &chunk, &clen) == 0 && clen == 2 &&
+            chunk == two_chunks + 7,
+        "in place: a mistyped field 2 is skipped and the last data field wins");
+    tap(sk_modal_decode_task_exec_stdio_chunk(NULL, 0, &chunk, &clen) == 0 && chunk == NULL && clen == 0,
+        "in place: an empty message is no chunk");
+    errno = 0;
+    tap(sk_modal_decode_task_exec_stdio_chunk(G_STDIO_RESP, G_STDIO_RESP_LEN - 1, &chunk, &clen) == -1 &&
+            errno == EBADMSG && chunk == NULL && clen == 0,
+        "in place: a truncated chunk is EBADMSG and no chunk");
+
     sk_modal_task_exec_wait_resp ew;
     tap(sk_modal_decode_task_exec_wait(G_EXEC_WAIT_CODE0, G_EXEC_WAIT_CODE0_LEN, &ew) == 0 &&
             ew.kind == SK_MODAL_EXIT_CODE && ew.value == 0,

@@ -599,6 +599,23 @@ MSG_TYPE(TASK_EXEC_STDIO_READ, sk_modal_task_exec_stdio_read_resp,
          F_BYTES(sk_modal_task_exec_stdio_read_resp, 1, data, len));
 MSG_DECODER(task_exec_stdio_read, sk_modal_task_exec_stdio_read_resp, TASK_EXEC_STDIO_READ)
 
+typedef struct msg_chunk {
+    const char *data;
+    size_t len;
+} msg_chunk;
+
+MSG_TYPE(TASK_EXEC_STDIO_CHUNK, msg_chunk,
+         F_VIEW(msg_chunk, 1, data, len));
+
+int sk_modal_decode_task_exec_stdio_chunk(const void *data, size_t len, const uint8_t **chunk, size_t *chunk_len)
+{
+    msg_chunk c = {0};
+    int rc = msg_read(&TASK_EXEC_STDIO_CHUNK, data, len, &c);
+    *chunk = rc == 0 ? (const uint8_t *)c.data : NULL;
+    *chunk_len = rc == 0 ? c.len : 0;
+    return rc;
+}
+
 MSG_TYPE(CONTAINER_FILESYSTEM_EXEC, sk_modal_container_filesystem_exec_resp,
          F_STR(sk_modal_container_filesystem_exec_resp, 1, exec_id),
          F_OPT_STR(sk_modal_container_filesystem_exec_resp, 2, file_descriptor));
