@@ -1,7 +1,9 @@
 /* The Modal messages the C client sends and receives (modal.md §2.4, §2.5,
  * §5.3), on top of the wire primitives in pb.h. Field numbers and presence
- * are those of modal.proto (the reference server loads that file; the
- * goldens in spec/c/modal_msg_test.c are protoc's bytes for it).
+ * are those of modal.proto, the file the reference server loads: the
+ * request goldens in spec/c/modal_msg_test.c, which the encoders must
+ * match, are protoc's bytes for it (spec/modal_schema_spec.lua re-encodes
+ * them).
  *
  * Why not generated with protoc-c from modal.proto (and why libprotobuf-c is
  * not linked): measured with protobuf-c 1.4.1 (Debian 12) on code generated
@@ -19,12 +21,13 @@
  * out (presence lost) and a -0.0 float is dropped. And protoc-c 1.4.1
  * refuses proto3 `optional` outright ("hasn't been updated to support
  * optional fields in proto3"). Keeping the behaviour above would need a
- * wire pre-pass as large as pb.c's reader in front of the 9k generated
- * lines (9.1k lines of C; 86 kB of object code at -O2, against 16 kB for
- * pb.o and modal_msg.o).
- * So the codec is pb.c plus the field tables below, checked against protoc's
- * bytes for modal.proto, the fuzz corpus, and the official SDK end to end
- * (spec/servers/modal).
+ * wire pre-pass as large as pb.c's reader in front of the generated code
+ * (9.1k lines; 86 kB of object code at -O2, against 16 kB for pb.o and
+ * modal_msg.o).
+ * So the codec is pb.c plus a field table per response (modal_msg.c),
+ * checked against protoc's bytes for modal.proto, by the fuzz harness
+ * spec/fuzz/fuzz_pb.c, and end to end against the reference server that
+ * the official SDK is tested on (spec/servers/modal).
  *
  * Requests: caller-filled structs of BORROWED pointers, encoded into an
  * sk_buf (appended; the caller adds the gRPC frame). For implicit-presence
