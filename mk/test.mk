@@ -3,3 +3,7 @@
 # harness, so they rebuild when it changes; they start
 # spec/servers/echo/server.mjs themselves (its npm ci is done by npm-deps).
 build/test/http_test build/test/ws_test: spec/servers/echo/harness.h
+
+# spec/modal_schema_spec.lua re-encodes the Modal goldens with protoc over
+# modal.proto (the C codec is hand-written; modal_msg.h says why).
+DEB_PACKAGES += protobuf-compiler

@@ -15,8 +15,8 @@ description = {
   summary = "Run commands in sandboxes (local, bubblewrap, containers, cloud) from Lua",
   detailed = [[
 sandkit is a Lua 5.4 module with a C core (libuv, libcurl, libwebsockets,
-jansson, protobuf-c) that runs commands in sandboxes, one at a time or as a
-fleet, from plain scripts, coroutine tasks or a host program's event loop.
+jansson) that runs commands in sandboxes, one at a time or as a fleet, from
+plain scripts, coroutine tasks or a host program's event loop.
 It installs the `sandkit` command-line tool as well.]],
   license = "MIT",
 }
@@ -27,23 +27,21 @@ dependencies = {
 
 -- Linux: only the libraries are checked (Debian keeps curl's headers under
 -- the multiarch include directory, which the compiler searches by itself).
--- macOS: the Homebrew packages libuv jansson libwebsockets protobuf-c
--- openssl@3 (libwebsockets' headers include OpenSSL's, and the core links
--- libcrypto for SHA-256); curl is the system's. Homebrew's prefix (/opt/homebrew on Apple silicon, /usr/local
--- on Intel) is given as e.g. LIBUV_DIR=$(brew --prefix libuv); see README.
+-- macOS: the Homebrew packages libuv jansson libwebsockets openssl@3
+-- (libwebsockets' headers include OpenSSL's, and the core links libcrypto
+-- for SHA-256); curl is the system's. Homebrew's prefix (/opt/homebrew on
+-- Apple silicon, /usr/local on Intel) is given as e.g. LIBUV_DIR=$(brew --prefix libuv); see README.
 external_dependencies = {
   LIBUV = { library = "uv" },
   LIBCURL = { library = "curl" },
   JANSSON = { library = "jansson" },
   LIBWEBSOCKETS = { library = "websockets" },
-  PROTOBUF_C = { library = "protobuf-c" },
   OPENSSL = { library = "crypto" },
   platforms = {
     linux = {
       LIBUV = { header = "uv.h", library = "uv" },
       JANSSON = { header = "jansson.h", library = "jansson" },
       LIBWEBSOCKETS = { header = "libwebsockets.h", library = "websockets" },
-      PROTOBUF_C = { header = "protobuf-c/protobuf-c.h", library = "protobuf-c" },
       OPENSSL = { header = "openssl/evp.h", library = "crypto" },
     },
     macosx = {
@@ -51,7 +49,6 @@ external_dependencies = {
       LIBCURL = { header = "curl/curl.h", library = "curl" },
       JANSSON = { header = "jansson.h", library = "jansson" },
       LIBWEBSOCKETS = { header = "libwebsockets.h", library = "websockets" },
-      PROTOBUF_C = { header = "protobuf-c/protobuf-c.h", library = "protobuf-c" },
       OPENSSL = { header = "openssl/evp.h", library = "crypto" },
     },
   },
@@ -114,13 +111,13 @@ build = {
       incdirs = {
         "src/core", "src/lua",
         "$(LIBUV_INCDIR)", "$(LIBCURL_INCDIR)", "$(JANSSON_INCDIR)",
-        "$(LIBWEBSOCKETS_INCDIR)", "$(PROTOBUF_C_INCDIR)", "$(OPENSSL_INCDIR)",
+        "$(LIBWEBSOCKETS_INCDIR)", "$(OPENSSL_INCDIR)",
       },
       libdirs = {
         "$(LIBUV_LIBDIR)", "$(LIBCURL_LIBDIR)", "$(JANSSON_LIBDIR)",
-        "$(LIBWEBSOCKETS_LIBDIR)", "$(PROTOBUF_C_LIBDIR)", "$(OPENSSL_LIBDIR)",
+        "$(LIBWEBSOCKETS_LIBDIR)", "$(OPENSSL_LIBDIR)",
       },
-      libraries = { "uv", "curl", "jansson", "websockets", "protobuf-c", "crypto", "m" },
+      libraries = { "uv", "curl", "jansson", "websockets", "crypto", "m" },
     },
     ["sandkit.cli"] = "lua/sandkit/cli.lua",
     ["sandkit.cli_cp"] = "lua/sandkit/cli_cp.lua",

@@ -45,7 +45,7 @@ for _, ROCKSPEC in ipairs({ SCM, RELEASE }) do
       assert.are.equal("sandkit", spec.package)
       assert.are.equal("builtin", spec.build.type)
       assert.is_table(core)
-      assert.are.same({ "uv", "curl", "jansson", "websockets", "protobuf-c", "crypto", "m" }, core.libraries)
+      assert.are.same({ "uv", "curl", "jansson", "websockets", "crypto", "m" }, core.libraries)
       assert.is_truthy(set_of(core.defines)["_GNU_SOURCE"])
       assert.is_truthy(set_of(core.incdirs)["src/core"])
       assert.are.equal("bin/sandkit", spec.build.install.bin.sandkit)
@@ -98,7 +98,7 @@ end
 
 describe("the release rockspec", function()
   local scm, rel = load_rockspec(SCM), load_rockspec(RELEASE)
-  local LIBS = { "LIBUV", "LIBCURL", "JANSSON", "LIBWEBSOCKETS", "PROTOBUF_C", "OPENSSL" }
+  local LIBS = { "LIBUV", "LIBCURL", "JANSSON", "LIBWEBSOCKETS", "OPENSSL" }
 
   it("builds the same modules as the development rockspec", function()
     assert.are.same(scm.build, rel.build)

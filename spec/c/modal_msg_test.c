@@ -37,8 +37,12 @@ static int streq(const char *a, const char *b)
     return a && b && strcmp(a, b) == 0;
 }
 
-/* Generated with protoc-c --deterministic_output --encode from a scratch
- * .proto holding the fields of docs/protocols/modal.md §2.3, §2.4; text inputs in each comment. */
+/* Generated with protoc --deterministic_output --encode; text inputs in each
+ * comment. Every request, and the responses that use only its fields, are
+ * protoc's bytes for src/core/providers/modal/modal.proto (checked with
+ * protoc-c 1.4.1's protoc); the other responses carry upstream fields that
+ * the trimmed schema leaves out (metadata, task_logs, data), which the
+ * decoders must skip. */
 /* m.AppGetOrCreateRequest { app_name: "mastra" environment_name: "" object_creation_type: 1 } */
 static const uint8_t G_APP_REQ[] = {
     0x0a, 0x06, 0x6d, 0x61, 0x73, 0x74, 0x72, 0x61, 0x18, 0x01,
@@ -674,6 +678,23 @@ static void test_decoders(void)
     tap(sk_modal_decode_task_exec_stdio_read(NULL, 0, &rd) == 0 && rd.len == 0 && rd.data,
         "TaskExecStdioReadResponse empty: zero bytes, non-NULL");
     sk_modal_task_exec_stdio_read_resp_free(&rd);
+
+    /* The output path reads the chunk in place. */
+    const uint8_t *chunk = NULL;
+    size_t clen = 0;
+    tap(sk_modal_decode_task_exec_stdio_chunk(G_STDIO_RESP, G_STDIO_RESP_LEN, &chunk, &clen) == 0 && clen == 8 &&
+            chunk == G_STDIO_RESP + G_STDIO_RESP_LEN - 8,
+        "TaskExecStdioReadResponse read in place: the chunk points into the input");
+    static const uint8_t two_chunks[] = {0x0a, 0x01, 'a', 0x10, 0x01, 0x0a, 0x02, 'b', 'c'};
+    tap(sk_modal_decode_task_exec_stdio_chunk(two_chunks, sizeof two_chunks, &chunk, &clen) == 0 && clen == 2 &&
+            chunk == two_chunks + 7,
+        "in place: a mistyped field 2 is skipped and the last data field wins");
+    tap(sk_modal_decode_task_exec_stdio_chunk(NULL, 0, &chunk, &clen) == 0 && chunk == NULL && clen == 0,
+        "in place: an empty message is no chunk");
+    errno = 0;
+    tap(sk_modal_decode_task_exec_stdio_chunk(G_STDIO_RESP, G_STDIO_RESP_LEN - 1, &chunk, &clen) == -1 &&
+            errno == EBADMSG && chunk == NULL && clen == 0,
+        "in place: a truncated chunk is EBADMSG and no chunk");
 
     sk_modal_task_exec_wait_resp ew;
     tap(sk_modal_decode_task_exec_wait(G_EXEC_WAIT_CODE0, G_EXEC_WAIT_CODE0_LEN, &ew) == 0 &&

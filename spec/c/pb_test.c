@@ -33,7 +33,7 @@ static int bytes_eq(const char *name, const sk_buf *got, const uint8_t *want, si
     return ok;
 }
 
-/* Generated with protoc-c --deterministic_output --encode (see modal_msg_test.c). */
+/* Generated with protoc --deterministic_output --encode (see modal_msg_test.c). */
 /* m.Packed { v: 1 v: 300 v: -1 u: 0 u: 18446744073709551615 z: -2 f32: 4294967295 f64: 1 d: -0.5 } */
 static const uint8_t G_PACKED[] = {
     0x0a, 0x0d, 0x01, 0xac, 0x02, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,

@@ -121,6 +121,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                                           (const char *)data + size))
             abort(); /* the message must point into the input */
     }
+    {
+        const uint8_t *chunk;
+        size_t clen;
+        if (sk_modal_decode_task_exec_stdio_chunk(data, size, &chunk, &clen) == 0 && chunk &&
+            (chunk < data || chunk + clen > data + size))
+            abort(); /* the chunk must point into the input */
+    }
     (void)sk_modal_decode_empty(data, size);
     return 0;
 }

@@ -16,7 +16,6 @@
 #include "../../grpc_frame.h"
 #include "../../log.h"
 #include "modal_msg.h"
-#include "pb.h"
 #include "../../secrets.h"
 
 /* SDK constants (docs/protocols/modal.md §1.5, §1.6, §1.8). */
@@ -630,19 +629,9 @@ static void call_on_grpc_message(sk_grpc_call *g, const uint8_t *data, size_t le
             call_free(call);
         return;
     }
-    /* TaskExecStdioReadResponse: data = 1 (bytes); read in place. */
-    sk_pb_reader rd;
-    sk_pb_field f;
-    sk_pb_reader_init(&rd, data, len);
-    const uint8_t *chunk = NULL;
-    size_t clen = 0;
-    int rc;
-    while ((rc = sk_pb_next(&rd, &f)) > 0)
-        if (f.num == 1 && f.wire == SK_PB_LEN) {
-            chunk = f.data;
-            clen = f.len;
-        }
-    if (rc < 0) {
+    const uint8_t *chunk;
+    size_t clen;
+    if (sk_modal_decode_task_exec_stdio_chunk(data, len, &chunk, &clen) != 0) {
         call->grpc = NULL; /* freed by grpc.c once we return */
         sk_grpc_cancel(g);
         call_fail_later(call, SK_GRPC_INTERNAL, "ModalError", "malformed TaskExecStdioRead response");

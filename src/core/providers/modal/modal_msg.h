@@ -1,7 +1,34 @@
 /* The Modal messages the C client sends and receives
  * (docs/protocols/modal.md §2.3, §2.4), on top of the wire primitives in
- * pb.h. Field numbers are upstream's. Hand-written rather than protobuf-c
- * generated: see pb.h for why.
+ * pb.h. Field numbers and presence
+ * are those of modal.proto, the file the reference server loads: the
+ * request goldens in spec/c/modal_msg_test.c, which the encoders must
+ * match, are protoc's bytes for it (spec/modal_schema_spec.lua re-encodes
+ * them).
+ *
+ * Why not generated with protoc-c from modal.proto (and why libprotobuf-c is
+ * not linked): measured with protobuf-c 1.4.1 (Debian 12) on code generated
+ * from this modal.proto, libprotobuf-c's unpack
+ * - rejects the whole message when a known field has another wire type
+ *   (SandboxCreateResponse 08 05: NULL), where ts-proto and this decoder
+ *   skip the field;
+ * - rejects a message holding an unknown group (field 107 as a group
+ *   before the real field: NULL), where the protobuf spec says skip it;
+ * - accepts a string holding NUL and cuts it there ("a\0b" reads as "a"),
+ *   so a lying server could make the client see another token or URL than
+ *   the bytes sent; this decoder rejects it (EBADMSG);
+ * - copies every unknown field into the message (n_unknown_fields).
+ * On encode, a oneof string member set to protobuf_c_empty_string is left
+ * out (presence lost) and a -0.0 float is dropped. And protoc-c 1.4.1
+ * refuses proto3 `optional` outright ("hasn't been updated to support
+ * optional fields in proto3"). Keeping the behaviour above would need a
+ * wire pre-pass as large as pb.c's reader in front of the generated code
+ * (9.1k lines; 86 kB of object code at -O2, against 16 kB for pb.o and
+ * modal_msg.o).
+ * So the codec is pb.c plus a field table per response (modal_msg.c),
+ * checked against protoc's bytes for modal.proto, by the fuzz harness
+ * spec/fuzz/fuzz_pb.c, and end to end against the reference server that
+ * the official SDK is tested on (spec/servers/modal).
  *
  * Requests: caller-filled structs of BORROWED pointers, encoded into an
  * sk_buf (appended; the caller adds the gRPC frame). For implicit-presence
@@ -333,6 +360,10 @@ typedef struct sk_modal_task_exec_stdio_read_resp {
 int sk_modal_encode_task_exec_stdio_read(sk_buf *out, const sk_modal_task_exec_stdio_read_req *m);
 int sk_modal_decode_task_exec_stdio_read(const void *data, size_t len, sk_modal_task_exec_stdio_read_resp *out);
 void sk_modal_task_exec_stdio_read_resp_free(sk_modal_task_exec_stdio_read_resp *m);
+/* The same message read in place, for the output path: *chunk points into
+ * data (NULL with *chunk_len 0 when there is none). 0, or -1 with errno
+ * EBADMSG. */
+int sk_modal_decode_task_exec_stdio_chunk(const void *data, size_t len, const uint8_t **chunk, size_t *chunk_len);
 
 /* TaskExecWait and TaskExecPoll share request and response shapes. */
 typedef struct sk_modal_task_exec_ref {

@@ -1,0 +1,151 @@
+-- One schema: the C client's Modal codec is hand-written (modal_msg.h says
+-- why), so this ties it to src/core/providers/modal/modal.proto, the file
+-- the reference server loads. spec/c/modal_msg_test.c holds golden bytes,
+-- each under its protoc text input ("/* m.Type { ... } */"); the C encoders
+-- must produce exactly the request goldens. Here protoc encodes every text
+-- input with modal.proto: each request must come out byte for byte, so a
+-- field number or type changed on one side only fails here.
+
+local ROOT = os.getenv("R") or "."
+local TEST_C = ROOT .. "/spec/c/modal_msg_test.c"
+local PROTO_DIR = ROOT .. "/src/core/providers/modal"
+
+local function shell_quote(s)
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
+local function find_protoc()
+  for _, name in ipairs({ "protoc", "protoc-c" }) do
+    local p = io.popen("command -v " .. name .. " 2>/dev/null")
+    local path = p:read("l")
+    p:close()
+    if path and path ~= "" then return path end
+  end
+end
+
+local function read_file(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- { type, text, name, bytes } for every golden that has a text input.
+local function goldens()
+  local src, out = read_file(TEST_C), {}
+  for typ, text, name, body in
+    src:gmatch("/%* m%.([%w_]+) (%b{}) %*/%s*static const uint8_t ([%w_]+)%[%] = (%b{});")
+  do
+    local bytes = {}
+    for hex in body:gmatch("0x(%x%x)") do bytes[#bytes + 1] = string.char(tonumber(hex, 16)) end
+    local len = src:match("#define " .. name .. "_LEN (%d+)")
+    local s = table.concat(bytes)
+    if len then s = s:sub(1, tonumber(len)) end -- an empty message has a placeholder byte
+    out[#out + 1] = { type = typ, text = text:sub(2, -2), name = name, bytes = s }
+  end
+  return out
+end
+
+-- protoc's encoding of text as modal.client.<typ>; nil and the error if
+-- the text does not parse with modal.proto.
+local function protoc_encode(protoc, typ, text)
+  local input, output, errors = os.tmpname(), os.tmpname(), os.tmpname()
+  local f = assert(io.open(input, "wb"))
+  f:write(text)
+  f:close()
+  local cmd = table.concat({
+    shell_quote(protoc), "--deterministic_output", "--encode=modal.client." .. typ,
+    "-I", shell_quote(PROTO_DIR), "modal.proto",
+    "<", shell_quote(input), ">", shell_quote(output), "2>", shell_quote(errors),
+  }, " ")
+  local ok = os.execute(cmd)
+  local bytes, err = read_file(output), read_file(errors)
+  os.remove(input)
+  os.remove(output)
+  os.remove(errors)
+  if not ok then return nil, err end
+  return bytes
+end
+
+local function hex(s)
+  return (s:gsub(".", function(c) return string.format("%02x ", c:byte()) end))
+end
+
+describe("modal.proto and the C codec", function()
+  local protoc = find_protoc()
+  local list = goldens()
+
+  it("spec/c/modal_msg_test.c has request and response goldens with their text inputs", function()
+    local requests = 0
+    for _, g in ipairs(list) do
+      if g.type:match("Request$") then requests = requests + 1 end
+    end
+    assert.is_true(requests >= 20, "request goldens found: " .. requests)
+    assert.is_true(#list - requests >= 15, "response goldens found: " .. (#list - requests))
+  end)
+
+  if not protoc then
+    pending("protoc is not installed (Debian: protobuf-compiler): the goldens are not re-encoded")
+    return
+  end
+
+  it("protoc encodes every request golden's text to the same bytes with modal.proto", function()
+    local checked = 0
+    for _, g in ipairs(list) do
+      if g.type:match("Request$") then
+        local bytes, err = protoc_encode(protoc, g.type, g.text)
+        assert.is_not_nil(bytes, g.name .. " (" .. g.type .. ") does not parse with modal.proto: " .. tostring(err))
+        assert.are.equal(hex(g.bytes), hex(bytes), g.name .. " (" .. g.type .. ")")
+        checked = checked + 1
+      end
+    end
+    assert.is_true(checked >= 20)
+  end)
+
+  it("every response golden that uses only modal.proto's fields is protoc's bytes for it", function()
+    -- The others carry upstream fields the trimmed schema leaves out, which
+    -- the decoders must skip; they must fail to parse for that reason only.
+    local same = 0
+    for _, g in ipairs(list) do
+      if not g.type:match("Request$") then
+        local bytes, err = protoc_encode(protoc, g.type, g.text)
+        if bytes then
+          assert.are.equal(hex(g.bytes), hex(bytes), g.name .. " (" .. g.type .. ")")
+          same = same + 1
+        else
+          assert.is_truthy(err:match("has no field named") or err:match("Type not defined: modal%.client%.Status"),
+            g.name .. ": " .. err)
+        end
+      end
+    end
+    assert.is_true(same >= 15, "responses matched: " .. same)
+  end)
+
+  it("a changed field number in the schema is caught", function()
+    -- The check itself can fail: the AppGetOrCreateRequest golden against a
+    -- copy of modal.proto whose app_name is field 9.
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert.is_true(os.execute("mkdir -m 700 " .. shell_quote(dir)))
+    local proto = read_file(PROTO_DIR .. "/modal.proto")
+    local changed, n = proto:gsub("(message AppGetOrCreateRequest {%s*string app_name = )1;", "%19;")
+    assert.are.equal(1, n)
+    local f = assert(io.open(dir .. "/modal.proto", "wb"))
+    f:write(changed)
+    f:close()
+    local golden
+    for _, g in ipairs(list) do
+      if g.name == "G_APP_REQ" then golden = g end
+    end
+    assert.is_not_nil(golden)
+    local saved = PROTO_DIR
+    PROTO_DIR = dir
+    local ok, bytes = pcall(protoc_encode, protoc, golden.type, golden.text)
+    PROTO_DIR = saved
+    os.remove(dir .. "/modal.proto")
+    os.remove(dir)
+    assert.is_true(ok)
+    assert.is_not_nil(bytes)
+    assert.are_not.equal(hex(golden.bytes), hex(bytes))
+  end)
+end)
