@@ -1,5 +1,6 @@
 --- The user-facing methods of sandkit.Sandbox and sandkit.Process, built on
--- the core's primitives (the underscore methods) and the scheduler.
+-- the core's primitives and the scheduler. The primitives are this
+-- module's alone: no sandbox or process reaches them.
 local core = require "sandkit.core"
 local errors = require "sandkit.errors"
 local options = require "sandkit.options"
@@ -8,6 +9,8 @@ local scheduler = require "sandkit.scheduler"
 local M = {}
 local S = core.sandbox_methods
 local P = core.process_methods
+local prim = core.primitives()
+local SP, PP = prim.sandbox, prim.process
 
 -- Misuse is reported at the caller's line (errors.misuse skips sandkit's
 -- own frames), whichever public method the check runs under.
@@ -61,7 +64,7 @@ local function check_command_opts(fname, opts, argn)
   return o
 end
 
-local function state(sb) return sb:_state() end
+local state = SP.state
 
 -- Methods are plain Lua functions: check self so misuse reads
 -- "sandkit.Sandbox expected, got nil".
@@ -74,9 +77,9 @@ end
 
 -- ---- lifecycle ----------------------------------------------------------------
 
-local function lifecycle(sb, prim)
+local function lifecycle(sb, op)
   local rec = scheduler.record(function(r, _, err) scheduler.complete(r, err) end)
-  sb[prim](sb, rec.token)
+  op(sb, rec.token)
   return scheduler.await(rec)
 end
 
@@ -118,10 +121,10 @@ function S:start()
   check(self, core.Sandbox, "start")
   if self.status == "running" and not state(self).start_slot then return true end
   return shared(self, "start_slot", function()
-    local err = lifecycle(self, "_start")
+    local err = lifecycle(self, SP.start)
     if err then return err end
     err = run_hook(self, "on_start")
-    if err then self:_mark_error() end
+    if err then SP.mark_error(self) end
     return err
   end)
 end
@@ -134,7 +137,7 @@ function S:stop()
     -- a provider whose stop addresses a resource by name stops from any state
     if (s == "pending" or s == "stopped") and not state(self).stop_when_idle then return nil end
     local herr = run_hook(self, "on_stop")
-    return lifecycle(self, "_stop") or herr
+    return lifecycle(self, SP.stop) or herr
   end)
 end
 
@@ -143,7 +146,7 @@ function S:destroy()
   return shared(self, "destroy_slot", function()
     if self.status == "destroyed" then return nil end
     local herr = run_hook(self, "on_destroy")
-    return lifecycle(self, "_destroy") or herr
+    return lifecycle(self, SP.destroy) or herr
   end)
 end
 
@@ -208,7 +211,7 @@ end
 local function callback_failed(rec, err, cancel)
   if rec.callback_error == nil then
     rec.callback_error = err
-    if cancel then rec.proc:_cancel() end
+    if cancel then PP.cancel(rec.proc) end
   end
 end
 
@@ -232,7 +235,7 @@ local function on_process_event(rec, kind, stream, data)
         if not ok then callback_failed(rec, err, false) end
       end
     end
-    local result, err = rec.proc:_result()
+    local result, err = PP.result(rec.proc)
     finish(rec, result, err)
   end
 end
@@ -248,10 +251,10 @@ local function spawn_opts(sb, o, keep_stdin_open)
 end
 
 local function launch(sb, rec, line, o)
-  local proc, err = sb:_spawn(line, spawn_opts(sb, o, false), false, rec.token)
+  local proc, err = SP.spawn(sb, line, spawn_opts(sb, o, false), false, rec.token)
   if not proc then return finish(rec, nil, err) end
   rec.proc = proc
-  if rec.op.cancelled then proc:_cancel() end
+  if rec.op.cancelled then PP.cancel(proc) end
 end
 
 local function cancelled_result(line, o)
@@ -326,7 +329,7 @@ function Operation:cancel()
   if self.done then return false end
   self.cancelled = true
   local proc = self._rec.proc
-  if proc then proc:_cancel() end
+  if proc then PP.cancel(proc) end
   return true
 end
 
@@ -374,20 +377,20 @@ function Manager:spawn(command, args, opts)
   if not ok then return nil, err end
   local rec = scheduler.record(on_process_event)
   rec.o = o
-  local proc, serr = sb:_spawn(line, spawn_opts(sb, o, true), true, rec.token)
+  local proc, serr = SP.spawn(sb, line, spawn_opts(sb, o, true), true, rec.token)
   if not proc then
     scheduler.complete(rec, nil, serr)
     return nil, serr
   end
   rec.proc = proc
-  proc:_state().rec = rec
+  PP.state(proc).rec = rec
   return proc
 end
 
 --- Tracked processes: { pid, command, running, exit_code }.
 function Manager:list()
   local out = {}
-  for i, h in ipairs(self.sandbox:_list()) do
+  for i, h in ipairs(SP.list(self.sandbox)) do
     out[i] = { pid = h.pid, command = h.command, running = h.running, exit_code = h.exit_code }
   end
   return out
@@ -404,7 +407,7 @@ end
 function Manager:get(pid)
   pid = check_pid("get", pid)
   if self.sandbox.status == "destroyed" then return nil end
-  return self.sandbox:_get(pid)
+  return SP.get(self.sandbox, pid)
 end
 
 --- Kills pid, waits for it to end and forgets it. False for an unknown or
@@ -412,11 +415,11 @@ end
 function Manager:kill(pid)
   pid = check_pid("kill", pid)
   if self.sandbox.status == "destroyed" then return false end
-  for _, h in ipairs(self.sandbox:_list()) do
+  for _, h in ipairs(SP.list(self.sandbox)) do
     if h.pid == pid then
-      if not h.running or not h:_kill() then return false end
+      if not h.running or not PP.kill(h) then return false end
       h:wait()
-      h:_untrack()
+      PP.untrack(h)
       return true
     end
   end
@@ -430,25 +433,25 @@ M.Manager = Manager
 --- Waits for the process: its result table (idempotent), or nil, err.
 function P:wait()
   check(self, core.Process, "wait")
-  return scheduler.await(self:_state().rec)
+  return scheduler.await(PP.state(self).rec)
 end
 
 --- Kills the process group (SIGKILL). False if it had already exited.
 function P:kill()
   check(self, core.Process, "kill")
-  return self:_kill()
+  return PP.kill(self)
 end
 
 --- Writes to stdin: true, or nil, err when the process has exited.
 function P:send_stdin(data)
   check(self, core.Process, "send_stdin")
   if type(data) ~= "string" then argerror(1, "send_stdin", "string expected, got " .. type(data)) end
-  return self:_write(data)
+  return PP.write(self, data)
 end
 
 function P:close_stdin()
   check(self, core.Process, "close_stdin")
-  return self:_close_stdin()
+  return PP.close_stdin(self)
 end
 
 -- ---- the rest of the sandbox ---------------------------------------------------
@@ -459,16 +462,16 @@ end
 function S:info()
   check(self, core.Sandbox, "info")
   if self.status == "running" then
-    local err = lifecycle(self, "_refresh")
+    local err = lifecycle(self, SP.refresh)
     if err then return nil, err end
   end
-  return self:_info()
+  return SP.info(self)
 end
 
 --- Text describing the sandbox for an agent.
 function S:instructions(context)
   check(self, core.Sandbox, "instructions")
-  local default = self:_default_instructions() or ""
+  local default = SP.default_instructions(self) or ""
   local ins = state(self).options.instructions
   if type(ins) == "string" then return ins end
   if type(ins) == "function" then
@@ -513,11 +516,11 @@ function M.new(id, opts)
     -- the core's ConfigError / IsolationUnavailableError, at the caller's line
     errors.misuse(type(sb) == "string" and sb:gsub("^[^\n]-:%d+: ", "") or sb)
   end
-  local st = sb:_state()
+  local st = state(sb)
   st.options = o
   st.clone_drops = desc.clone_drops
   st.processes = setmetatable({ sandbox = sb }, Manager)
-  st.fs = require("sandkit.fs.sandbox").for_sandbox(sb)
+  st.fs = require("sandkit.fs.sandbox").for_sandbox(sb, o)
   return sb
 end
 

@@ -1,7 +1,8 @@
 /* The sandkit.Sandbox and sandkit.Process userdata classes. Their
  * user-facing methods are Lua functions (lua/sandkit/sandbox.lua) placed in
- * the method tables this file creates; the C methods here are the
- * underscore-prefixed primitives those functions build on. */
+ * the method tables this file creates; the C functions here are the
+ * primitives those methods build on, handed to sandbox.lua alone through
+ * core.primitives() and never reachable from a sandbox or process. */
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -153,7 +154,7 @@ static const char *opt_string(lua_State *L, int t, const char *key)
     return v;
 }
 
-/* _spawn(command, opts, tracked, token) -> Process | nil, err
+/* spawn(sb, command, opts, tracked, token) -> Process | nil, err
  * opts (validated in Lua): cwd, env, timeout, stdin, keep_stdin_open,
  * capture, max_output_bytes, stream. */
 static int sandbox_spawn(lua_State *L)
@@ -289,7 +290,7 @@ static int sandbox_default_instructions(lua_State *L)
     return 1;
 }
 
-/* _get(pid) -> Process | nil (prune-on-read in the core) */
+/* get(sb, pid) -> Process | nil (prune-on-read in the core) */
 static int sandbox_get(lua_State *L)
 {
     skl_sandbox *s = sandbox_check(L, 1);
@@ -300,7 +301,7 @@ static int sandbox_get(lua_State *L)
     return 1;
 }
 
-/* _list() -> array of Process (tracked ones, newest last) */
+/* list(sb) -> array of Process (tracked ones, newest last) */
 static int sandbox_list(lua_State *L)
 {
     skl_sandbox *s = sandbox_check(L, 1);
@@ -446,7 +447,7 @@ static int process_result_table(lua_State *L)
     return 1;
 }
 
-/* _result() -> result table | nil, err (transport failure, or no memory for
+/* result(proc) -> result table | nil, err (transport failure, or no memory for
  * the result) | nothing while running */
 static int process_result(lua_State *L)
 {
@@ -528,23 +529,10 @@ static int process_untrack(lua_State *L)
     return 0;
 }
 
-static int process_set_stream(lua_State *L)
-{
-    process_check(L, 1)->want_output = lua_toboolean(L, 2);
-    return 0;
-}
-
 static int process_state(lua_State *L)
 {
     luaL_checkudata(L, 1, SKL_PROCESS);
     lua_getiuservalue(L, 1, 2);
-    return 1;
-}
-
-static int process_sandbox(lua_State *L)
-{
-    luaL_checkudata(L, 1, SKL_PROCESS);
-    lua_getiuservalue(L, 1, 1);
     return 1;
 }
 
@@ -604,20 +592,15 @@ static int process_gc(lua_State *L)
 
 /* ---- registration -------------------------------------------------------------- */
 
-static void sandbox_class(lua_State *L, const char *name, const luaL_Reg *prims,
-                          lua_CFunction index, lua_CFunction tostring, lua_CFunction gc,
-                          lua_CFunction newindex, int state_idx, const char *methods_field,
-                          const char *class_field, int module_idx)
+static void sandbox_class(lua_State *L, const char *name, lua_CFunction index,
+                          lua_CFunction tostring, lua_CFunction gc, lua_CFunction newindex,
+                          const char *methods_field, const char *class_field, int module_idx)
 {
     luaL_newmetatable(L, name);
     int mt = lua_gettop(L);
-    lua_newtable(L); /* methods */
-    int methods = lua_gettop(L);
-    lua_pushvalue(L, state_idx);
-    luaL_setfuncs(L, prims, 1);
-    lua_pushvalue(L, methods);
+    lua_newtable(L); /* methods, filled by sandbox.lua */
+    lua_pushvalue(L, -1);
     lua_setfield(L, module_idx, methods_field);
-    lua_pushvalue(L, methods);
     lua_pushcclosure(L, index, 1);
     lua_setfield(L, mt, "__index");
     if (newindex) {
@@ -628,45 +611,64 @@ static void sandbox_class(lua_State *L, const char *name, const luaL_Reg *prims,
     lua_setfield(L, mt, "__tostring");
     lua_pushcfunction(L, gc);
     lua_setfield(L, mt, "__gc");
-    lua_pushvalue(L, mt);
     lua_setfield(L, module_idx, class_field);
-    lua_settop(L, mt - 1);
+}
+
+/* core.primitives() -> { sandbox = {...}, process = {...} } once; later
+ * calls raise, so only sandbox.lua (loaded with the module) holds them. */
+static int core_primitives(lua_State *L)
+{
+    if (lua_isnil(L, lua_upvalueindex(1)))
+        return luaL_error(L, "sandkit.core.primitives: already taken (by sandkit.sandbox)");
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_pushnil(L);
+    lua_replace(L, lua_upvalueindex(1));
+    return 1;
 }
 
 void skl_open_sandbox(lua_State *L)
 {
     static const luaL_Reg sandbox_prims[] = {
-        { "_start", sandbox_start },
-        { "_stop", sandbox_stop },
-        { "_destroy", sandbox_destroy },
-        { "_spawn", sandbox_spawn },
-        { "_state", sandbox_state },
-        { "_mark_error", sandbox_mark_error },
-        { "_info", sandbox_info },
-        { "_refresh", sandbox_refresh },
-        { "_default_instructions", sandbox_default_instructions },
-        { "_get", sandbox_get },
-        { "_list", sandbox_list },
+        { "start", sandbox_start },
+        { "stop", sandbox_stop },
+        { "destroy", sandbox_destroy },
+        { "spawn", sandbox_spawn },
+        { "state", sandbox_state },
+        { "mark_error", sandbox_mark_error },
+        { "info", sandbox_info },
+        { "refresh", sandbox_refresh },
+        { "default_instructions", sandbox_default_instructions },
+        { "get", sandbox_get },
+        { "list", sandbox_list },
         { NULL, NULL },
     };
     static const luaL_Reg process_prims[] = {
-        { "_result", process_result },
-        { "_kill", process_kill },
-        { "_cancel", process_cancel },
-        { "_write", process_write },
-        { "_close_stdin", process_close_stdin },
-        { "_untrack", process_untrack },
-        { "_set_stream", process_set_stream },
-        { "_state", process_state },
-        { "_sandbox", process_sandbox },
+        { "result", process_result },
+        { "kill", process_kill },
+        { "cancel", process_cancel },
+        { "write", process_write },
+        { "close_stdin", process_close_stdin },
+        { "untrack", process_untrack },
+        { "state", process_state },
         { NULL, NULL },
     };
     int state_idx = lua_gettop(L);
     int module_idx = state_idx - 1;
-    sandbox_class(L, SKL_SANDBOX, sandbox_prims, sandbox_index, sandbox_tostring, sandbox_gc,
-                  sandbox_newindex, state_idx, "sandbox_methods", "Sandbox", module_idx);
-    sandbox_class(L, SKL_PROCESS, process_prims, process_index, process_tostring, process_gc, NULL,
-                  state_idx, "process_methods", "Process", module_idx);
+    sandbox_class(L, SKL_SANDBOX, sandbox_index, sandbox_tostring, sandbox_gc, sandbox_newindex,
+                  "sandbox_methods", "Sandbox", module_idx);
+    sandbox_class(L, SKL_PROCESS, process_index, process_tostring, process_gc, NULL,
+                  "process_methods", "Process", module_idx);
+    lua_createtable(L, 0, 2);
+    lua_newtable(L);
+    lua_pushvalue(L, state_idx);
+    luaL_setfuncs(L, sandbox_prims, 1);
+    lua_setfield(L, -2, "sandbox");
+    lua_newtable(L);
+    lua_pushvalue(L, state_idx);
+    luaL_setfuncs(L, process_prims, 1);
+    lua_setfield(L, -2, "process");
+    lua_pushcclosure(L, core_primitives, 1);
+    lua_setfield(L, module_idx, "primitives");
     /* weak-valued map from core process to its userdata */
     if (lua_getfield(L, LUA_REGISTRYINDEX, SKL_PROCS) != LUA_TTABLE) {
         lua_pop(L, 1);
