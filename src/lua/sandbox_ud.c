@@ -227,9 +227,7 @@ static int sandbox_spawn(lua_State *L)
 /* A start hook failed: the sandbox is in error until the next start. */
 static int sandbox_mark_error(lua_State *L)
 {
-    skl_sandbox *s = sandbox_check(L, 1);
-    if (s->sb->status == SK_RUNNING)
-        s->sb->status = SK_ERROR;
+    sk_sandbox_mark_error(sandbox_check(L, 1)->sb);
     return 0;
 }
 
@@ -398,7 +396,7 @@ static void process_push_buf(lua_State *L, const sk_buf *b)
 static void process_push_output(lua_State *L, int idx, skl_process *box, int stream)
 {
     sk_process *p = box->p;
-    sk_buf *b = stream == 1 ? &p->out : &p->err;
+    sk_buf *b = sk_process_capture(p, stream);
     if (!box->capture_buffer || !p->exited) {
         process_push_buf(L, b);
         return;
@@ -582,8 +580,7 @@ static int process_gc(lua_State *L)
     skl_process *box = luaL_checkudata(L, 1, SKL_PROCESS);
     if (box->p) {
         /* no more callbacks into this box; the sandbox may keep tracking */
-        box->p->ev = NULL;
-        box->p->ev_ud = NULL;
+        sk_process_detach(box->p);
         sk_process_unref(box->p);
         box->p = NULL;
     }
