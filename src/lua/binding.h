@@ -63,9 +63,32 @@ void skl_push_error(lua_State *L, skl_state *st, const sk_error *err, const void
 /* Raises it. */
 int skl_raise_error(lua_State *L, skl_state *st, const sk_error *err, const void *scope);
 
+/* Makes the metatable `name` (luaL_newmetatable) of a class whose methods
+ * live in a table the module exposes as methods_field (Lua fills it):
+ * __index = index with that table as upvalue 1, and the metatable as the
+ * module's class_field. */
+void skl_class(lua_State *L, const char *name, lua_CFunction index, lua_CFunction tostring,
+               lua_CFunction gc, lua_CFunction newindex, const char *methods_field,
+               const char *class_field, int module_idx);
+
+/* sandkit.Sandbox (sandbox_ud.c) */
+#define SKL_SANDBOX "sandkit.Sandbox"
+typedef struct skl_sandbox {
+    sk_sandbox *sb; /* NULL once freed */
+    skl_state *st;
+} skl_sandbox;
 void skl_open_sandbox(lua_State *L); /* registers the classes; expects the state upvalue on top */
 int skl_new_sandbox(lua_State *L);
-sk_sandbox *skl_check_sandbox(lua_State *L, int idx); /* raises unless an open sandkit.Sandbox */
+skl_sandbox *skl_sandbox_check(lua_State *L, int idx); /* raises unless an open sandkit.Sandbox */
+sk_sandbox *skl_check_sandbox(lua_State *L, int idx);
+
+/* sandkit.Process (process_ud.c) */
+/* spawn(sb, command, opts, tracked, token) -> Process | nil, err */
+int skl_process_spawn(lua_State *L);
+/* Pushes the userdata of p, when it still has one; returns whether. */
+int skl_process_push(lua_State *L, sk_process *p);
+/* The Process class, and its primitives into the table on top. */
+void skl_open_process(lua_State *L, int state_idx, int module_idx);
 int skl_modal_fs(lua_State *L); /* core.modal_fs (modal_fs_ud.c) */
 int skl_http_request(lua_State *L); /* core.http_request (http_ud.c) */
 int skl_json_decode(lua_State *L);  /* core.json_decode (http_ud.c) */

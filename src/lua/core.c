@@ -75,6 +75,28 @@ static void core_event_free(skl_event *e)
     free(e);
 }
 
+void skl_class(lua_State *L, const char *name, lua_CFunction index, lua_CFunction tostring,
+               lua_CFunction gc, lua_CFunction newindex, const char *methods_field,
+               const char *class_field, int module_idx)
+{
+    luaL_newmetatable(L, name);
+    int mt = lua_gettop(L);
+    lua_newtable(L); /* methods, filled by sandbox.lua */
+    lua_pushvalue(L, -1);
+    lua_setfield(L, module_idx, methods_field);
+    lua_pushcclosure(L, index, 1);
+    lua_setfield(L, mt, "__index");
+    if (newindex) {
+        lua_pushcfunction(L, newindex);
+        lua_setfield(L, mt, "__newindex");
+    }
+    lua_pushcfunction(L, tostring);
+    lua_setfield(L, mt, "__tostring");
+    lua_pushcfunction(L, gc);
+    lua_setfield(L, mt, "__gc");
+    lua_setfield(L, module_idx, class_field);
+}
+
 /* ---- JSON <-> Lua ------------------------------------------------------- */
 
 static int core_is_array(lua_State *L, int idx, size_t *n)
