@@ -3,6 +3,9 @@
 --   luarocks --lua-version=5.4 make --deps-mode=none rockspec/sandkit-scm-1.rockspec
 -- The C sources are listed one by one (a rockspec cannot glob);
 -- spec/rockspec_spec.lua fails when a file under src/ or lua/ is missing here.
+-- The builtin backend takes no compiler flags: for a core.so that exports
+-- luaopen_sandkit_core alone (as the Makefile's build does), add
+-- -fvisibility=hidden to CFLAGS on the luarocks command line.
 rockspec_format = "3.0"
 package = "sandkit"
 version = "scm-1"

@@ -41,6 +41,12 @@ typedef struct skl_target {
 
 #define SKL_STATE_UPVALUE lua_upvalueindex(1)
 
+/* The module's one exported symbol. The Makefile builds with
+ * -fvisibility=hidden; luarocks' builtin backend takes no compiler flags,
+ * so a rock built without it in CFLAGS exports the core's symbols too. */
+#define SKL_EXPORT __attribute__((visibility("default")))
+int luaopen_sandkit_core(lua_State *L) SKL_EXPORT;
+
 skl_state *skl_state_get(lua_State *L); /* from upvalue 1 */
 /* err is copied and redacted at once against scope's secrets (the sandbox
  * it came from; NULL: every held secret), while a failed process's own env

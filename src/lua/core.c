@@ -507,7 +507,7 @@ static int core_timer_gc(lua_State *L)
     return 0;
 }
 
-int luaopen_sandkit_core(lua_State *L)
+SKL_EXPORT int luaopen_sandkit_core(lua_State *L)
 {
     static const luaL_Reg funcs[] = {
         { "step", core_step },
