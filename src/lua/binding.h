@@ -66,8 +66,9 @@ void skl_push_json(lua_State *L, const json_t *v);
  * of scope redacted (the sandbox it came from; NULL: every held secret).
  * Every error reaches Lua through here. */
 void skl_push_error(lua_State *L, skl_state *st, const sk_error *err, const void *scope);
-/* Raises it. */
-int skl_raise_error(lua_State *L, skl_state *st, const sk_error *err, const void *scope);
+/* The same for an error the caller owns: err is freed, also when pushing
+ * raises (out of memory). */
+void skl_push_error_take(lua_State *L, skl_state *st, sk_error *err, const void *scope);
 
 /* Makes the metatable `name` (luaL_newmetatable) of a class whose methods
  * live in a table the module exposes as methods_field (Lua fills it):

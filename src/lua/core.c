@@ -126,6 +126,9 @@ static void core_check_json(lua_State *L, int idx, const char *what, int depth)
     idx = lua_absindex(L, idx);
     if (depth > 32)
         luaL_error(L, "%s: nested too deeply", what);
+    /* room for this level's key and value, here and in core_build_json
+     * (which must not raise) */
+    luaL_checkstack(L, 3, what);
     switch (lua_type(L, idx)) {
     case LUA_TNIL:
     case LUA_TBOOLEAN:
@@ -244,32 +247,58 @@ void skl_push_json(lua_State *L, const json_t *v)
     }
 }
 
+typedef struct error_push {
+    skl_state *st;
+    const sk_error *err; /* redacted; NULL: out of memory */
+} error_push;
+
+/* Run protected (pushing may raise a memory error), so the caller frees
+ * the error whatever happens. */
+static int core_error_object(lua_State *L)
+{
+    const error_push *a = lua_touserdata(L, 1);
+    const sk_error *err = a->err;
+    const char *kind = err ? err->kind : "Error";
+    const char *message = err ? err->message : "out of memory";
+    if (a->st->error_factory == LUA_NOREF) {
+        lua_pushfstring(L, "%s: %s", kind, message);
+        return 1;
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, a->st->error_factory);
+    lua_pushstring(L, kind);
+    lua_pushstring(L, message);
+    if (err && err->fields)
+        skl_push_json(L, err->fields);
+    else
+        lua_pushnil(L);
+    lua_call(L, 3, 1);
+    return 1;
+}
+
+/* Pushes the error object of err (redacted already) and frees err; on a
+ * memory error err is freed before the error propagates. */
+static void core_push_error_owned(lua_State *L, skl_state *st, sk_error *err)
+{
+    error_push a = { st, err };
+    lua_pushcfunction(L, core_error_object);
+    lua_pushlightuserdata(L, &a);
+    int rc = lua_pcall(L, 1, 1, 0);
+    sk_error_free(err);
+    if (rc != LUA_OK)
+        lua_error(L);
+}
+
 void skl_push_error(lua_State *L, skl_state *st, const sk_error *err, const void *scope)
 {
     sk_error *safe = sk_error_copy(err);
     sk_error_redact(scope, safe);
-    const char *kind = safe ? safe->kind : "Error";
-    const char *message = safe ? safe->message : "out of memory";
-    if (st->error_factory != LUA_NOREF) {
-        lua_rawgeti(L, LUA_REGISTRYINDEX, st->error_factory);
-        lua_pushstring(L, kind);
-        lua_pushstring(L, message);
-        if (safe && safe->fields)
-            skl_push_json(L, safe->fields);
-        else
-            lua_pushnil(L);
-        sk_error_free(safe); /* before the call: it may raise (out of memory) */
-        lua_call(L, 3, 1);
-        return;
-    }
-    lua_pushfstring(L, "%s: %s", kind, message);
-    sk_error_free(safe);
+    core_push_error_owned(L, st, safe);
 }
 
-int skl_raise_error(lua_State *L, skl_state *st, const sk_error *err, const void *scope)
+void skl_push_error_take(lua_State *L, skl_state *st, sk_error *err, const void *scope)
 {
-    skl_push_error(L, st, err, scope);
-    return lua_error(L);
+    sk_error_redact(scope, err);
+    core_push_error_owned(L, st, err);
 }
 
 /* ---- the embedding surface ---------------------------------------------- */
@@ -288,7 +317,9 @@ static int core_step(lua_State *L)
     int alive = sk_loop_turn(st->loop, st->head ? 0 : (int)timeout);
     int dispatched = 0;
     skl_event *e;
-    while ((e = core_pop(st))) {
+    /* Pushing the arguments may raise (out of memory): the event stays
+     * queued until they are all on the stack. */
+    while ((e = st->head)) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, st->dispatch);
         lua_pushinteger(L, e->token);
         int nargs = 2;
@@ -314,7 +345,7 @@ static int core_step(lua_State *L)
             lua_pushliteral(L, "timer");
             break;
         }
-        core_event_free(e);
+        core_event_free(core_pop(st));
         dispatched++;
         lua_call(L, nargs, 0);
     }

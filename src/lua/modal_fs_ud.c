@@ -103,8 +103,7 @@ int skl_modal_fs(lua_State *L)
     sk_error *err = NULL;
     box->op = sk_modal_fs_start(sb, &req, (int64_t)timeout_ms, &ev, box, &err);
     if (!box->op) {
-        skl_push_error(L, st, err, sb);
-        sk_error_free(err);
+        skl_push_error_take(L, st, err, sb);
         return lua_error(L);
     }
     return 1;

@@ -118,12 +118,8 @@ int skl_process_spawn(lua_State *L)
     lua_getfield(L, 3, "stream");
     int stream = lua_toboolean(L, -1);
     lua_pop(L, 1);
-    json_t *env = NULL;
-    if (lua_getfield(L, 3, "env") == LUA_TTABLE)
-        env = skl_to_json(L, -1, "env");
-    lua_pop(L, 1);
-    o.env = env;
 
+    /* Everything that may raise comes before the env JSON exists. */
     skl_process *box = lua_newuserdatauv(L, sizeof *box, 2);
     box->p = NULL;
     box->target.st = s->st;
@@ -135,14 +131,18 @@ int skl_process_spawn(lua_State *L)
     lua_setiuservalue(L, -2, 1); /* the sandbox outlives its processes */
     lua_newtable(L);
     lua_setiuservalue(L, -2, 2);
+    json_t *env = NULL;
+    if (lua_getfield(L, 3, "env") == LUA_TTABLE)
+        env = skl_to_json(L, -1, "env");
+    lua_pop(L, 1);
+    o.env = env;
 
     sk_error *err = NULL;
     box->p = sk_sandbox_spawn(s->sb, &o, tracked, &process_events, box, &err);
     json_decref(env);
     if (!box->p) {
         lua_pushnil(L);
-        skl_push_error(L, s->st, err, s->sb);
-        sk_error_free(err);
+        skl_push_error_take(L, s->st, err, s->sb);
         return 2;
     }
     process_remember(L, box->p, -1);
@@ -243,8 +243,7 @@ static int process_result(lua_State *L)
                                  "out of memory copying the command's output into Lua (lower "
                                  "max_output_bytes, or stream it with capture = false)");
     lua_pushnil(L);
-    skl_push_error(L, s->st, err, s->sb);
-    sk_error_free(err);
+    skl_push_error_take(L, s->st, err, s->sb);
     return 2;
 }
 
@@ -273,8 +272,7 @@ static int process_write(lua_State *L)
         lua_getiuservalue(L, 1, 1);
         skl_sandbox *s = lua_touserdata(L, -1);
         lua_pushnil(L);
-        skl_push_error(L, s->st, err, s->sb);
-        sk_error_free(err);
+        skl_push_error_take(L, s->st, err, s->sb);
         return 2;
     }
     lua_pushboolean(L, 1);

@@ -40,7 +40,8 @@ int skl_new_sandbox(lua_State *L)
     const sk_provider *prov = sk_provider_find(id);
     if (!prov)
         return luaL_error(L, "unknown sandbox provider '%s'", id);
-    json_t *opts = skl_to_json(L, 2, "options");
+    /* Everything that may raise comes before the JSON exists: nothing can
+     * leak it. */
     skl_sandbox *s = lua_newuserdatauv(L, sizeof *s, 1);
     s->sb = NULL;
     s->st = st;
@@ -49,13 +50,13 @@ int skl_new_sandbox(lua_State *L)
     lua_pushboolean(L, prov->stop_when_idle);
     lua_setfield(L, -2, "stop_when_idle");
     lua_setiuservalue(L, -2, 1);
+    json_t *opts = skl_to_json(L, 2, "options");
     sk_error *err = NULL;
     s->sb = sk_sandbox_new(st->loop, prov, opts, &err);
     json_decref(opts);
     if (!s->sb) {
         static const char tokens_only; /* a scope no env value belongs to */
-        skl_push_error(L, st, err, &tokens_only);
-        sk_error_free(err);
+        skl_push_error_take(L, st, err, &tokens_only);
         return lua_error(L);
     }
     return 1;
