@@ -33,10 +33,16 @@ typedef struct skl_state {
     int dispatch;      /* registry ref to the Lua dispatcher */
 } skl_state;
 
-/* Where a core callback delivers: the state and the Lua-side token. */
+/* Where a core callback delivers: the state and the Lua-side token. The
+ * terminal event (exit, lifecycle, timer), which its waiter cannot do
+ * without, is allocated up front so that it cannot be lost; an output
+ * event that cannot be queued (out of memory) turns the terminal event
+ * into an OutOfMemoryError. */
 typedef struct skl_target {
     skl_state *st;
     lua_Integer token;
+    skl_event *last; /* the terminal event; NULL once queued */
+    bool lost;       /* an output event was dropped */
 } skl_target;
 
 #define SKL_STATE_UPVALUE lua_upvalueindex(1)
@@ -48,11 +54,19 @@ typedef struct skl_target {
 int luaopen_sandkit_core(lua_State *L) SKL_EXPORT;
 
 skl_state *skl_state_get(lua_State *L); /* from upvalue 1 */
-/* err is copied and redacted at once against scope's secrets (the sandbox
- * it came from; NULL: every held secret), while a failed process's own env
- * is still held. */
-void skl_queue(skl_state *st, int kind, lua_Integer token, int stream, const char *data,
-               size_t len, const sk_error *err, const void *scope);
+/* Sets t up for token; -1 when its terminal event cannot be allocated
+ * (the caller reports it before starting anything). */
+int skl_target_init(skl_target *t, skl_state *st, lua_Integer token);
+/* Frees the terminal event if it was never queued. */
+void skl_target_release(skl_target *t);
+/* Queues an output event (stream, a copy of data); out of memory: t->lost. */
+void skl_emit(skl_target *t, int stream, const char *data, size_t len);
+/* Queues the terminal event of kind, at most once; never fails. err is
+ * copied and redacted at once against scope's secrets (the sandbox it came
+ * from; NULL: every held secret), while a failed process's own env is
+ * still held; a copy that does not fit, or t->lost, delivers an
+ * out-of-memory error. */
+void skl_finish(skl_target *t, int kind, const sk_error *err, const void *scope);
 
 /* Pushes the metatable `name` of a cancellable handle (__gc = gc, one
  * method, cancel), made on first use. */

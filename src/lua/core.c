@@ -28,33 +28,68 @@ void skl_push_cancel_meta(lua_State *L, const char *name, lua_CFunction gc, lua_
     }
 }
 
-void skl_queue(skl_state *st, int kind, lua_Integer token, int stream, const char *data,
-               size_t len, const sk_error *err, const void *scope)
+static void core_append(skl_state *st, skl_event *e)
 {
-    skl_event *e = calloc(1, sizeof *e);
-    if (!e)
-        return; /* dropping an event under OOM beats crashing the host */
-    e->kind = kind;
-    e->token = token;
-    e->stream = stream;
-    if (len) {
-        e->data = malloc(len);
-        if (!e->data) {
-            free(e);
-            return;
-        }
-        memcpy(e->data, data, len);
-        e->len = len;
-    }
-    e->err = sk_error_copy(err);
-    e->err_lost = err && !e->err; /* still a failure: "out of memory" */
-    e->scope = scope;
-    sk_error_redact(scope, e->err);
     if (st->tail)
         st->tail->next = e;
     else
         st->head = e;
     st->tail = e;
+}
+
+int skl_target_init(skl_target *t, skl_state *st, lua_Integer token)
+{
+    t->st = st;
+    t->token = token;
+    t->lost = false;
+    t->last = calloc(1, sizeof *t->last);
+    return t->last ? 0 : -1;
+}
+
+void skl_target_release(skl_target *t)
+{
+    free(t->last);
+    t->last = NULL;
+}
+
+void skl_emit(skl_target *t, int stream, const char *data, size_t len)
+{
+    skl_event *e = calloc(1, sizeof *e);
+    if (e && len && !(e->data = malloc(len))) {
+        free(e);
+        e = NULL;
+    }
+    if (!e) {
+        t->lost = true; /* reported by the terminal event */
+        return;
+    }
+    e->kind = SKL_EV_OUTPUT;
+    e->token = t->token;
+    e->stream = stream;
+    if (len)
+        memcpy(e->data, data, len);
+    e->len = len;
+    core_append(t->st, e);
+}
+
+void skl_finish(skl_target *t, int kind, const sk_error *err, const void *scope)
+{
+    skl_event *e = t->last;
+    if (!e)
+        return;
+    t->last = NULL;
+    e->kind = kind;
+    e->token = t->token;
+    if (err) {
+        e->err = sk_error_copy(err);
+        sk_error_redact(scope, e->err);
+    } else if (t->lost) {
+        e->err = sk_error_new("OutOfMemoryError", NULL,
+                              "out of memory queueing output for Lua: part of it was lost");
+    }
+    e->err_lost = (err || t->lost) && !e->err; /* still a failure: "out of memory" */
+    e->scope = scope;
+    core_append(t->st, e);
 }
 
 static skl_event *core_pop(skl_state *st)
@@ -406,11 +441,7 @@ typedef struct core_timer {
 
 static void core_timer_closed(uv_handle_t *h) { free(h); }
 
-static void core_timer_fired(uv_timer_t *h)
-{
-    skl_target *t = h->data;
-    skl_queue(t->st, SKL_EV_TIMER, t->token, 0, NULL, 0, NULL, NULL);
-}
+static void core_timer_fired(uv_timer_t *h) { skl_finish(h->data, SKL_EV_TIMER, NULL, NULL); }
 
 static void core_timer_close(core_timer *t)
 {
@@ -418,6 +449,7 @@ static void core_timer_close(core_timer *t)
         uv_close((uv_handle_t *)t->handle, core_timer_closed);
         t->handle = NULL;
     }
+    skl_target_release(&t->target);
 }
 
 /* timer(ms, token) -> Timer; fires once with ("timer") for token. */
@@ -429,12 +461,13 @@ static int core_timer_new(lua_State *L)
     luaL_argcheck(L, ms >= 0 && ms < 1e12, 1, "delay out of range");
     core_timer *t = lua_newuserdatauv(L, sizeof *t, 0);
     t->handle = NULL;
+    t->target.last = NULL;
     luaL_setmetatable(L, SKL_TIMER_NAME);
+    if (skl_target_init(&t->target, st, token) != 0)
+        return luaL_error(L, "out of memory");
     t->handle = malloc(sizeof *t->handle);
     if (!t->handle)
         return luaL_error(L, "out of memory");
-    t->target.st = st;
-    t->target.token = token;
     uv_timer_init(sk_loop_uv(st->loop), t->handle);
     t->handle->data = &t->target;
     uv_timer_start(t->handle, core_timer_fired, (uint64_t)ceil(ms), 0);

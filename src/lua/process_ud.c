@@ -35,7 +35,7 @@ static void process_on_output(sk_process *p, int stream, const char *data, size_
     (void)p;
     skl_process *box = ud;
     if (box->want_output)
-        skl_queue(box->target.st, SKL_EV_OUTPUT, box->target.token, stream, data, len, NULL, NULL);
+        skl_emit(&box->target, stream, data, len);
 }
 
 static void process_on_exit(sk_process *p, const sk_result *r, const sk_error *err, void *ud)
@@ -44,7 +44,7 @@ static void process_on_exit(sk_process *p, const sk_result *r, const sk_error *e
     (void)r;
     (void)err;
     skl_process *box = ud;
-    skl_queue(box->target.st, SKL_EV_EXIT, box->target.token, 0, NULL, 0, NULL, NULL);
+    skl_finish(&box->target, SKL_EV_EXIT, NULL, NULL);
 }
 
 static const sk_process_events process_events = { process_on_output, process_on_exit };
@@ -122,11 +122,12 @@ int skl_process_spawn(lua_State *L)
     /* Everything that may raise comes before the env JSON exists. */
     skl_process *box = lua_newuserdatauv(L, sizeof *box, 2);
     box->p = NULL;
-    box->target.st = s->st;
-    box->target.token = token;
+    box->target.last = NULL;
     box->want_output = stream;
     box->capture_buffer = capture_buffer;
     luaL_setmetatable(L, SKL_PROCESS);
+    if (skl_target_init(&box->target, s->st, token) != 0)
+        return luaL_error(L, "out of memory");
     lua_pushvalue(L, 1);
     lua_setiuservalue(L, -2, 1); /* the sandbox outlives its processes */
     lua_newtable(L);
@@ -226,6 +227,15 @@ static int process_result(lua_State *L)
     if (p->error) {
         lua_pushnil(L);
         skl_push_error(L, s->st, p->error, s->sb);
+        return 2;
+    }
+    if (box->target.lost) {
+        lua_pushnil(L);
+        skl_push_error_take(L, s->st,
+                            sk_error_new("OutOfMemoryError", NULL,
+                                         "out of memory queueing the command's output for its "
+                                         "callbacks: part of it was lost"),
+                            s->sb);
         return 2;
     }
     lua_pushcfunction(L, process_result_table);
@@ -348,6 +358,7 @@ static int process_gc(lua_State *L)
         sk_process_unref(box->p);
         box->p = NULL;
     }
+    skl_target_release(&box->target);
     return 0;
 }
 

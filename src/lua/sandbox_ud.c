@@ -25,7 +25,7 @@ sk_sandbox *skl_check_sandbox(lua_State *L, int idx) { return skl_sandbox_check(
 static void sandbox_lifecycle_done(sk_sandbox *sb, const sk_error *err, void *ud)
 {
     skl_target *t = ud;
-    skl_queue(t->st, SKL_EV_LIFECYCLE, t->token, 0, NULL, 0, err, sb);
+    skl_finish(t, SKL_EV_LIFECYCLE, err, sb);
     free(t);
 }
 
@@ -69,10 +69,10 @@ static int sandbox_lifecycle(lua_State *L, void (*op)(sk_sandbox *, sk_lifecycle
     skl_sandbox *s = skl_sandbox_check(L, 1);
     lua_Integer token = luaL_checkinteger(L, 2);
     skl_target *t = malloc(sizeof *t);
-    if (!t)
+    if (!t || skl_target_init(t, s->st, token) != 0) {
+        free(t);
         return luaL_error(L, "out of memory");
-    t->st = s->st;
-    t->token = token;
+    }
     op(s->sb, sandbox_lifecycle_done, t);
     return 0;
 }
