@@ -25,8 +25,10 @@ local COMMAND_OPTS = {
   stdin = "string", capture = "boolean|buffer", max_output_bytes = "number",
 }
 
+local NO_OPTS = {} -- read only, like every checked options table
+
 local function check_command_opts(fname, opts, argn)
-  if opts == nil then return {} end
+  if opts == nil then return NO_OPTS end
   if type(opts) ~= "table" then argerror(argn, fname, "options table expected, got " .. type(opts)) end
   local o = {}
   for k, v in pairs(opts) do
@@ -215,9 +217,11 @@ local function callback_failed(rec, err, cancel)
   end
 end
 
-local function on_process_event(rec, kind, stream, data)
+-- ("output", stream, data) while it runs, then ("exit", result, err).
+local function on_process_event(rec, kind, a, b)
   local o = rec.o
   if kind == "output" then
+    local stream, data = a, b
     if rec.callback_error ~= nil then return end
     local cb = stream == 1 and o.on_stdout or o.on_stderr
     local line_cb = stream == 1 and o.on_stdout_line or o.on_stderr_line
@@ -227,34 +231,35 @@ local function on_process_event(rec, kind, stream, data)
     if not ok then callback_failed(rec, err, true) end
   elseif kind == "exit" then
     -- the last line, when the output did not end with a newline
-    for _, s in ipairs({ { "out_rest", o.on_stdout_line }, { "err_rest", o.on_stderr_line } }) do
-      local rest = rec[s[1]]
-      rec[s[1]] = nil
-      if rest and s[2] and rec.callback_error == nil then
-        local ok, err = pcall(s[2], rest)
-        if not ok then callback_failed(rec, err, false) end
+    if o.on_stdout_line or o.on_stderr_line then
+      for _, s in ipairs({ { "out_rest", o.on_stdout_line }, { "err_rest", o.on_stderr_line } }) do
+        local rest = rec[s[1]]
+        rec[s[1]] = nil
+        if rest and s[2] and rec.callback_error == nil then
+          local ok, err = pcall(s[2], rest)
+          if not ok then callback_failed(rec, err, false) end
+        end
       end
     end
-    local result, err = PP.result(rec.proc)
-    finish(rec, result, err)
+    finish(rec, a, b) -- the result, or nil and the error, came with the event
   end
 end
 
-local function spawn_opts(sb, o, keep_stdin_open)
-  local timeout = o.timeout or state(sb).options.timeout
-  return {
-    cwd = o.cwd, env = o.env, timeout = timeout, stdin = o.stdin,
-    keep_stdin_open = keep_stdin_open, capture = o.capture,
-    max_output_bytes = o.max_output_bytes or state(sb).options.max_output_bytes,
-    stream = (o.on_stdout or o.on_stderr or o.on_stdout_line or o.on_stderr_line) and true or false,
-  }
+local function not_running(sb)
+  return errors.new("SandboxNotReadyError", ("Sandbox is not running (status: %s)"):format(sb.status))
 end
 
+-- Starts the command; false when the sandbox is not running.
 local function launch(sb, rec, line, o)
-  local proc, err = SP.spawn(sb, line, spawn_opts(sb, o, false), false, rec.token)
-  if not proc then return finish(rec, nil, err) end
+  local proc, err = SP.spawn(sb, line, o, false, rec.token)
+  if proc == false then return false end
+  if not proc then
+    finish(rec, nil, err)
+    return true
+  end
   rec.proc = proc
   if rec.op.cancelled then PP.cancel(proc) end
+  return true
 end
 
 local function cancelled_result(line, o)
@@ -285,41 +290,49 @@ local function command_line(fname, command, args)
   return line
 end
 
---- Starts a command and returns an operation (op:wait(), op:cancel()).
-function S:exec_async(command, args, opts)
-  check(self, core.Sandbox, "exec_async")
+-- exec and exec_async: the operation of the command, started at once on
+-- a running sandbox, else in a task once the sandbox runs.
+local function exec_async(sb, command, args, opts)
   local line = command_line("exec", command, args)
   local o = check_command_opts("exec", opts, 3)
-  local op = setmetatable({ done = false, sandbox = self }, Operation)
+  local op = setmetatable({ done = false, sandbox = sb }, Operation)
   local rec = scheduler.record(on_process_event)
   rec.op, rec.o = op, o
   op._rec = rec
-  if self.status == "running" then
-    launch(self, rec, line, o)
-  else
+  if not launch(sb, rec, line, o) then
     scheduler.spawn(function()
-      local ok, err = self:ensure_running()
+      local ok, err = sb:ensure_running()
       if not ok then return finish(rec, nil, err) end
       if op.cancelled then return finish(rec, cancelled_result(line, o)) end
-      launch(self, rec, line, o)
+      if not launch(sb, rec, line, o) then finish(rec, nil, not_running(sb)) end
     end)
   end
   return op
 end
 
+local function wait(op)
+  local result, err = scheduler.await(op._rec)
+  local cb_err = op._rec.callback_error
+  if cb_err ~= nil then error(cb_err, 0) end
+  return result, err
+end
+
+--- Starts a command and returns an operation (op:wait(), op:cancel()).
+function S:exec_async(command, args, opts)
+  check(self, core.Sandbox, "exec_async")
+  return exec_async(self, command, args, opts)
+end
+
 --- Runs a command and waits: returns the result table, or nil, err.
 function S:exec(command, args, opts)
   check(self, core.Sandbox, "exec")
-  return self:exec_async(command, args, opts):wait()
+  return wait(exec_async(self, command, args, opts))
 end
 
 --- Waits for the operation: the result table, or nil, err.
 function Operation:wait()
   check(self, Operation, "wait")
-  local result, err = scheduler.await(self._rec)
-  local cb_err = self._rec.callback_error
-  if cb_err ~= nil then error(cb_err, 0) end
-  return result, err
+  return wait(self)
 end
 
 --- Cancels: the command is killed and wait() returns its partial result
@@ -377,7 +390,8 @@ function Manager:spawn(command, args, opts)
   if not ok then return nil, err end
   local rec = scheduler.record(on_process_event)
   rec.o = o
-  local proc, serr = SP.spawn(sb, line, spawn_opts(sb, o, true), true, rec.token)
+  local proc, serr = SP.spawn(sb, line, o, true, rec.token)
+  if proc == false then serr = not_running(sb) end
   if not proc then
     scheduler.complete(rec, nil, serr)
     return nil, serr

@@ -23,6 +23,7 @@ typedef struct skl_event {
     sk_error *err;
     const void *scope; /* whose secrets err is redacted against (secrets.h) */
     bool err_lost;     /* an error that could not be copied (out of memory) */
+    void *owner;       /* SKL_EV_EXIT: its process's box (process_ud.c); NULL once collected */
     struct skl_event *next;
 } skl_event;
 
@@ -97,6 +98,9 @@ void skl_class(lua_State *L, const char *name, lua_CFunction index, lua_CFunctio
 typedef struct skl_sandbox {
     sk_sandbox *sb; /* NULL once freed */
     skl_state *st;
+    /* its commands' defaults, read once from the options: timeout (ms)
+     * and max_output_bytes; 0 for none */
+    lua_Number timeout_ms, max_output;
 } skl_sandbox;
 void skl_open_sandbox(lua_State *L); /* registers the classes; expects the state upvalue on top */
 int skl_new_sandbox(lua_State *L);
@@ -104,10 +108,16 @@ skl_sandbox *skl_sandbox_check(lua_State *L, int idx); /* raises unless an open 
 sk_sandbox *skl_check_sandbox(lua_State *L, int idx);
 
 /* sandkit.Process (process_ud.c) */
-/* spawn(sb, command, opts, tracked, token) -> Process | nil, err */
+/* spawn(sb, command, opts, tracked, token) -> Process | nil, err | false
+ * (the sandbox is not running) */
 int skl_process_spawn(lua_State *L);
 /* Pushes the userdata of p, when it still has one; returns whether. */
 int skl_process_push(lua_State *L, sk_process *p);
+/* The values an exit event delivers: the result table and nil, or nil and
+ * the error (nil, nil when nobody holds the process any more). */
+void skl_process_push_exit(lua_State *L, const skl_event *e);
+/* An exit event is freed: its box no longer points at it. */
+void skl_process_exit_freed(skl_event *e);
 /* The Process class, and its primitives into the table on top. */
 void skl_open_process(lua_State *L, int state_idx, int module_idx);
 int skl_modal_fs(lua_State *L); /* core.modal_fs (modal_fs_ud.c) */

@@ -105,6 +105,8 @@ static skl_event *core_pop(skl_state *st)
 
 static void core_event_free(skl_event *e)
 {
+    if (e->kind == SKL_EV_EXIT)
+        skl_process_exit_freed(e);
     free(e->data);
     sk_error_free(e->err);
     free(e);
@@ -366,7 +368,10 @@ static int core_step(lua_State *L)
             nargs = 4;
             break;
         case SKL_EV_EXIT:
+            /* the result travels with the event: no call back for it */
             lua_pushliteral(L, "exit");
+            skl_process_push_exit(L, e);
+            nargs = 4;
             break;
         case SKL_EV_LIFECYCLE:
             lua_pushliteral(L, "lifecycle");

@@ -16,6 +16,7 @@
 typedef struct skl_process {
     sk_process *p; /* NULL once released */
     skl_target target;
+    skl_event *queued_exit; /* its exit event while queued (owned by the queue) */
     int want_output; /* queue output events (someone streams) */
     int capture_buffer; /* capture = "buffer": output as sandkit.Buffer */
 } skl_process;
@@ -38,13 +39,26 @@ static void process_on_output(sk_process *p, int stream, const char *data, size_
         skl_emit(&box->target, stream, data, len);
 }
 
+/* The result is read from the process when the event is delivered. */
 static void process_on_exit(sk_process *p, const sk_result *r, const sk_error *err, void *ud)
 {
     (void)p;
     (void)r;
     (void)err;
     skl_process *box = ud;
+    skl_event *e = box->target.last;
+    if (e) {
+        e->owner = box;
+        box->queued_exit = e;
+    }
     skl_finish(&box->target, SKL_EV_EXIT, NULL, NULL);
+}
+
+void skl_process_exit_freed(skl_event *e)
+{
+    skl_process *box = e->owner;
+    if (box)
+        box->queued_exit = NULL;
 }
 
 static const sk_process_events process_events = { process_on_output, process_on_exit };
@@ -71,17 +85,12 @@ int skl_process_push(lua_State *L, sk_process *p)
     return 0;
 }
 
-static const char *opt_string(lua_State *L, int t, const char *key)
-{
-    lua_getfield(L, t, key);
-    const char *v = lua_tostring(L, -1);
-    lua_pop(L, 1); /* the string stays anchored in the options table */
-    return v;
-}
-
-/* spawn(sb, command, opts, tracked, token) -> Process | nil, err
- * opts (validated in Lua): cwd, env, timeout, stdin, keep_stdin_open,
- * capture, max_output_bytes, stream. */
+/* spawn(sb, command, opts, tracked, token) -> Process | nil, err | false
+ * when the sandbox is not running. opts: the command's options as
+ * exec/spawn validated them (cwd, env, timeout, stdin, capture,
+ * max_output_bytes, on_*), read here in one pass; the sandbox's timeout
+ * and max_output_bytes stand in for absent ones. A tracked (background)
+ * process keeps its stdin open. */
 int skl_process_spawn(lua_State *L)
 {
     skl_sandbox *s = skl_sandbox_check(L, 1);
@@ -91,38 +100,45 @@ int skl_process_spawn(lua_State *L)
     luaL_checktype(L, 3, LUA_TTABLE);
     int tracked = lua_toboolean(L, 4);
     lua_Integer token = luaL_checkinteger(L, 5);
-
-    sk_spawn_opts o = { .command = command, .capture = true };
-    o.cwd = opt_string(L, 3, "cwd");
-    lua_getfield(L, 3, "timeout");
-    o.timeout_ms = (int64_t)lua_tonumber(L, -1);
-    lua_pop(L, 1);
-    lua_getfield(L, 3, "stdin");
-    if (lua_type(L, -1) == LUA_TSTRING) {
-        o.stdin_data = lua_tolstring(L, -1, &o.stdin_len);
-        o.has_stdin = true;
+    if (s->sb->status != SK_RUNNING) {
+        lua_pushboolean(L, 0);
+        return 1;
     }
-    lua_pop(L, 1);
-    lua_getfield(L, 3, "keep_stdin_open");
-    o.keep_stdin_open = lua_toboolean(L, -1);
-    lua_pop(L, 1);
-    lua_getfield(L, 3, "capture");
-    o.capture = lua_isnil(L, -1) || lua_toboolean(L, -1);
-    int capture_buffer = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "buffer") == 0;
-    lua_pop(L, 1);
-    lua_getfield(L, 3, "max_output_bytes");
-    lua_Number max_output = lua_tonumber(L, -1);
-    lua_pop(L, 1);
+
+    sk_spawn_opts o = { .command = command, .capture = true, .keep_stdin_open = tracked };
+    lua_Number timeout = s->timeout_ms, max_output = s->max_output;
+    bool stream = false, has_env = false, capture_buffer = false;
+    lua_pushnil(L);
+    while (lua_next(L, 3)) {
+        /* strings, values and keys, stay anchored in the options table */
+        const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
+        if (strcmp(k, "cwd") == 0)
+            o.cwd = lua_tostring(L, -1);
+        else if (strcmp(k, "timeout") == 0)
+            timeout = lua_tonumber(L, -1);
+        else if (strcmp(k, "max_output_bytes") == 0)
+            max_output = lua_tonumber(L, -1);
+        else if (strcmp(k, "stdin") == 0 && lua_type(L, -1) == LUA_TSTRING) {
+            o.stdin_data = lua_tolstring(L, -1, &o.stdin_len);
+            o.has_stdin = true;
+        } else if (strcmp(k, "capture") == 0) {
+            o.capture = lua_toboolean(L, -1);
+            capture_buffer = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "buffer") == 0;
+        } else if (strcmp(k, "env") == 0)
+            has_env = lua_istable(L, -1);
+        else if (strncmp(k, "on_", 3) == 0)
+            stream = stream || !lua_isnil(L, -1);
+        lua_pop(L, 1);
+    }
+    o.timeout_ms = (int64_t)timeout;
     if (max_output >= 1)
         o.max_output = max_output >= (lua_Number)(SIZE_MAX / 2) ? SIZE_MAX / 2 : (size_t)max_output;
-    lua_getfield(L, 3, "stream");
-    int stream = lua_toboolean(L, -1);
-    lua_pop(L, 1);
 
     /* Everything that may raise comes before the env JSON exists. */
     skl_process *box = lua_newuserdatauv(L, sizeof *box, 2);
     box->p = NULL;
     box->target.last = NULL;
+    box->queued_exit = NULL;
     box->want_output = stream;
     box->capture_buffer = capture_buffer;
     luaL_setmetatable(L, SKL_PROCESS);
@@ -133,9 +149,11 @@ int skl_process_spawn(lua_State *L)
     lua_newtable(L);
     lua_setiuservalue(L, -2, 2);
     json_t *env = NULL;
-    if (lua_getfield(L, 3, "env") == LUA_TTABLE)
+    if (has_env) {
+        lua_getfield(L, 3, "env");
         env = skl_to_json(L, -1, "env");
-    lua_pop(L, 1);
+        lua_pop(L, 1);
+    }
     o.env = env;
 
     sk_error *err = NULL;
@@ -152,11 +170,6 @@ int skl_process_spawn(lua_State *L)
 
 /* ---- Process ----------------------------------------------------------------- */
 
-static void process_push_buf(lua_State *L, const sk_buf *b)
-{
-    lua_pushlstring(L, b->data ? b->data : "", b->len);
-}
-
 /* stdout (stream 1) or stderr (2) of the process at idx: a string, or with
  * capture = "buffer" once it has exited, a sandkit.Buffer that takes over
  * the bytes (no copy), made once and kept in the process's state table. */
@@ -165,7 +178,7 @@ static void process_push_output(lua_State *L, int idx, skl_process *box, int str
     sk_process *p = box->p;
     sk_buf *b = sk_process_capture(p, stream);
     if (!box->capture_buffer || !p->exited) {
-        process_push_buf(L, b);
+        lua_pushlstring(L, b->data ? b->data : "", b->len);
         return;
     }
     const char *key = stream == 1 ? "stdout_buffer" : "stderr_buffer";
@@ -212,39 +225,34 @@ static int process_result_table(lua_State *L)
     return 1;
 }
 
-/* result(proc) -> result table | nil, err (transport failure, or no memory for
- * the result) | nothing while running */
-static int process_result(lua_State *L)
+/* Pushes the outcome of the exited process at idx: its result table and
+ * nil, or nil and the error (a transport failure, output lost on the way
+ * to Lua: ev's error, or no memory for the result). */
+static void process_push_result(lua_State *L, int idx, skl_process *box, const skl_event *ev)
 {
-    skl_process *box = process_check(L, 1);
     sk_process *p = box->p;
-    if (!p->exited)
-        return 0;
-    skl_sandbox *s = NULL;
-    lua_getiuservalue(L, 1, 1);
-    s = lua_touserdata(L, -1);
+    lua_getiuservalue(L, idx, 1);
+    skl_sandbox *s = lua_touserdata(L, -1);
     lua_pop(L, 1);
     if (p->error) {
         lua_pushnil(L);
         skl_push_error(L, s->st, p->error, s->sb);
-        return 2;
+        return;
     }
-    if (box->target.lost) {
+    if (ev->err || ev->err_lost) {
         lua_pushnil(L);
-        skl_push_error_take(L, s->st,
-                            sk_error_new("OutOfMemoryError", NULL,
-                                         "out of memory queueing the command's output for its "
-                                         "callbacks: part of it was lost"),
-                            s->sb);
-        return 2;
+        skl_push_error(L, s->st, ev->err, ev->scope);
+        return;
     }
     lua_pushcfunction(L, process_result_table);
-    lua_pushvalue(L, 1);
+    lua_pushvalue(L, idx);
     int rc = lua_pcall(L, 1, 1, 0);
-    if (rc == LUA_OK)
-        return 1;
+    if (rc == LUA_OK) {
+        lua_pushnil(L);
+        return;
+    }
     if (rc != LUA_ERRMEM)
-        return lua_error(L);
+        lua_error(L);
     lua_pop(L, 1);
     /* the partial copies are garbage now: the error object fits */
     sk_error *err = sk_error_new("OutOfMemoryError",
@@ -254,7 +262,19 @@ static int process_result(lua_State *L)
                                  "max_output_bytes, or stream it with capture = false)");
     lua_pushnil(L);
     skl_push_error_take(L, s->st, err, s->sb);
-    return 2;
+}
+
+void skl_process_push_exit(lua_State *L, const skl_event *e)
+{
+    skl_process *box = e->owner;
+    if (!box || !box->p || !skl_process_push(L, box->p)) {
+        lua_pushnil(L);
+        lua_pushnil(L);
+        return;
+    }
+    int idx = lua_gettop(L);
+    process_push_result(L, idx, box, e);
+    lua_remove(L, idx);
 }
 
 static int process_kill(lua_State *L)
@@ -358,6 +378,8 @@ static int process_gc(lua_State *L)
         sk_process_unref(box->p);
         box->p = NULL;
     }
+    if (box->queued_exit)
+        box->queued_exit->owner = NULL;
     skl_target_release(&box->target);
     return 0;
 }
@@ -367,7 +389,6 @@ static int process_gc(lua_State *L)
 void skl_open_process(lua_State *L, int state_idx, int module_idx)
 {
     static const luaL_Reg process_prims[] = {
-        { "result", process_result },
         { "kill", process_kill },
         { "cancel", process_cancel },
         { "write", process_write },
