@@ -3,3 +3,9 @@
 # harness, so they rebuild when it changes; they start
 # spec/servers/echo/server.mjs themselves (its npm ci is done by npm-deps).
 build/test/http_test build/test/ws_test: spec/servers/echo/harness.h
+
+# spec/oom_spec.lua preloads this allocator fault injector into a child Lua.
+build/test/oom_inject.so: spec/c/oom_inject.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -shared -o $@ $<
+TEST_PREP += build/test/oom_inject.so

@@ -487,14 +487,16 @@ static int core_timer_cancel(lua_State *L)
 
 /* ---- shell quoting ------------------------------------------------------ */
 
-/* command(cmd, args?) -> cmd followed by each arg quoted as one word. */
-static int core_command(lua_State *L)
+/* The body of command(), run protected over the caller's buffer (argument
+ * 3): a raise (a bad argument, out of memory) cannot leak it. */
+static int core_command_build(lua_State *L)
 {
+    sk_buf *b = lua_touserdata(L, 3);
     size_t len;
     const char *cmd = luaL_checklstring(L, 1, &len);
     luaL_argcheck(L, !memchr(cmd, '\0', len), 1, "command contains a NUL byte");
-    sk_buf b = { 0 };
-    sk_buf_append(&b, cmd, len);
+    if (sk_buf_append(b, cmd, len) != 0)
+        return luaL_error(L, "out of memory");
     if (!lua_isnoneornil(L, 2)) {
         luaL_checktype(L, 2, LUA_TTABLE);
         lua_Integer n = luaL_len(L, 2);
@@ -502,20 +504,32 @@ static int core_command(lua_State *L)
             lua_geti(L, 2, i);
             size_t alen;
             const char *a = lua_tolstring(L, -1, &alen);
-            if (!a) {
-                sk_buf_free(&b);
+            if (!a)
                 return luaL_error(L, "bad argument #2 (args[%d] must be a string, got %s)", (int)i,
                                   luaL_typename(L, -1));
-            }
-            if (sk_shell_append_arg(&b, a, alen) != 0) {
-                sk_buf_free(&b);
+            if (memchr(a, '\0', alen))
                 return luaL_error(L, "bad argument #2 (args[%d] contains a NUL byte)", (int)i);
-            }
+            if (sk_shell_append_arg(b, a, alen) != 0)
+                return luaL_error(L, "out of memory");
             lua_pop(L, 1);
         }
     }
-    lua_pushlstring(L, b.data ? b.data : "", b.len);
+    lua_pushlstring(L, b->data ? b->data : "", b->len);
+    return 1;
+}
+
+/* command(cmd, args?) -> cmd followed by each arg quoted as one word. */
+static int core_command(lua_State *L)
+{
+    sk_buf b = { 0 };
+    lua_settop(L, 2);
+    lua_pushlightuserdata(L, &b);
+    lua_pushcfunction(L, core_command_build);
+    lua_insert(L, 1);
+    int rc = lua_pcall(L, 3, 1, 0);
     sk_buf_free(&b);
+    if (rc != LUA_OK)
+        return lua_error(L);
     return 1;
 }
 
