@@ -93,14 +93,14 @@ int skl_process_push(lua_State *L, sk_process *p)
  * process keeps its stdin open. */
 int skl_process_spawn(lua_State *L)
 {
-    skl_sandbox *s = skl_sandbox_check(L, 1);
+    skl_sandbox *s = luaL_checkudata(L, 1, SKL_SANDBOX);
     size_t clen;
     const char *command = luaL_checklstring(L, 2, &clen);
     luaL_argcheck(L, !memchr(command, '\0', clen), 2, "command contains a NUL byte");
     luaL_checktype(L, 3, LUA_TTABLE);
     int tracked = lua_toboolean(L, 4);
     lua_Integer token = luaL_checkinteger(L, 5);
-    if (s->sb->status != SK_RUNNING) {
+    if (!s->sb || s->sb->status != SK_RUNNING) { /* closed: status "destroyed" */
         lua_pushboolean(L, 0);
         return 1;
     }
