@@ -241,10 +241,10 @@ static void op_delay_closed(uv_handle_t *h) { free(h); }
 static void op_free(ac_op *op)
 {
     if (op->cli)
-        sk_ac_cli_free(op->cli);
+        ac_cli_free(op->cli);
     if (op->delay)
         uv_close((uv_handle_t *)op->delay, op_delay_closed);
-    sk_ac_strv_free(&op->argv);
+    ac_strv_free(&op->argv);
     sk_error_free(op->pending);
     free(op->action);
     free(op->last_stdout);
@@ -265,7 +265,7 @@ static void op_end(ac_op *op, sk_error *err)
 /* Starts a CLI call; argv is consumed. env: names passed as bare --env. */
 static void op_call(ac_op *op, op_step step, ac_strv *argv, const json_t *env, double timeout_ms)
 {
-    sk_ac_strv_free(&op->argv);
+    ac_strv_free(&op->argv);
     op->argv = *argv;
     memset(argv, 0, sizeof *argv);
     op->step = step;
@@ -274,7 +274,7 @@ static void op_call(ac_op *op, op_step step, ac_strv *argv, const json_t *env, d
         return;
     }
     if (op->cli) {
-        sk_ac_cli_free(op->cli);
+        ac_cli_free(op->cli);
         op->cli = NULL;
     }
     ac_cli_opts o = {
@@ -285,7 +285,7 @@ static void op_call(ac_op *op, op_step step, ac_strv *argv, const json_t *env, d
         .retain = true,
     };
     int uv_err = 0;
-    op->cli = sk_ac_cli_run(op->sb->loop, &o, &op_cli_callbacks, op, &uv_err);
+    op->cli = ac_cli_run(op->sb->loop, &o, &op_cli_callbacks, op, &uv_err);
     if (!op->cli) {
         if (uv_err == UV_ENOENT)
             op_end(op, ac_error(op, &op->argv, 127, "", 0, uv_strerror(uv_err), strlen(uv_strerror(uv_err)),
@@ -299,8 +299,8 @@ static void op_call(ac_op *op, op_step step, ac_strv *argv, const json_t *env, d
 static void op_call2(ac_op *op, op_step step, const char *a, const char *b)
 {
     ac_strv argv = { 0 };
-    sk_ac_strv_push(&argv, a);
-    sk_ac_strv_push(&argv, b);
+    ac_strv_push(&argv, a);
+    ac_strv_push(&argv, b);
     op_call(op, step, &argv, NULL, op->as->cfg.timeout_ms);
 }
 
@@ -309,9 +309,9 @@ static void op_inspect(ac_op *op, op_step step) { op_call2(op, step, "inspect", 
 static void op_delete(ac_op *op, op_step step)
 {
     ac_strv argv = { 0 };
-    sk_ac_strv_push(&argv, "delete");
-    sk_ac_strv_push(&argv, "--force");
-    sk_ac_strv_push(&argv, ac_cid(op->as));
+    ac_strv_push(&argv, "delete");
+    ac_strv_push(&argv, "--force");
+    ac_strv_push(&argv, ac_cid(op->as));
     op_call(op, step, &argv, NULL, op->as->cfg.timeout_ms);
 }
 
@@ -398,11 +398,11 @@ static void ready_on_inspect(ac_op *op, const ac_cli_result *r)
     }
     json_decref(item);
     ac_strv argv = { 0 };
-    sk_ac_strv_push(&argv, "exec");
-    sk_ac_strv_push(&argv, ac_cid(op->as));
-    sk_ac_strv_push(&argv, "sh");
-    sk_ac_strv_push(&argv, "-lc");
-    sk_ac_strv_push(&argv, "true");
+    ac_strv_push(&argv, "exec");
+    ac_strv_push(&argv, ac_cid(op->as));
+    ac_strv_push(&argv, "sh");
+    ac_strv_push(&argv, "-lc");
+    ac_strv_push(&argv, "true");
     op_call(op, STEP_READY_EXEC, &argv, NULL, AC_READY_EXEC_TIMEOUT_MS);
 }
 
@@ -441,8 +441,8 @@ static void start_create(ac_op *op)
 {
     ac_strv argv = { 0 };
     json_t *env = NULL;
-    if (sk_ac_run_argv(&op->as->cfg, &argv, &env) != 0) {
-        sk_ac_strv_free(&argv);
+    if (ac_run_argv(&op->as->cfg, &argv, &env) != 0) {
+        ac_strv_free(&argv);
         op_end(op, ac_oom());
         return;
     }
@@ -583,7 +583,7 @@ static void exec_on_output(ac_cli *c, int stream, const char *data, size_t len, 
     (void)c;
     ac_exec *x = ud;
     if (stream == 2 && x->wrapped)
-        sk_ac_marker_filter_feed(&x->filter, data, len, exec_emit_stderr, x->p);
+        ac_marker_filter_feed(&x->filter, data, len, exec_emit_stderr, x->p);
     else
         sk_process_output(x->p, stream, data, len);
 }
@@ -598,14 +598,14 @@ static void exec_on_exit(ac_cli *c, const ac_cli_result *r, void *ud)
     res.killed = r->killed;
     /* spec §5 step 8: 124 with the wrapper's marker is the in-container
      * timeout; a command's own 124 passes through unchanged */
-    bool marker = x->wrapped && r->exit_code == AC_TIMEOUT_EXIT_CODE && sk_ac_marker_filter_seen(&x->filter);
+    bool marker = x->wrapped && r->exit_code == AC_TIMEOUT_EXIT_CODE && ac_marker_filter_seen(&x->filter);
     if (x->wrapped)
-        sk_ac_marker_filter_end(&x->filter, marker, exec_emit_stderr, p);
+        ac_marker_filter_end(&x->filter, marker, exec_emit_stderr, p);
     if (marker) {
         res.timed_out = true;
         res.killed = true;
         if (p->capture && p->err.len)
-            p->err.len = sk_ac_strip_marker(p->err.data, p->err.len);
+            p->err.len = ac_strip_marker(p->err.data, p->err.len);
     }
     if (r->timed_out) {
         /* the host bound (command timeout + 10 s) fired */
@@ -626,7 +626,7 @@ static int exec_env_flags(sk_sandbox *sb, const json_t *per_command, ac_strv *ar
     for (int g = 0; g < 2; g++) {
         if (!json_is_object(groups[g]))
             continue;
-        const char **keys = sk_ac_sorted_keys(groups[g]);
+        const char **keys = ac_sorted_keys(groups[g]);
         if (!keys) {
             *err = ac_oom();
             return -1;
@@ -635,7 +635,7 @@ static int exec_env_flags(sk_sandbox *sb, const json_t *per_command, ac_strv *ar
             const char *k = keys[i];
             if (g == 1 && json_object_get(sb->env, k))
                 continue;
-            if (!sk_ac_env_name_ok(k)) {
+            if (!ac_env_name_ok(k)) {
                 *err = sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", "apple-container", "key", "env"),
                                     "Invalid environment variable name for Apple container command: %s", k);
                 free(keys);
@@ -644,8 +644,8 @@ static int exec_env_flags(sk_sandbox *sb, const json_t *per_command, ac_strv *ar
             json_t *v = json_object_get(per_command, k);
             if (!v)
                 v = json_object_get(sb->env, k);
-            sk_ac_strv_push(argv, "--env");
-            sk_ac_strv_push(argv, k);
+            ac_strv_push(argv, "--env");
+            ac_strv_push(argv, k);
             json_object_set(env, k, v);
         }
         free(keys);
@@ -667,25 +667,25 @@ static int ac_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_er
         *err = ac_oom();
         goto done;
     }
-    sk_ac_strv_push(&argv, "exec");
+    ac_strv_push(&argv, "exec");
     /* sandkit extension: stdin for the command (upstream has none) */
     if (with_stdin)
-        sk_ac_strv_push(&argv, "--interactive");
+        ac_strv_push(&argv, "--interactive");
     if (exec_env_flags(sb, o->env, &argv, env, err) != 0)
         goto done;
-    sk_ac_strv_push(&argv, "--workdir");
-    sk_ac_strv_push(&argv, o->cwd ? o->cwd : as->cfg.working_dir);
-    sk_ac_strv_push(&argv, ac_cid(as));
-    sk_ac_strv_push(&argv, "sh");
-    sk_ac_strv_push(&argv, "-lc");
+    ac_strv_push(&argv, "--workdir");
+    ac_strv_push(&argv, o->cwd ? o->cwd : as->cfg.working_dir);
+    ac_strv_push(&argv, ac_cid(as));
+    ac_strv_push(&argv, "sh");
+    ac_strv_push(&argv, "-lc");
     if (wrapped) {
-        if (!(script = sk_ac_timeout_script(o->command, (double)o->timeout_ms, with_stdin))) {
+        if (!(script = ac_timeout_script(o->command, (double)o->timeout_ms, with_stdin))) {
             *err = ac_oom();
             goto done;
         }
-        sk_ac_strv_push(&argv, script);
+        ac_strv_push(&argv, script);
     } else {
-        sk_ac_strv_push(&argv, o->command);
+        ac_strv_push(&argv, o->command);
     }
     if (argv.failed) {
         *err = ac_oom();
@@ -701,7 +701,7 @@ static int ac_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_er
         .stdin_pipe = with_stdin,
     };
     int uv_err = 0;
-    x->cli = sk_ac_cli_run(sb->loop, &co, &exec_cli_callbacks, x, &uv_err);
+    x->cli = ac_cli_run(sb->loop, &co, &exec_cli_callbacks, x, &uv_err);
     if (!x->cli) {
         if (uv_err == UV_ENOENT)
             *err = sk_error_new("ContainerCliError",
@@ -714,21 +714,21 @@ static int ac_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_er
         goto done;
     }
     p->impl = x;
-    snprintf(p->pid, sizeof p->pid, "%d", sk_ac_cli_pid(x->cli));
+    snprintf(p->pid, sizeof p->pid, "%d", ac_cli_pid(x->cli));
     if (o->has_stdin) {
         if (o->stdin_len)
-            sk_ac_cli_write(x->cli, o->stdin_data, o->stdin_len);
+            ac_cli_write(x->cli, o->stdin_data, o->stdin_len);
         if (!o->keep_stdin_open)
-            sk_ac_cli_close_stdin(x->cli);
+            ac_cli_close_stdin(x->cli);
     }
     x = NULL;
     rc = 0;
 done:
     if (x) {
-        sk_ac_marker_filter_free(&x->filter);
+        ac_marker_filter_free(&x->filter);
         free(x);
     }
-    sk_ac_strv_free(&argv);
+    ac_strv_free(&argv);
     json_decref(env);
     free(script);
     return rc;
@@ -737,13 +737,13 @@ done:
 static int ac_kill(sk_process *p, int sig)
 {
     ac_exec *x = p->impl;
-    return x && sk_ac_cli_kill(x->cli, sig) == 0 ? 0 : -1;
+    return x && ac_cli_kill(x->cli, sig) == 0 ? 0 : -1;
 }
 
 static int ac_write_stdin(sk_process *p, const char *data, size_t len, sk_error **err)
 {
     ac_exec *x = p->impl;
-    int rc = x ? sk_ac_cli_write(x->cli, data, len) : UV_EPIPE;
+    int rc = x ? ac_cli_write(x->cli, data, len) : UV_EPIPE;
     if (rc != 0) {
         *err = sk_error_new("ProcessExitedError", NULL, "Cannot write to stdin of process %s: %s", p->pid,
                             rc == UV_EPIPE ? "stdin is closed" : uv_strerror(rc));
@@ -755,7 +755,7 @@ static int ac_write_stdin(sk_process *p, const char *data, size_t len, sk_error 
 static int ac_close_stdin(sk_process *p)
 {
     ac_exec *x = p->impl;
-    return x ? sk_ac_cli_close_stdin(x->cli) : -1;
+    return x ? ac_cli_close_stdin(x->cli) : -1;
 }
 
 static void ac_release(sk_process *p)
@@ -764,8 +764,8 @@ static void ac_release(sk_process *p)
     if (!x)
         return;
     p->impl = NULL;
-    sk_ac_cli_free(x->cli);
-    sk_ac_marker_filter_free(&x->filter);
+    ac_cli_free(x->cli);
+    ac_marker_filter_free(&x->filter);
     free(x);
 }
 
@@ -774,7 +774,7 @@ static void ac_release(sk_process *p)
 static json_t *ac_metadata(sk_sandbox *sb)
 {
     ac_sandbox *as = sb->impl;
-    json_t *m = sk_ac_config_metadata(&as->cfg);
+    json_t *m = ac_config_metadata(&as->cfg);
     if (m && as->resources && json_object_size(as->resources))
         json_object_set(m, "resources", as->resources);
     return m;
@@ -783,7 +783,7 @@ static json_t *ac_metadata(sk_sandbox *sb)
 static char *ac_instructions(sk_sandbox *sb)
 {
     ac_sandbox *as = sb->impl;
-    return sk_ac_config_instructions(&as->cfg);
+    return ac_config_instructions(&as->cfg);
 }
 
 static void ac_free(sk_sandbox *sb)
@@ -793,7 +793,7 @@ static void ac_free(sk_sandbox *sb)
         return;
     if (as->op)
         op_free(as->op); /* no callback: the sandbox layer settles its waiters */
-    sk_ac_config_free(&as->cfg);
+    ac_config_free(&as->cfg);
     free(as->container_id);
     json_decref(as->resources);
     free(as);
@@ -816,7 +816,7 @@ static int ac_init(sk_sandbox *sb, const json_t *options, sk_error **err)
     /* `name` names the container; the sandbox's name stays AppleContainerSandbox */
     free(sb->name);
     sb->name = NULL;
-    return sk_ac_config_parse(&as->cfg, sb->id, options, err);
+    return ac_config_parse(&as->cfg, sb->id, options, err);
 }
 
 const sk_provider sk_provider_apple_container = {

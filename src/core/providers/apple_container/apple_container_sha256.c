@@ -53,7 +53,7 @@ static void sha256_block(ac_sha256 *s, const unsigned char *p)
     s->h[7] += h;
 }
 
-void sk_ac_sha256_init(ac_sha256 *s)
+void ac_sha256_init(ac_sha256 *s)
 {
     static const uint32_t iv[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                     0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
@@ -62,7 +62,7 @@ void sk_ac_sha256_init(ac_sha256 *s)
     s->fill = 0;
 }
 
-void sk_ac_sha256_update(ac_sha256 *s, const void *data, size_t len)
+void ac_sha256_update(ac_sha256 *s, const void *data, size_t len)
 {
     const unsigned char *p = data;
     s->len += len;
@@ -81,18 +81,18 @@ void sk_ac_sha256_update(ac_sha256 *s, const void *data, size_t len)
     }
 }
 
-void sk_ac_sha256_final(ac_sha256 *s, unsigned char out[32])
+void ac_sha256_final(ac_sha256 *s, unsigned char out[32])
 {
     uint64_t bits = s->len * 8;
     unsigned char pad = 0x80;
-    sk_ac_sha256_update(s, &pad, 1);
+    ac_sha256_update(s, &pad, 1);
     pad = 0;
     while (s->fill != 56)
-        sk_ac_sha256_update(s, &pad, 1);
+        ac_sha256_update(s, &pad, 1);
     unsigned char lenbuf[8];
     for (int i = 0; i < 8; i++)
         lenbuf[i] = (unsigned char)(bits >> (56 - 8 * i));
-    sk_ac_sha256_update(s, lenbuf, 8);
+    ac_sha256_update(s, lenbuf, 8);
     for (int i = 0; i < 8; i++) {
         out[4 * i] = (unsigned char)(s->h[i] >> 24);
         out[4 * i + 1] = (unsigned char)(s->h[i] >> 16);
@@ -101,14 +101,14 @@ void sk_ac_sha256_final(ac_sha256 *s, unsigned char out[32])
     }
 }
 
-void sk_ac_sha256_hex(const void *data, size_t len, char hex[65])
+void ac_sha256_hex(const void *data, size_t len, char hex[65])
 {
     static const char digits[] = "0123456789abcdef";
     ac_sha256 s;
     unsigned char d[32];
-    sk_ac_sha256_init(&s);
-    sk_ac_sha256_update(&s, data, len);
-    sk_ac_sha256_final(&s, d);
+    ac_sha256_init(&s);
+    ac_sha256_update(&s, data, len);
+    ac_sha256_final(&s, d);
     for (int i = 0; i < 32; i++) {
         hex[2 * i] = digits[d[i] >> 4];
         hex[2 * i + 1] = digits[d[i] & 15];

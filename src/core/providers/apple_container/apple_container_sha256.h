@@ -13,10 +13,10 @@ typedef struct ac_sha256 {
     size_t fill;
 } ac_sha256;
 
-void sk_ac_sha256_init(ac_sha256 *s);
-void sk_ac_sha256_update(ac_sha256 *s, const void *data, size_t len);
-void sk_ac_sha256_final(ac_sha256 *s, unsigned char out[32]);
+void ac_sha256_init(ac_sha256 *s);
+void ac_sha256_update(ac_sha256 *s, const void *data, size_t len);
+void ac_sha256_final(ac_sha256 *s, unsigned char out[32]);
 /* Lowercase hex digest of data into hex (65 bytes with the NUL). */
-void sk_ac_sha256_hex(const void *data, size_t len, char hex[65]);
+void ac_sha256_hex(const void *data, size_t len, char hex[65]);
 
 #endif

@@ -727,8 +727,8 @@ static bool local_live_hooked;
  * leader is reaped they are no longer ours to find. */
 static int local_signal_group(local_sandbox *ls, sk_proc *proc, int sig)
 {
-    sk_local_pidfds_prune(&ls->dying);
-    sk_local_pidfds_add_group(&ls->dying, sk_proc_pid(proc));
+    local_pidfds_prune(&ls->dying);
+    local_pidfds_add_group(&ls->dying, sk_proc_pid(proc));
     return sk_proc_kill(proc, sig);
 }
 
@@ -746,8 +746,8 @@ static void local_live_cleanup(void)
         double deadline = sk_now_ms() + LOCAL_REAP_TIMEOUT_MS;
         for (local_sandbox *ls = local_live; ls; ls = ls->next_live) {
             double left = deadline - sk_now_ms();
-            sk_local_pidfds_wait(&ls->dying, left > 0 ? (int)left : 0);
-            sk_local_rm_tree(ls->tmpdir);
+            local_pidfds_wait(&ls->dying, left > 0 ? (int)left : 0);
+            local_rm_tree(ls->tmpdir);
         }
     }
     local_live = NULL;
@@ -786,7 +786,7 @@ static int local_rm_tmpdir(local_sandbox *ls)
 {
     if (!ls->tmpdir)
         return 0;
-    int rc = sk_local_rm_tree(ls->tmpdir);
+    int rc = local_rm_tree(ls->tmpdir);
     if (rc == 0) {
         local_live_remove(ls);
         if (ls->tmp_fd >= 0)
@@ -810,14 +810,14 @@ static void local_free(sk_sandbox *sb)
     sk_cgroup_destroy(ls->cgroup, LOCAL_CGROUP_WAIT_MS);
     if (ls->tmpdir) {
         /* the sandbox has killed its processes: wait for them, then clean */
-        sk_local_pidfds_wait(&ls->dying, LOCAL_REAP_TIMEOUT_MS);
-        sk_local_rm_tree(ls->tmpdir);
+        local_pidfds_wait(&ls->dying, LOCAL_REAP_TIMEOUT_MS);
+        local_rm_tree(ls->tmpdir);
         free(ls->tmpdir);
     }
     if (ls->tmp_fd >= 0)
         close(ls->tmp_fd);
     local_unpin(ls);
-    sk_local_pidfds_free(&ls->dying);
+    local_pidfds_free(&ls->dying);
     free(ls->workdir);
     free(ls->bwrap_exe);
     free(ls->setpriv_exe);
@@ -1012,7 +1012,7 @@ static bool local_all_gone(local_sandbox *ls)
     for (sk_process *p = ls->sb->procs; p; p = p->next)
         if (p->started && !p->exited)
             return false;
-    return sk_local_pidfds_prune(&ls->dying);
+    return local_pidfds_prune(&ls->dying);
 }
 
 static void local_destroy_finish(local_sandbox *ls, sk_provider_done done, bool gone)

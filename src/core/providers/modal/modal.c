@@ -32,7 +32,7 @@
 
 /* ---- small helpers ------------------------------------------------------ */
 
-sk_error *sk_modal_oom(void) { return sk_error_new("Error", NULL, "out of memory"); }
+sk_error *modal_oom(void) { return sk_error_new("Error", NULL, "out of memory"); }
 
 static void modal_set_str(char **dst, const char *src)
 {
@@ -54,7 +54,7 @@ static int modal_waiter_add(modal_waiter **list, modal_wait_fn fn, void *ud)
     return 0;
 }
 
-void sk_modal_waiter_remove(modal_waiter **list, void *ud)
+void modal_waiter_remove(modal_waiter **list, void *ud)
 {
     for (modal_waiter **pp = list; *pp; pp = &(*pp)->next) {
         if ((*pp)->ud == ud) {
@@ -93,7 +93,7 @@ static void modal_notify(modal_waiter **list, const sk_error *err)
 
 static void modal_timer_closed(uv_handle_t *h) { free(h); }
 
-void sk_modal_timer_close(uv_timer_t **t)
+void modal_timer_close(uv_timer_t **t)
 {
     if (*t) {
         uv_close((uv_handle_t *)*t, modal_timer_closed);
@@ -101,7 +101,7 @@ void sk_modal_timer_close(uv_timer_t **t)
     }
 }
 
-int sk_modal_timer_start(modal_sandbox *ms, uv_timer_t **t, void *data, uint64_t ms_delay, uv_timer_cb cb)
+int modal_timer_start(modal_sandbox *ms, uv_timer_t **t, void *data, uint64_t ms_delay, uv_timer_cb cb)
 {
     if (!*t) {
         *t = malloc(sizeof **t);
@@ -115,7 +115,7 @@ int sk_modal_timer_start(modal_sandbox *ms, uv_timer_t **t, void *data, uint64_t
 }
 
 /* upstream isSandboxDeadError, on a gRPC code and message */
-bool sk_modal_dead(int code, const char *message)
+bool modal_dead(int code, const char *message)
 {
     if (code == SK_GRPC_NOT_FOUND)
         return true;
@@ -129,7 +129,7 @@ bool sk_modal_dead(int code, const char *message)
     return false;
 }
 
-bool sk_modal_error_dead(const sk_error *e)
+bool modal_error_dead(const sk_error *e)
 {
     if (!e)
         return false;
@@ -137,12 +137,12 @@ bool sk_modal_error_dead(const sk_error *e)
     json_t *dead = e->fields ? json_object_get(e->fields, "sandbox_dead") : NULL;
     if (json_is_true(dead))
         return true;
-    return sk_modal_dead(json_is_integer(st) ? (int)json_integer_value(st) : -1, e->message);
+    return modal_dead(json_is_integer(st) ? (int)json_integer_value(st) : -1, e->message);
 }
 
 static sk_error *modal_reply_error(modal_sandbox *ms, const mc_reply *r, const char *sdk_error)
 {
-    return sk_mc_error(ms->client, r, sdk_error);
+    return mc_error(ms->client, r, sdk_error);
 }
 
 /* Drops the handle (sandbox id, task id, router): the next command or start
@@ -154,14 +154,14 @@ static void modal_drop_handle(modal_sandbox *ms)
     modal_set_str(&ms->sandbox_id, NULL);
     modal_set_str(&ms->task_id, NULL);
     if (ms->router) {
-        sk_mc_router_unref(ms->router);
+        mc_router_unref(ms->router);
         ms->router = NULL;
     }
     if (ms->ready.active) {
         ms->ready.active = false;
-        sk_mc_call_cancel(ms->ready.call);
+        mc_call_cancel(ms->ready.call);
         ms->ready.call = NULL;
-        sk_modal_timer_close(&ms->ready.timer);
+        modal_timer_close(&ms->ready.timer);
         sk_error *e = sk_error_new("ModalError", json_pack("{s:b}", "sandbox_dead", 1),
                                    "The sandbox was replaced");
         modal_notify(&ms->ready.waiters, e);
@@ -211,7 +211,7 @@ static void prov_on_reply(void *ud, const mc_reply *r)
         modal_set_str(&ms->sandbox_id, resp.sandbox_id);
         sk_modal_sandbox_get_from_name_resp_free(&resp);
         sk_log(SK_LOG_DEBUG, "modal", "reconnected to running sandbox %s", ms->sb->id);
-        prov_finish(ms, ms->sandbox_id ? NULL : sk_modal_oom());
+        prov_finish(ms, ms->sandbox_id ? NULL : modal_oom());
         return;
     }
     case PROV_APP: {
@@ -314,7 +314,7 @@ static void prov_on_reply(void *ud, const mc_reply *r)
         modal_set_str(&ms->sandbox_id, resp.sandbox_id);
         sk_modal_sandbox_create_resp_free(&resp);
         sk_log(SK_LOG_DEBUG, "modal", "created sandbox %s (%s)", ms->sb->id, ms->sandbox_id);
-        prov_finish(ms, ms->sandbox_id ? NULL : sk_modal_oom());
+        prov_finish(ms, ms->sandbox_id ? NULL : modal_oom());
         return;
     }
     }
@@ -326,7 +326,7 @@ static void prov_on_join_message(void *ud, const uint8_t *data, size_t len)
     modal_sandbox *ms = ud;
     sk_modal_image_join_streaming_resp resp;
     if (sk_modal_decode_image_join_streaming(data, len, &resp) != 0) {
-        sk_mc_call_cancel(ms->prov.call);
+        mc_call_cancel(ms->prov.call);
         ms->prov.call = NULL;
         prov_finish(ms, sk_error_new("ModalError", NULL, "malformed ImageJoinStreaming response"));
         return;
@@ -344,7 +344,7 @@ static void prov_on_join_message(void *ud, const uint8_t *data, size_t len)
     sk_modal_image_join_streaming_resp_free(&resp);
     if (status == 0)
         return;
-    sk_mc_call_cancel(ms->prov.call);
+    mc_call_cancel(ms->prov.call);
     ms->prov.call = NULL;
     if (e) {
         prov_finish(ms, e);
@@ -355,7 +355,7 @@ static void prov_on_join_message(void *ud, const uint8_t *data, size_t len)
 }
 
 /* The sandbox env as map entries (borrowed from json; caller frees v). */
-sk_modal_kv *sk_modal_env_kvs(const json_t *env, size_t *n)
+sk_modal_kv *modal_env_kvs(const json_t *env, size_t *n)
 {
     *n = json_is_object(env) ? json_object_size(env) : 0;
     sk_modal_kv *v = calloc(*n ? *n : 1, sizeof *v);
@@ -374,7 +374,7 @@ sk_modal_kv *sk_modal_env_kvs(const json_t *env, size_t *n)
 
 static void prov_step(modal_sandbox *ms)
 {
-    const sk_modal_config *cfg = sk_mc_client_config(ms->client);
+    const sk_modal_config *cfg = mc_client_config(ms->client);
     sk_buf msg = { 0 };
     int rc = -1;
     const char *rpc = NULL;
@@ -421,7 +421,7 @@ static void prov_step(modal_sandbox *ms)
             return;
         }
         size_t n;
-        sk_modal_kv *kv = sk_modal_env_kvs(ms->sb->env, &n);
+        sk_modal_kv *kv = modal_env_kvs(ms->sb->env, &n);
         if (!kv)
             break;
         sk_modal_secret_get_or_create_req m = { .object_creation_type = SK_MODAL_OCT_EPHEMERAL,
@@ -448,19 +448,19 @@ static void prov_step(modal_sandbox *ms)
     }
     }
     if (rc == 0 && ms->prov.step == PROV_JOIN)
-        ms->prov.call = sk_mc_stream(ms->client, rpc, &msg, poll, prov_on_join_message, prov_on_reply, ms);
+        ms->prov.call = mc_stream(ms->client, rpc, &msg, poll, prov_on_join_message, prov_on_reply, ms);
     else if (rc == 0)
-        ms->prov.call = sk_mc_unary(ms->client, rpc, &msg, poll, prov_on_reply, ms);
+        ms->prov.call = mc_unary(ms->client, rpc, &msg, poll, prov_on_reply, ms);
     sk_buf_free(&msg);
     if (!ms->prov.call)
-        prov_finish(ms, sk_modal_oom());
+        prov_finish(ms, modal_oom());
 }
 
 /* Joins the provisioning in flight, or starts one. */
-void sk_modal_provision(modal_sandbox *ms, modal_wait_fn fn, void *ud)
+void modal_provision(modal_sandbox *ms, modal_wait_fn fn, void *ud)
 {
     if (modal_waiter_add(&ms->prov.waiters, fn, ud) != 0) {
-        sk_error *e = sk_modal_oom();
+        sk_error *e = modal_oom();
         fn(ud, e);
         sk_error_free(e);
         return;
@@ -473,13 +473,13 @@ void sk_modal_provision(modal_sandbox *ms, modal_wait_fn fn, void *ud)
 }
 
 /* upstream retryOnDead: forget the dead handle and reconnect or create. */
-void sk_modal_revive(modal_sandbox *ms, modal_wait_fn fn, void *ud)
+void modal_revive(modal_sandbox *ms, modal_wait_fn fn, void *ud)
 {
     if (!ms->prov.active && ms->sandbox_id) {
         sk_log(SK_LOG_DEBUG, "modal", "sandbox %s is gone; provisioning it again", ms->sb->id);
         modal_drop_handle(ms);
     }
-    sk_modal_provision(ms, fn, ud);
+    modal_provision(ms, fn, ud);
 }
 
 /* ---- readiness for commands: task id, then router access ---------------------- */
@@ -543,8 +543,8 @@ static void ready_on_reply(void *ud, const mc_reply *r)
                                               ms->sandbox_id));
                 return;
             }
-            if (sk_modal_timer_start(ms, &ms->ready.timer, ms, MODAL_TASK_ID_DELAY_MS, ready_on_timer) != 0)
-                ready_finish(ms, sk_modal_oom());
+            if (modal_timer_start(ms, &ms->ready.timer, ms, MODAL_TASK_ID_DELAY_MS, ready_on_timer) != 0)
+                ready_finish(ms, modal_oom());
             return;
         }
         modal_set_str(&ms->task_id, resp.task_id);
@@ -559,11 +559,11 @@ static void ready_on_reply(void *ud, const mc_reply *r)
         return;
     }
     sk_error *err = NULL;
-    mc_router *router = sk_mc_router_new(ms->client, ms->task_id, resp.jwt, resp.url, &err);
+    mc_router *router = mc_router_new(ms->client, ms->task_id, resp.jwt, resp.url, &err);
     sk_modal_task_get_command_router_access_resp_free(&resp);
     if (router) {
         if (ms->router)
-            sk_mc_router_unref(ms->router);
+            mc_router_unref(ms->router);
         ms->router = router;
     }
     ready_finish(ms, err);
@@ -584,21 +584,21 @@ static void ready_step(modal_sandbox *ms)
         rpc = SK_MODAL_RPC_TASK_GET_COMMAND_ROUTER_ACCESS;
     }
     if (rc == 0)
-        ms->ready.call = sk_mc_unary(ms->client, rpc, &msg, 0, ready_on_reply, ms);
+        ms->ready.call = mc_unary(ms->client, rpc, &msg, 0, ready_on_reply, ms);
     sk_buf_free(&msg);
     if (!ms->ready.call)
-        ready_finish(ms, sk_modal_oom());
+        ready_finish(ms, modal_oom());
 }
 
 /* Calls fn at once when the router is known, else once the lookup ends. */
-void sk_modal_ready(modal_sandbox *ms, modal_wait_fn fn, void *ud)
+void modal_ready(modal_sandbox *ms, modal_wait_fn fn, void *ud)
 {
     if (ms->router) {
         fn(ud, NULL);
         return;
     }
     if (modal_waiter_add(&ms->ready.waiters, fn, ud) != 0) {
-        sk_error *e = sk_modal_oom();
+        sk_error *e = modal_oom();
         fn(ud, e);
         sk_error_free(e);
         return;
@@ -618,15 +618,15 @@ static void modal_free(sk_sandbox *sb)
     modal_sandbox *ms = sb->impl;
     if (!ms)
         return;
-    sk_mc_call_cancel(ms->prov.call);
-    sk_mc_call_cancel(ms->ready.call);
-    sk_mc_call_cancel(ms->down.call);
-    sk_modal_timer_close(&ms->ready.timer);
+    mc_call_cancel(ms->prov.call);
+    mc_call_cancel(ms->ready.call);
+    mc_call_cancel(ms->down.call);
+    modal_timer_close(&ms->ready.timer);
     modal_waiters_free(&ms->prov.waiters);
     modal_waiters_free(&ms->ready.waiters);
     if (ms->router)
-        sk_mc_router_unref(ms->router);
-    sk_mc_client_free(ms->client);
+        mc_router_unref(ms->router);
+    mc_client_free(ms->client);
     sk_error_free(ms->down.err);
     free(ms->app_name);
     free(ms->base_image);
@@ -712,16 +712,16 @@ static int modal_init(sk_sandbox *sb, const json_t *o, sk_error **err)
         goto oom;
     }
     json_t *rt = json_object_get(o, "rpc_timeout_ms");
-    ms->client = sk_mc_client_new(sb->loop, &cfg, json_is_number(rt) ? (int64_t)json_number_value(rt) : 0);
+    ms->client = mc_client_new(sb->loop, &cfg, json_is_number(rt) ? (int64_t)json_number_value(rt) : 0);
     sk_modal_config_free(&cfg); /* taken over, or left for us on failure */
     if (!ms->client)
         goto oom;
     json_t *max_resp = json_object_get(o, "max_response_bytes");
-    sk_mc_client_set_max_message(ms->client, json_is_number(max_resp) ? (size_t)json_number_value(max_resp)
+    mc_client_set_max_message(ms->client, json_is_number(max_resp) ? (size_t)json_number_value(max_resp)
                                                                     : MODAL_DEFAULT_MAX_MESSAGE);
     return 0;
 oom:
-    *err = sk_modal_oom();
+    *err = modal_oom();
     return -1;
 }
 
@@ -761,7 +761,7 @@ static void modal_start(sk_sandbox *sb, sk_provider_done done)
         return;
     }
     ms->start_done = done;
-    sk_modal_provision(ms, modal_on_started, sb);
+    modal_provision(ms, modal_on_started, sb);
 }
 
 enum { DOWN_SETTLE, DOWN_READY, DOWN_SNAPSHOT, DOWN_TERMINATE, DOWN_WAIT, DOWN_DONE };
@@ -816,7 +816,7 @@ static void down_on_reply(void *ud, const mc_reply *r)
         ms->down.step = DOWN_TERMINATE;
         break;
     case DOWN_TERMINATE:
-        if (r->code != 0 && !ms->down.destroying && !sk_modal_dead(r->code, r->message)) {
+        if (r->code != 0 && !ms->down.destroying && !modal_dead(r->code, r->message)) {
             ms->down.err = modal_reply_error(ms, r, NULL);
             ms->down.step = DOWN_DONE;
         } else {
@@ -825,7 +825,7 @@ static void down_on_reply(void *ud, const mc_reply *r)
         break;
     case DOWN_WAIT:
         if (r->code != 0) {
-            if (!sk_modal_dead(r->code, r->message))
+            if (!modal_dead(r->code, r->message))
                 ms->down.err = modal_reply_error(ms, r, NULL);
             ms->down.step = DOWN_DONE;
             break;
@@ -861,31 +861,31 @@ static void down_step(modal_sandbox *ms)
             ms->down.step = ms->down.destroying ? DOWN_TERMINATE : DOWN_READY;
             continue;
         case DOWN_READY:
-            sk_modal_ready(ms, down_on_wait, ms);
+            modal_ready(ms, down_on_wait, ms);
             return;
         case DOWN_SNAPSHOT: {
             char snap[37];
-            sk_mc_uuid4(snap);
+            mc_uuid4(snap);
             sk_modal_task_snapshot_filesystem_req m = { .task_id = ms->task_id, .snapshot_id = snap,
                                                         .ttl_seconds = -1 };
-            mc_retry policy = sk_mc_retry_router;
+            mc_retry policy = MC_RETRY_ROUTER;
             policy.deadline_ms = sk_now_ms() + MODAL_SNAPSHOT_TIMEOUT_MS;
             policy.no_retry_mask = (1u << SK_GRPC_DEADLINE_EXCEEDED) | (1u << SK_GRPC_CANCELLED);
             if (sk_modal_encode_task_snapshot_filesystem(&msg, &m) == 0)
-                ms->down.call = sk_mc_router_unary(ms->router, SK_MODAL_RPC_TASK_SNAPSHOT_FILESYSTEM, &msg, &policy,
+                ms->down.call = mc_router_unary(ms->router, SK_MODAL_RPC_TASK_SNAPSHOT_FILESYSTEM, &msg, &policy,
                                                 down_on_reply, ms);
             break;
         }
         case DOWN_TERMINATE: {
             sk_modal_sandbox_terminate_req m = { .sandbox_id = ms->sandbox_id };
             if (sk_modal_encode_sandbox_terminate(&msg, &m) == 0)
-                ms->down.call = sk_mc_unary(ms->client, SK_MODAL_RPC_SANDBOX_TERMINATE, &msg, 0, down_on_reply, ms);
+                ms->down.call = mc_unary(ms->client, SK_MODAL_RPC_SANDBOX_TERMINATE, &msg, 0, down_on_reply, ms);
             break;
         }
         case DOWN_WAIT: {
             sk_modal_sandbox_wait_req m = { .sandbox_id = ms->sandbox_id, .timeout = MODAL_WAIT_POLL_S };
             if (sk_modal_encode_sandbox_wait(&msg, &m) == 0)
-                ms->down.call = sk_mc_unary(ms->client, SK_MODAL_RPC_SANDBOX_WAIT, &msg, MODAL_WAIT_POLL_S * 1000,
+                ms->down.call = mc_unary(ms->client, SK_MODAL_RPC_SANDBOX_WAIT, &msg, MODAL_WAIT_POLL_S * 1000,
                                          down_on_reply, ms);
             break;
         }
@@ -896,7 +896,7 @@ static void down_step(modal_sandbox *ms)
         sk_buf_free(&msg);
         if (!ms->down.call) {
             sk_error_free(ms->down.err);
-            ms->down.err = sk_modal_oom();
+            ms->down.err = modal_oom();
             down_finish(ms);
         }
         return;
@@ -923,11 +923,11 @@ const sk_provider sk_provider_modal = {
     .start = modal_start,
     .stop = modal_stop,
     .destroy = modal_destroy,
-    .spawn = sk_modal_exec_spawn,
-    .kill = sk_modal_exec_kill,
-    .write_stdin = sk_modal_exec_write_stdin,
-    .close_stdin = sk_modal_exec_close_stdin,
-    .release = sk_modal_exec_release,
+    .spawn = modal_exec_spawn,
+    .kill = modal_exec_kill,
+    .write_stdin = modal_exec_write_stdin,
+    .close_stdin = modal_exec_close_stdin,
+    .release = modal_exec_release,
     .metadata = modal_metadata,
     .instructions = modal_instructions,
     .free = modal_free,

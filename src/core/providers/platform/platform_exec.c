@@ -95,7 +95,7 @@ static void exec_wipe_free(char *s)
     }
 }
 
-void sk_platform_lease_unref(platform_lease *l)
+void platform_lease_unref(platform_lease *l)
 {
     if (!l || --l->refs > 0)
         return;
@@ -115,7 +115,7 @@ static platform_lease *lease_ref(platform_lease *l)
 
 static bool lease_fresh(const platform_lease *l)
 {
-    return l->has_expiry && l->expires_ms - EXEC_LEASE_MARGIN_MS > sk_platform_wall_ms();
+    return l->has_expiry && l->expires_ms - EXEC_LEASE_MARGIN_MS > platform_wall_ms();
 }
 
 static platform_lease *lease_parse(const json_t *j, sk_error **err)
@@ -140,7 +140,7 @@ static platform_lease *lease_parse(const json_t *j, sk_error **err)
         !(l->subprotocol = strdup(proto && *proto ? proto : "railway-shell"))) {
         if (l)
             l->refs = 1;
-        sk_platform_lease_unref(l);
+        platform_lease_unref(l);
         *err = sk_error_new("Error", NULL, "out of memory");
         return NULL;
     }
@@ -148,12 +148,12 @@ static platform_lease *lease_parse(const json_t *j, sk_error **err)
     /* the jwt opens exec on the sandbox: a server echoing the offered
      * subprotocol header (a close reason, an error body) must not show it */
     if (!(l->jwt_held = sk_secret_hold(l->jwt) == 0)) {
-        sk_platform_lease_unref(l);
+        platform_lease_unref(l);
         *err = sk_error_new("Error", NULL, "out of memory");
         return NULL;
     }
     /* null or unparseable expiresAt: never cached, a mint per command */
-    l->has_expiry = sk_platform_parse_iso(json_string_value(json_object_get(j, "expiresAt")), &l->expires_ms);
+    l->has_expiry = platform_parse_iso(json_string_value(json_object_get(j, "expiresAt")), &l->expires_ms);
     return l;
 }
 
@@ -464,14 +464,14 @@ static void exec_join_mint(platform_exec *ex)
     ps->mint_waiters = ex;
     if (ps->mint_call)
         return; /* §2.5: concurrent misses share one mint */
-    char *enc = sk_platform_enc(ps->platform_id), *path = NULL;
+    char *enc = platform_enc(ps->platform_id), *path = NULL;
     sk_error *err = NULL;
     if (!enc || asprintf(&path, "/sandbox/%s/exec-lease", enc) < 0) {
         path = NULL;
         err = sk_error_new("Error", NULL, "out of memory");
     } else {
         ps->mint_gen = ps->gen;
-        ps->mint_call = sk_platform_api_call(ps->api, "POST", path, NULL, mint_on_done, ps, &err);
+        ps->mint_call = platform_api_call(ps->api, "POST", path, NULL, mint_on_done, ps, &err);
     }
     free(enc);
     free(path);
@@ -494,7 +494,7 @@ static void mint_on_done(int status, json_t *json, sk_error *err, void *ud)
     if (gone && current) {
         /* §3.5: forget the sandbox; the next command provisions afresh */
         gone_id = ps->platform_id ? strdup(ps->platform_id) : NULL;
-        sk_platform_forget(ps);
+        platform_forget(ps);
         if (ps->sb->status == SK_RUNNING)
             ps->sb->status = SK_STOPPED;
         sk_log(SK_LOG_INFO, PLATFORM_ID, "exec-lease answered 410: sandbox %s is gone; status stopped",
@@ -502,7 +502,7 @@ static void mint_on_done(int status, json_t *json, sk_error *err, void *ud)
     } else if (!err) {
         lease = lease_parse(json, &err);
         if (lease && current && lease->has_expiry) {
-            sk_platform_lease_unref(ps->lease);
+            platform_lease_unref(ps->lease);
             ps->lease = lease_ref(lease);
         }
     }
@@ -522,7 +522,7 @@ static void mint_on_done(int status, json_t *json, sk_error *err, void *ud)
     }
     free(gone_id);
     sk_error_free(err);
-    sk_platform_lease_unref(lease);
+    platform_lease_unref(lease);
 }
 
 static void exec_begin_attempt(platform_exec *ex)
@@ -535,7 +535,7 @@ static void exec_begin_attempt(platform_exec *ex)
     ex->http_status = 0;
     free(ex->ws_error);
     ex->ws_error = NULL;
-    sk_platform_lease_unref(ex->lease);
+    platform_lease_unref(ex->lease);
     ex->lease = NULL;
     if (ex->attempt > 1 && ex->p->capture) {
         /* the result is the retry's alone, as upstream */
@@ -561,7 +561,7 @@ static void exec_attempt_failed(platform_exec *ex)
     exec_stop_deadline(ex);
     /* §2.5: drop the cached lease only if it is still the one we used */
     if (ex->lease && ps->lease == ex->lease) {
-        sk_platform_lease_unref(ps->lease);
+        platform_lease_unref(ps->lease);
         ps->lease = NULL;
     }
     if (ex->attempt < 2) {
@@ -615,7 +615,7 @@ static char *exec_init_frame(const char *command, const char *cwd, json_t *env)
     return text;
 }
 
-int sk_platform_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_error **err)
+int platform_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_error **err)
 {
     platform_sandbox *ps = sb->impl;
     if (!ps->platform_id) {
@@ -658,7 +658,7 @@ int sk_platform_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o
     static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
     char ms36[16], n36[16];
     int a = 0, b = 0;
-    unsigned long long ms = (unsigned long long)sk_platform_wall_ms();
+    unsigned long long ms = (unsigned long long)platform_wall_ms();
     char tmp[16];
     do {
         tmp[a++] = digits[ms % 36];
@@ -689,7 +689,7 @@ oom:
     return -1;
 }
 
-int sk_platform_exec_kill(sk_process *p, int sig)
+int platform_exec_kill(sk_process *p, int sig)
 {
     platform_exec *ex = p->impl;
     if (!ex || ex->settled)
@@ -700,7 +700,7 @@ int sk_platform_exec_kill(sk_process *p, int sig)
     return 0;
 }
 
-int sk_platform_exec_write_stdin(sk_process *p, const char *data, size_t len, sk_error **err)
+int platform_exec_write_stdin(sk_process *p, const char *data, size_t len, sk_error **err)
 {
     platform_exec *ex = p->impl;
     if (!ex || ex->settled) {
@@ -724,7 +724,7 @@ int sk_platform_exec_write_stdin(sk_process *p, const char *data, size_t len, sk
     return 0;
 }
 
-int sk_platform_exec_close_stdin(sk_process *p)
+int platform_exec_close_stdin(sk_process *p)
 {
     platform_exec *ex = p->impl;
     if (!ex || ex->settled)
@@ -745,7 +745,7 @@ static void exec_free(platform_exec *ex)
         uv_close((uv_handle_t *)ex->deadline, exec_timer_closed);
     if (ex->defer)
         uv_close((uv_handle_t *)ex->defer, exec_timer_closed);
-    sk_platform_lease_unref(ex->lease);
+    platform_lease_unref(ex->lease);
     free(ex->command);
     exec_wipe_free(ex->init_text);
     if (ex->stdin_sent.data)
@@ -757,7 +757,7 @@ static void exec_free(platform_exec *ex)
     free(ex);
 }
 
-void sk_platform_exec_release(sk_process *p)
+void platform_exec_release(sk_process *p)
 {
     platform_exec *ex = p->impl;
     if (!ex)
@@ -766,12 +766,12 @@ void sk_platform_exec_release(sk_process *p)
     exec_free(ex);
 }
 
-void sk_platform_exec_reset(platform_sandbox *ps)
+void platform_exec_reset(platform_sandbox *ps)
 {
-    sk_platform_lease_unref(ps->lease);
+    platform_lease_unref(ps->lease);
     ps->lease = NULL;
     if (ps->mint_call) {
-        sk_platform_api_cancel(ps->mint_call);
+        platform_api_cancel(ps->mint_call);
         ps->mint_call = NULL;
     }
     /* commands still waiting (none: the sandbox layer kills them first) */
@@ -786,10 +786,10 @@ void sk_platform_exec_reset(platform_sandbox *ps)
     }
 }
 
-void sk_platform_exec_free_all(platform_sandbox *ps)
+void platform_exec_free_all(platform_sandbox *ps)
 {
     if (ps->mint_call) {
-        sk_platform_api_cancel(ps->mint_call);
+        platform_api_cancel(ps->mint_call);
         ps->mint_call = NULL;
     }
     for (platform_exec *w = ps->mint_waiters; w; w = w->mint_next)
