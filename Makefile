@@ -7,7 +7,9 @@ LUA ?= lua5.4
 LUA_PC := $(shell pkg-config --exists lua5.4 2>/dev/null && echo lua5.4 || echo lua)
 PKGS := libuv libcurl jansson libwebsockets libcrypto $(LUA_PC)
 CFLAGS ?= -O2 -g
-CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+# -fvisibility=hidden: core.so exports luaopen_sandkit_core alone (SKL_EXPORT,
+# src/lua/binding.h); the static library the C tests link is unaffected.
+CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC -fvisibility=hidden $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LIBS := $(shell pkg-config --libs libuv libcurl jansson libwebsockets libcrypto 2>/dev/null) -lm
 # A Lua module on macOS is a bundle whose Lua symbols come from the host.
 SHARED_LDFLAGS := $(if $(filter Darwin,$(shell uname -s)),-bundle -undefined dynamic_lookup,-shared)

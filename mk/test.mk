@@ -7,3 +7,9 @@ build/test/http_test build/test/ws_test: spec/servers/echo/harness.h
 # spec/modal_schema_spec.lua re-encodes the Modal goldens with protoc over
 # modal.proto (the C codec is hand-written; modal_msg.h says why).
 DEB_PACKAGES += protobuf-compiler
+
+# spec/oom_spec.lua preloads this allocator fault injector into a child Lua.
+build/test/oom_inject.so: spec/c/oom_inject.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -shared -o $@ $<
+TEST_PREP += build/test/oom_inject.so

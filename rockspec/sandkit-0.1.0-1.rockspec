@@ -111,6 +111,7 @@ build = {
         "src/lua/fs_ud.c",
         "src/lua/http_ud.c",
         "src/lua/modal_fs_ud.c",
+        "src/lua/process_ud.c",
         "src/lua/sandbox_ud.c",
       },
       defines = { "_GNU_SOURCE" },

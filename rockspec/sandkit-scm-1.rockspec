@@ -3,6 +3,9 @@
 --   luarocks --lua-version=5.4 make --deps-mode=none rockspec/sandkit-scm-1.rockspec
 -- The C sources are listed one by one (a rockspec cannot glob);
 -- spec/rockspec_spec.lua fails when a file under src/ or lua/ is missing here.
+-- The builtin backend takes no compiler flags: for a core.so that exports
+-- luaopen_sandkit_core alone (as the Makefile's build does), add
+-- -fvisibility=hidden to CFLAGS on the luarocks command line.
 rockspec_format = "3.0"
 package = "sandkit"
 version = "scm-1"
@@ -105,6 +108,7 @@ build = {
         "src/lua/fs_ud.c",
         "src/lua/http_ud.c",
         "src/lua/modal_fs_ud.c",
+        "src/lua/process_ud.c",
         "src/lua/sandbox_ud.c",
       },
       defines = { "_GNU_SOURCE" },

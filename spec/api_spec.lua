@@ -102,6 +102,44 @@ describe("misuse raises", function()
   end)
 end)
 
+describe("the core's primitives", function()
+  local SANDBOX_PRIMS = { "start", "stop", "destroy", "spawn", "state", "mark_error", "info", "refresh",
+    "default_instructions", "get", "list" }
+  local PROCESS_PRIMS = { "result", "kill", "cancel", "write", "close_stdin", "untrack", "state", "set_stream",
+    "sandbox" }
+
+  it("are not reachable through a sandbox or a process", function()
+    local sb = new()
+    assert(sb:start())
+    local h = assert(sb.processes:spawn("sleep 5"))
+    for _, name in ipairs(SANDBOX_PRIMS) do
+      assert.is_nil(sb["_" .. name], "sb._" .. name)
+    end
+    for _, name in ipairs(PROCESS_PRIMS) do
+      assert.is_nil(h["_" .. name], "proc._" .. name)
+    end
+    assert.is_nil(sb._spawn)
+    assert.is_nil(sb._state)
+    assert.is_nil(sb._mark_error)
+    -- nor through the method tables the classes share
+    for k in pairs(require("sandkit.core").sandbox_methods) do
+      assert.is_nil(k:match("^_"), "sandbox method " .. k)
+    end
+    for k in pairs(require("sandkit.core").process_methods) do
+      assert.is_nil(k:match("^_"), "process method " .. k)
+    end
+    h:kill()
+    h:wait()
+    assert(sb:destroy())
+  end)
+
+  it("are handed out once, to sandkit.sandbox", function()
+    local ok, err = pcall(require("sandkit.core").primitives)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("already taken", 1, true))
+  end)
+end)
+
 describe("lifecycle", function()
   it("exec on a stopped sandbox starts it first", function()
     local sb = new()

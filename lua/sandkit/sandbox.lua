@@ -1,5 +1,6 @@
 --- The user-facing methods of sandkit.Sandbox and sandkit.Process, built on
--- the core's primitives (the underscore methods) and the scheduler.
+-- the core's primitives and the scheduler. The primitives are this
+-- module's alone: no sandbox or process reaches them.
 local core = require "sandkit.core"
 local errors = require "sandkit.errors"
 local options = require "sandkit.options"
@@ -8,6 +9,8 @@ local scheduler = require "sandkit.scheduler"
 local M = {}
 local S = core.sandbox_methods
 local P = core.process_methods
+local prim = core.primitives()
+local SP, PP = prim.sandbox, prim.process
 
 -- Misuse is reported at the caller's line (errors.misuse skips sandkit's
 -- own frames), whichever public method the check runs under.
@@ -22,8 +25,10 @@ local COMMAND_OPTS = {
   stdin = "string", capture = "boolean|buffer", max_output_bytes = "number",
 }
 
+local NO_OPTS = {} -- read only, like every checked options table
+
 local function check_command_opts(fname, opts, argn)
-  if opts == nil then return {} end
+  if opts == nil then return NO_OPTS end
   if type(opts) ~= "table" then argerror(argn, fname, "options table expected, got " .. type(opts)) end
   local o = {}
   for k, v in pairs(opts) do
@@ -61,7 +66,7 @@ local function check_command_opts(fname, opts, argn)
   return o
 end
 
-local function state(sb) return sb:_state() end
+local state = SP.state
 
 -- Methods are plain Lua functions: check self so misuse reads
 -- "sandkit.Sandbox expected, got nil".
@@ -74,9 +79,9 @@ end
 
 -- ---- lifecycle ----------------------------------------------------------------
 
-local function lifecycle(sb, prim)
+local function lifecycle(sb, op)
   local rec = scheduler.record(function(r, _, err) scheduler.complete(r, err) end)
-  sb[prim](sb, rec.token)
+  op(sb, rec.token)
   return scheduler.await(rec)
 end
 
@@ -118,10 +123,10 @@ function S:start()
   check(self, core.Sandbox, "start")
   if self.status == "running" and not state(self).start_slot then return true end
   return shared(self, "start_slot", function()
-    local err = lifecycle(self, "_start")
+    local err = lifecycle(self, SP.start)
     if err then return err end
     err = run_hook(self, "on_start")
-    if err then self:_mark_error() end
+    if err then SP.mark_error(self) end
     return err
   end)
 end
@@ -134,7 +139,7 @@ function S:stop()
     -- a provider whose stop addresses a resource by name stops from any state
     if (s == "pending" or s == "stopped") and not state(self).stop_when_idle then return nil end
     local herr = run_hook(self, "on_stop")
-    return lifecycle(self, "_stop") or herr
+    return lifecycle(self, SP.stop) or herr
   end)
 end
 
@@ -143,7 +148,7 @@ function S:destroy()
   return shared(self, "destroy_slot", function()
     if self.status == "destroyed" then return nil end
     local herr = run_hook(self, "on_destroy")
-    return lifecycle(self, "_destroy") or herr
+    return lifecycle(self, SP.destroy) or herr
   end)
 end
 
@@ -208,13 +213,15 @@ end
 local function callback_failed(rec, err, cancel)
   if rec.callback_error == nil then
     rec.callback_error = err
-    if cancel then rec.proc:_cancel() end
+    if cancel then PP.cancel(rec.proc) end
   end
 end
 
-local function on_process_event(rec, kind, stream, data)
+-- ("output", stream, data) while it runs, then ("exit", result, err).
+local function on_process_event(rec, kind, a, b)
   local o = rec.o
   if kind == "output" then
+    local stream, data = a, b
     if rec.callback_error ~= nil then return end
     local cb = stream == 1 and o.on_stdout or o.on_stderr
     local line_cb = stream == 1 and o.on_stdout_line or o.on_stderr_line
@@ -224,34 +231,35 @@ local function on_process_event(rec, kind, stream, data)
     if not ok then callback_failed(rec, err, true) end
   elseif kind == "exit" then
     -- the last line, when the output did not end with a newline
-    for _, s in ipairs({ { "out_rest", o.on_stdout_line }, { "err_rest", o.on_stderr_line } }) do
-      local rest = rec[s[1]]
-      rec[s[1]] = nil
-      if rest and s[2] and rec.callback_error == nil then
-        local ok, err = pcall(s[2], rest)
-        if not ok then callback_failed(rec, err, false) end
+    if o.on_stdout_line or o.on_stderr_line then
+      for _, s in ipairs({ { "out_rest", o.on_stdout_line }, { "err_rest", o.on_stderr_line } }) do
+        local rest = rec[s[1]]
+        rec[s[1]] = nil
+        if rest and s[2] and rec.callback_error == nil then
+          local ok, err = pcall(s[2], rest)
+          if not ok then callback_failed(rec, err, false) end
+        end
       end
     end
-    local result, err = rec.proc:_result()
-    finish(rec, result, err)
+    finish(rec, a, b) -- the result, or nil and the error, came with the event
   end
 end
 
-local function spawn_opts(sb, o, keep_stdin_open)
-  local timeout = o.timeout or state(sb).options.timeout
-  return {
-    cwd = o.cwd, env = o.env, timeout = timeout, stdin = o.stdin,
-    keep_stdin_open = keep_stdin_open, capture = o.capture,
-    max_output_bytes = o.max_output_bytes or state(sb).options.max_output_bytes,
-    stream = (o.on_stdout or o.on_stderr or o.on_stdout_line or o.on_stderr_line) and true or false,
-  }
+local function not_running(sb)
+  return errors.new("SandboxNotReadyError", ("Sandbox is not running (status: %s)"):format(sb.status))
 end
 
+-- Starts the command; false when the sandbox is not running.
 local function launch(sb, rec, line, o)
-  local proc, err = sb:_spawn(line, spawn_opts(sb, o, false), false, rec.token)
-  if not proc then return finish(rec, nil, err) end
+  local proc, err = SP.spawn(sb, line, o, false, rec.token)
+  if proc == false then return false end
+  if not proc then
+    finish(rec, nil, err)
+    return true
+  end
   rec.proc = proc
-  if rec.op.cancelled then proc:_cancel() end
+  if rec.op.cancelled then PP.cancel(proc) end
+  return true
 end
 
 local function cancelled_result(line, o)
@@ -282,41 +290,49 @@ local function command_line(fname, command, args)
   return line
 end
 
---- Starts a command and returns an operation (op:wait(), op:cancel()).
-function S:exec_async(command, args, opts)
-  check(self, core.Sandbox, "exec_async")
+-- exec and exec_async: the operation of the command, started at once on
+-- a running sandbox, else in a task once the sandbox runs.
+local function exec_async(sb, command, args, opts)
   local line = command_line("exec", command, args)
   local o = check_command_opts("exec", opts, 3)
-  local op = setmetatable({ done = false, sandbox = self }, Operation)
+  local op = setmetatable({ done = false, sandbox = sb }, Operation)
   local rec = scheduler.record(on_process_event)
   rec.op, rec.o = op, o
   op._rec = rec
-  if self.status == "running" then
-    launch(self, rec, line, o)
-  else
+  if not launch(sb, rec, line, o) then
     scheduler.spawn(function()
-      local ok, err = self:ensure_running()
+      local ok, err = sb:ensure_running()
       if not ok then return finish(rec, nil, err) end
       if op.cancelled then return finish(rec, cancelled_result(line, o)) end
-      launch(self, rec, line, o)
+      if not launch(sb, rec, line, o) then finish(rec, nil, not_running(sb)) end
     end)
   end
   return op
 end
 
+local function wait(op)
+  local result, err = scheduler.await(op._rec)
+  local cb_err = op._rec.callback_error
+  if cb_err ~= nil then error(cb_err, 0) end
+  return result, err
+end
+
+--- Starts a command and returns an operation (op:wait(), op:cancel()).
+function S:exec_async(command, args, opts)
+  check(self, core.Sandbox, "exec_async")
+  return exec_async(self, command, args, opts)
+end
+
 --- Runs a command and waits: returns the result table, or nil, err.
 function S:exec(command, args, opts)
   check(self, core.Sandbox, "exec")
-  return self:exec_async(command, args, opts):wait()
+  return wait(exec_async(self, command, args, opts))
 end
 
 --- Waits for the operation: the result table, or nil, err.
 function Operation:wait()
   check(self, Operation, "wait")
-  local result, err = scheduler.await(self._rec)
-  local cb_err = self._rec.callback_error
-  if cb_err ~= nil then error(cb_err, 0) end
-  return result, err
+  return wait(self)
 end
 
 --- Cancels: the command is killed and wait() returns its partial result
@@ -326,7 +342,7 @@ function Operation:cancel()
   if self.done then return false end
   self.cancelled = true
   local proc = self._rec.proc
-  if proc then proc:_cancel() end
+  if proc then PP.cancel(proc) end
   return true
 end
 
@@ -374,20 +390,21 @@ function Manager:spawn(command, args, opts)
   if not ok then return nil, err end
   local rec = scheduler.record(on_process_event)
   rec.o = o
-  local proc, serr = sb:_spawn(line, spawn_opts(sb, o, true), true, rec.token)
+  local proc, serr = SP.spawn(sb, line, o, true, rec.token)
+  if proc == false then serr = not_running(sb) end
   if not proc then
     scheduler.complete(rec, nil, serr)
     return nil, serr
   end
   rec.proc = proc
-  proc:_state().rec = rec
+  PP.state(proc).rec = rec
   return proc
 end
 
 --- Tracked processes: { pid, command, running, exit_code }.
 function Manager:list()
   local out = {}
-  for i, h in ipairs(self.sandbox:_list()) do
+  for i, h in ipairs(SP.list(self.sandbox)) do
     out[i] = { pid = h.pid, command = h.command, running = h.running, exit_code = h.exit_code }
   end
   return out
@@ -404,7 +421,7 @@ end
 function Manager:get(pid)
   pid = check_pid("get", pid)
   if self.sandbox.status == "destroyed" then return nil end
-  return self.sandbox:_get(pid)
+  return SP.get(self.sandbox, pid)
 end
 
 --- Kills pid, waits for it to end and forgets it. False for an unknown or
@@ -412,11 +429,11 @@ end
 function Manager:kill(pid)
   pid = check_pid("kill", pid)
   if self.sandbox.status == "destroyed" then return false end
-  for _, h in ipairs(self.sandbox:_list()) do
+  for _, h in ipairs(SP.list(self.sandbox)) do
     if h.pid == pid then
-      if not h.running or not h:_kill() then return false end
+      if not h.running or not PP.kill(h) then return false end
       h:wait()
-      h:_untrack()
+      PP.untrack(h)
       return true
     end
   end
@@ -430,25 +447,25 @@ M.Manager = Manager
 --- Waits for the process: its result table (idempotent), or nil, err.
 function P:wait()
   check(self, core.Process, "wait")
-  return scheduler.await(self:_state().rec)
+  return scheduler.await(PP.state(self).rec)
 end
 
 --- Kills the process group (SIGKILL). False if it had already exited.
 function P:kill()
   check(self, core.Process, "kill")
-  return self:_kill()
+  return PP.kill(self)
 end
 
 --- Writes to stdin: true, or nil, err when the process has exited.
 function P:send_stdin(data)
   check(self, core.Process, "send_stdin")
   if type(data) ~= "string" then argerror(1, "send_stdin", "string expected, got " .. type(data)) end
-  return self:_write(data)
+  return PP.write(self, data)
 end
 
 function P:close_stdin()
   check(self, core.Process, "close_stdin")
-  return self:_close_stdin()
+  return PP.close_stdin(self)
 end
 
 -- ---- the rest of the sandbox ---------------------------------------------------
@@ -459,16 +476,16 @@ end
 function S:info()
   check(self, core.Sandbox, "info")
   if self.status == "running" then
-    local err = lifecycle(self, "_refresh")
+    local err = lifecycle(self, SP.refresh)
     if err then return nil, err end
   end
-  return self:_info()
+  return SP.info(self)
 end
 
 --- Text describing the sandbox for an agent.
 function S:instructions(context)
   check(self, core.Sandbox, "instructions")
-  local default = self:_default_instructions() or ""
+  local default = SP.default_instructions(self) or ""
   local ins = state(self).options.instructions
   if type(ins) == "string" then return ins end
   if type(ins) == "function" then
@@ -513,11 +530,11 @@ function M.new(id, opts)
     -- the core's ConfigError / IsolationUnavailableError, at the caller's line
     errors.misuse(type(sb) == "string" and sb:gsub("^[^\n]-:%d+: ", "") or sb)
   end
-  local st = sb:_state()
+  local st = state(sb)
   st.options = o
   st.clone_drops = desc.clone_drops
   st.processes = setmetatable({ sandbox = sb }, Manager)
-  st.fs = require("sandkit.fs.sandbox").for_sandbox(sb)
+  st.fs = require("sandkit.fs.sandbox").for_sandbox(sb, o)
   return sb
 end
 

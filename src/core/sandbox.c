@@ -697,6 +697,20 @@ int sk_process_close_stdin(sk_process *p)
     return p->sb->provider->close_stdin(p);
 }
 
+void sk_sandbox_mark_error(sk_sandbox *sb)
+{
+    if (sb->status == SK_RUNNING)
+        sb->status = SK_ERROR;
+}
+
+void sk_process_detach(sk_process *p)
+{
+    p->ev = NULL;
+    p->ev_ud = NULL;
+}
+
+sk_buf *sk_process_capture(sk_process *p, int stream) { return stream == 1 ? &p->out : &p->err; }
+
 json_t *sk_sandbox_merged_env(const sk_sandbox *sb, const json_t *per_command)
 {
     json_t *env = json_deep_copy(sb->env);

@@ -198,6 +198,15 @@ void sk_process_untrack(sk_process *p);
 void sk_process_ref(sk_process *p);
 void sk_process_unref(sk_process *p);
 
+/* For the embedder. */
+/* A start hook failed: a running sandbox is in error until the next start. */
+void sk_sandbox_mark_error(sk_sandbox *sb);
+/* No more callbacks (the embedder's handle is gone); the process runs on. */
+void sk_process_detach(sk_process *p);
+/* The capture buffer of stream 1 (stdout) or 2; once the process has
+ * exited the embedder may take its bytes (sk_buf_take). */
+sk_buf *sk_process_capture(sk_process *p, int stream);
+
 /* For providers. */
 void sk_process_output(sk_process *p, int stream, const char *data, size_t len);
 /* Where a provider may read output in place: room for *len bytes at the

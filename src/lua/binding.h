@@ -23,6 +23,7 @@ typedef struct skl_event {
     sk_error *err;
     const void *scope; /* whose secrets err is redacted against (secrets.h) */
     bool err_lost;     /* an error that could not be copied (out of memory) */
+    void *owner;       /* SKL_EV_EXIT: its process's box (process_ud.c); NULL once collected */
     struct skl_event *next;
 } skl_event;
 
@@ -33,20 +34,40 @@ typedef struct skl_state {
     int dispatch;      /* registry ref to the Lua dispatcher */
 } skl_state;
 
-/* Where a core callback delivers: the state and the Lua-side token. */
+/* Where a core callback delivers: the state and the Lua-side token. The
+ * terminal event (exit, lifecycle, timer), which its waiter cannot do
+ * without, is allocated up front so that it cannot be lost; an output
+ * event that cannot be queued (out of memory) turns the terminal event
+ * into an OutOfMemoryError. */
 typedef struct skl_target {
     skl_state *st;
     lua_Integer token;
+    skl_event *last; /* the terminal event; NULL once queued */
+    bool lost;       /* an output event was dropped */
 } skl_target;
 
 #define SKL_STATE_UPVALUE lua_upvalueindex(1)
 
+/* The module's one exported symbol. The Makefile builds with
+ * -fvisibility=hidden; luarocks' builtin backend takes no compiler flags,
+ * so a rock built without it in CFLAGS exports the core's symbols too. */
+#define SKL_EXPORT __attribute__((visibility("default")))
+int luaopen_sandkit_core(lua_State *L) SKL_EXPORT;
+
 skl_state *skl_state_get(lua_State *L); /* from upvalue 1 */
-/* err is copied and redacted at once against scope's secrets (the sandbox
- * it came from; NULL: every held secret), while a failed process's own env
- * is still held. */
-void skl_queue(skl_state *st, int kind, lua_Integer token, int stream, const char *data,
-               size_t len, const sk_error *err, const void *scope);
+/* Sets t up for token; -1 when its terminal event cannot be allocated
+ * (the caller reports it before starting anything). */
+int skl_target_init(skl_target *t, skl_state *st, lua_Integer token);
+/* Frees the terminal event if it was never queued. */
+void skl_target_release(skl_target *t);
+/* Queues an output event (stream, a copy of data); out of memory: t->lost. */
+void skl_emit(skl_target *t, int stream, const char *data, size_t len);
+/* Queues the terminal event of kind, at most once; never fails. err is
+ * copied and redacted at once against scope's secrets (the sandbox it came
+ * from; NULL: every held secret), while a failed process's own env is
+ * still held; a copy that does not fit, or t->lost, delivers an
+ * out-of-memory error. */
+void skl_finish(skl_target *t, int kind, const sk_error *err, const void *scope);
 
 /* Pushes the metatable `name` of a cancellable handle (__gc = gc, one
  * method, cancel), made on first use. */
@@ -60,12 +81,45 @@ void skl_push_json(lua_State *L, const json_t *v);
  * of scope redacted (the sandbox it came from; NULL: every held secret).
  * Every error reaches Lua through here. */
 void skl_push_error(lua_State *L, skl_state *st, const sk_error *err, const void *scope);
-/* Raises it. */
-int skl_raise_error(lua_State *L, skl_state *st, const sk_error *err, const void *scope);
+/* The same for an error the caller owns: err is freed, also when pushing
+ * raises (out of memory). */
+void skl_push_error_take(lua_State *L, skl_state *st, sk_error *err, const void *scope);
 
+/* Makes the metatable `name` (luaL_newmetatable) of a class whose methods
+ * live in a table the module exposes as methods_field (Lua fills it):
+ * __index = index with that table as upvalue 1, and the metatable as the
+ * module's class_field. */
+void skl_class(lua_State *L, const char *name, lua_CFunction index, lua_CFunction tostring,
+               lua_CFunction gc, lua_CFunction newindex, const char *methods_field,
+               const char *class_field, int module_idx);
+
+/* sandkit.Sandbox (sandbox_ud.c) */
+#define SKL_SANDBOX "sandkit.Sandbox"
+typedef struct skl_sandbox {
+    sk_sandbox *sb; /* NULL once freed */
+    skl_state *st;
+    /* its commands' defaults, read once from the options: timeout (ms)
+     * and max_output_bytes; 0 for none */
+    lua_Number timeout_ms, max_output;
+} skl_sandbox;
 void skl_open_sandbox(lua_State *L); /* registers the classes; expects the state upvalue on top */
 int skl_new_sandbox(lua_State *L);
-sk_sandbox *skl_check_sandbox(lua_State *L, int idx); /* raises unless an open sandkit.Sandbox */
+skl_sandbox *skl_sandbox_check(lua_State *L, int idx); /* raises unless an open sandkit.Sandbox */
+sk_sandbox *skl_check_sandbox(lua_State *L, int idx);
+
+/* sandkit.Process (process_ud.c) */
+/* spawn(sb, command, opts, tracked, token) -> Process | nil, err | false
+ * (the sandbox is not running) */
+int skl_process_spawn(lua_State *L);
+/* Pushes the userdata of p, when it still has one; returns whether. */
+int skl_process_push(lua_State *L, sk_process *p);
+/* The values an exit event delivers: the result table and nil, or nil and
+ * the error (nil, nil when nobody holds the process any more). */
+void skl_process_push_exit(lua_State *L, const skl_event *e);
+/* An exit event is freed: its box no longer points at it. */
+void skl_process_exit_freed(skl_event *e);
+/* The Process class, and its primitives into the table on top. */
+void skl_open_process(lua_State *L, int state_idx, int module_idx);
 int skl_modal_fs(lua_State *L); /* core.modal_fs (modal_fs_ud.c) */
 int skl_http_request(lua_State *L); /* core.http_request (http_ud.c) */
 int skl_json_decode(lua_State *L);  /* core.json_decode (http_ud.c) */

@@ -168,8 +168,7 @@ static int buffer_write_to(lua_State *L)
         skl_state *st = skl_state_get(L);
         sk_error *err = sk_error_new("IOError", NULL, "sandkit.Buffer:write_to: %s", strerror(e));
         lua_pushnil(L);
-        skl_push_error(L, st, err, NULL);
-        sk_error_free(err);
+        skl_push_error_take(L, st, err, NULL);
         return 2;
     }
     lua_pushboolean(L, 1);

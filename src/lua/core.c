@@ -28,33 +28,68 @@ void skl_push_cancel_meta(lua_State *L, const char *name, lua_CFunction gc, lua_
     }
 }
 
-void skl_queue(skl_state *st, int kind, lua_Integer token, int stream, const char *data,
-               size_t len, const sk_error *err, const void *scope)
+static void core_append(skl_state *st, skl_event *e)
 {
-    skl_event *e = calloc(1, sizeof *e);
-    if (!e)
-        return; /* dropping an event under OOM beats crashing the host */
-    e->kind = kind;
-    e->token = token;
-    e->stream = stream;
-    if (len) {
-        e->data = malloc(len);
-        if (!e->data) {
-            free(e);
-            return;
-        }
-        memcpy(e->data, data, len);
-        e->len = len;
-    }
-    e->err = sk_error_copy(err);
-    e->err_lost = err && !e->err; /* still a failure: "out of memory" */
-    e->scope = scope;
-    sk_error_redact(scope, e->err);
     if (st->tail)
         st->tail->next = e;
     else
         st->head = e;
     st->tail = e;
+}
+
+int skl_target_init(skl_target *t, skl_state *st, lua_Integer token)
+{
+    t->st = st;
+    t->token = token;
+    t->lost = false;
+    t->last = calloc(1, sizeof *t->last);
+    return t->last ? 0 : -1;
+}
+
+void skl_target_release(skl_target *t)
+{
+    free(t->last);
+    t->last = NULL;
+}
+
+void skl_emit(skl_target *t, int stream, const char *data, size_t len)
+{
+    skl_event *e = calloc(1, sizeof *e);
+    if (e && len && !(e->data = malloc(len))) {
+        free(e);
+        e = NULL;
+    }
+    if (!e) {
+        t->lost = true; /* reported by the terminal event */
+        return;
+    }
+    e->kind = SKL_EV_OUTPUT;
+    e->token = t->token;
+    e->stream = stream;
+    if (len)
+        memcpy(e->data, data, len);
+    e->len = len;
+    core_append(t->st, e);
+}
+
+void skl_finish(skl_target *t, int kind, const sk_error *err, const void *scope)
+{
+    skl_event *e = t->last;
+    if (!e)
+        return;
+    t->last = NULL;
+    e->kind = kind;
+    e->token = t->token;
+    if (err) {
+        e->err = sk_error_copy(err);
+        sk_error_redact(scope, e->err);
+    } else if (t->lost) {
+        e->err = sk_error_new("OutOfMemoryError", NULL,
+                              "out of memory queueing output for Lua: part of it was lost");
+    }
+    e->err_lost = (err || t->lost) && !e->err; /* still a failure: "out of memory" */
+    e->scope = scope;
+    core_append(t->st, e);
 }
 
 static skl_event *core_pop(skl_state *st)
@@ -70,9 +105,33 @@ static skl_event *core_pop(skl_state *st)
 
 static void core_event_free(skl_event *e)
 {
+    if (e->kind == SKL_EV_EXIT)
+        skl_process_exit_freed(e);
     free(e->data);
     sk_error_free(e->err);
     free(e);
+}
+
+void skl_class(lua_State *L, const char *name, lua_CFunction index, lua_CFunction tostring,
+               lua_CFunction gc, lua_CFunction newindex, const char *methods_field,
+               const char *class_field, int module_idx)
+{
+    luaL_newmetatable(L, name);
+    int mt = lua_gettop(L);
+    lua_newtable(L); /* methods, filled by sandbox.lua */
+    lua_pushvalue(L, -1);
+    lua_setfield(L, module_idx, methods_field);
+    lua_pushcclosure(L, index, 1);
+    lua_setfield(L, mt, "__index");
+    if (newindex) {
+        lua_pushcfunction(L, newindex);
+        lua_setfield(L, mt, "__newindex");
+    }
+    lua_pushcfunction(L, tostring);
+    lua_setfield(L, mt, "__tostring");
+    lua_pushcfunction(L, gc);
+    lua_setfield(L, mt, "__gc");
+    lua_setfield(L, module_idx, class_field);
 }
 
 /* ---- JSON <-> Lua ------------------------------------------------------- */
@@ -104,6 +163,9 @@ static void core_check_json(lua_State *L, int idx, const char *what, int depth)
     idx = lua_absindex(L, idx);
     if (depth > 32)
         luaL_error(L, "%s: nested too deeply", what);
+    /* room for this level's key and value, here and in core_build_json
+     * (which must not raise) */
+    luaL_checkstack(L, 3, what);
     switch (lua_type(L, idx)) {
     case LUA_TNIL:
     case LUA_TBOOLEAN:
@@ -222,32 +284,58 @@ void skl_push_json(lua_State *L, const json_t *v)
     }
 }
 
+typedef struct error_push {
+    skl_state *st;
+    const sk_error *err; /* redacted; NULL: out of memory */
+} error_push;
+
+/* Run protected (pushing may raise a memory error), so the caller frees
+ * the error whatever happens. */
+static int core_error_object(lua_State *L)
+{
+    const error_push *a = lua_touserdata(L, 1);
+    const sk_error *err = a->err;
+    const char *kind = err ? err->kind : "Error";
+    const char *message = err ? err->message : "out of memory";
+    if (a->st->error_factory == LUA_NOREF) {
+        lua_pushfstring(L, "%s: %s", kind, message);
+        return 1;
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, a->st->error_factory);
+    lua_pushstring(L, kind);
+    lua_pushstring(L, message);
+    if (err && err->fields)
+        skl_push_json(L, err->fields);
+    else
+        lua_pushnil(L);
+    lua_call(L, 3, 1);
+    return 1;
+}
+
+/* Pushes the error object of err (redacted already) and frees err; on a
+ * memory error err is freed before the error propagates. */
+static void core_push_error_owned(lua_State *L, skl_state *st, sk_error *err)
+{
+    error_push a = { st, err };
+    lua_pushcfunction(L, core_error_object);
+    lua_pushlightuserdata(L, &a);
+    int rc = lua_pcall(L, 1, 1, 0);
+    sk_error_free(err);
+    if (rc != LUA_OK)
+        lua_error(L);
+}
+
 void skl_push_error(lua_State *L, skl_state *st, const sk_error *err, const void *scope)
 {
     sk_error *safe = sk_error_copy(err);
     sk_error_redact(scope, safe);
-    const char *kind = safe ? safe->kind : "Error";
-    const char *message = safe ? safe->message : "out of memory";
-    if (st->error_factory != LUA_NOREF) {
-        lua_rawgeti(L, LUA_REGISTRYINDEX, st->error_factory);
-        lua_pushstring(L, kind);
-        lua_pushstring(L, message);
-        if (safe && safe->fields)
-            skl_push_json(L, safe->fields);
-        else
-            lua_pushnil(L);
-        sk_error_free(safe); /* before the call: it may raise (out of memory) */
-        lua_call(L, 3, 1);
-        return;
-    }
-    lua_pushfstring(L, "%s: %s", kind, message);
-    sk_error_free(safe);
+    core_push_error_owned(L, st, safe);
 }
 
-int skl_raise_error(lua_State *L, skl_state *st, const sk_error *err, const void *scope)
+void skl_push_error_take(lua_State *L, skl_state *st, sk_error *err, const void *scope)
 {
-    skl_push_error(L, st, err, scope);
-    return lua_error(L);
+    sk_error_redact(scope, err);
+    core_push_error_owned(L, st, err);
 }
 
 /* ---- the embedding surface ---------------------------------------------- */
@@ -266,7 +354,9 @@ static int core_step(lua_State *L)
     int alive = sk_loop_turn(st->loop, st->head ? 0 : (int)timeout);
     int dispatched = 0;
     skl_event *e;
-    while ((e = core_pop(st))) {
+    /* Pushing the arguments may raise (out of memory): the event stays
+     * queued until they are all on the stack. */
+    while ((e = st->head)) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, st->dispatch);
         lua_pushinteger(L, e->token);
         int nargs = 2;
@@ -278,7 +368,10 @@ static int core_step(lua_State *L)
             nargs = 4;
             break;
         case SKL_EV_EXIT:
+            /* the result travels with the event: no call back for it */
             lua_pushliteral(L, "exit");
+            skl_process_push_exit(L, e);
+            nargs = 4;
             break;
         case SKL_EV_LIFECYCLE:
             lua_pushliteral(L, "lifecycle");
@@ -292,7 +385,7 @@ static int core_step(lua_State *L)
             lua_pushliteral(L, "timer");
             break;
         }
-        core_event_free(e);
+        core_event_free(core_pop(st));
         dispatched++;
         lua_call(L, nargs, 0);
     }
@@ -351,13 +444,13 @@ typedef struct core_timer {
     skl_target target;
 } core_timer;
 
-static void core_timer_fired(uv_timer_t *h)
-{
-    skl_target *t = h->data;
-    skl_queue(t->st, SKL_EV_TIMER, t->token, 0, NULL, 0, NULL, NULL);
-}
+static void core_timer_fired(uv_timer_t *h) { skl_finish(h->data, SKL_EV_TIMER, NULL, NULL); }
 
-static void core_timer_close(core_timer *t) { sk_timer_close(&t->handle); }
+static void core_timer_close(core_timer *t)
+{
+    sk_timer_close(&t->handle);
+    skl_target_release(&t->target);
+}
 
 /* timer(ms, token) -> Timer; fires once with ("timer") for token. */
 static int core_timer_new(lua_State *L)
@@ -368,9 +461,10 @@ static int core_timer_new(lua_State *L)
     luaL_argcheck(L, ms >= 0 && ms < 1e12, 1, "delay out of range");
     core_timer *t = lua_newuserdatauv(L, sizeof *t, 0);
     t->handle = NULL;
+    t->target.last = NULL;
     luaL_setmetatable(L, SKL_TIMER_NAME);
-    t->target.st = st;
-    t->target.token = token;
+    if (skl_target_init(&t->target, st, token) != 0)
+        return luaL_error(L, "out of memory");
     if (sk_timer_start(st->loop, &t->handle, &t->target, (uint64_t)ceil(ms), core_timer_fired) != 0)
         return luaL_error(L, "out of memory");
     return 1;
@@ -384,14 +478,16 @@ static int core_timer_cancel(lua_State *L)
 
 /* ---- shell quoting ------------------------------------------------------ */
 
-/* command(cmd, args?) -> cmd followed by each arg quoted as one word. */
-static int core_command(lua_State *L)
+/* The body of command(), run protected over the caller's buffer (argument
+ * 3): a raise (a bad argument, out of memory) cannot leak it. */
+static int core_command_build(lua_State *L)
 {
+    sk_buf *b = lua_touserdata(L, 3);
     size_t len;
     const char *cmd = luaL_checklstring(L, 1, &len);
     luaL_argcheck(L, !memchr(cmd, '\0', len), 1, "command contains a NUL byte");
-    sk_buf b = { 0 };
-    sk_buf_append(&b, cmd, len);
+    if (sk_buf_append(b, cmd, len) != 0)
+        return luaL_error(L, "out of memory");
     if (!lua_isnoneornil(L, 2)) {
         luaL_checktype(L, 2, LUA_TTABLE);
         lua_Integer n = luaL_len(L, 2);
@@ -399,20 +495,32 @@ static int core_command(lua_State *L)
             lua_geti(L, 2, i);
             size_t alen;
             const char *a = lua_tolstring(L, -1, &alen);
-            if (!a) {
-                sk_buf_free(&b);
+            if (!a)
                 return luaL_error(L, "bad argument #2 (args[%d] must be a string, got %s)", (int)i,
                                   luaL_typename(L, -1));
-            }
-            if (sk_shell_append_arg(&b, a, alen) != 0) {
-                sk_buf_free(&b);
+            if (memchr(a, '\0', alen))
                 return luaL_error(L, "bad argument #2 (args[%d] contains a NUL byte)", (int)i);
-            }
+            if (sk_shell_append_arg(b, a, alen) != 0)
+                return luaL_error(L, "out of memory");
             lua_pop(L, 1);
         }
     }
-    lua_pushlstring(L, b.data ? b.data : "", b.len);
+    lua_pushlstring(L, b->data ? b->data : "", b->len);
+    return 1;
+}
+
+/* command(cmd, args?) -> cmd followed by each arg quoted as one word. */
+static int core_command(lua_State *L)
+{
+    sk_buf b = { 0 };
+    lua_settop(L, 2);
+    lua_pushlightuserdata(L, &b);
+    lua_pushcfunction(L, core_command_build);
+    lua_insert(L, 1);
+    int rc = lua_pcall(L, 3, 1, 0);
     sk_buf_free(&b);
+    if (rc != LUA_OK)
+        return lua_error(L);
     return 1;
 }
 
@@ -473,7 +581,7 @@ static int core_timer_gc(lua_State *L)
     return 0;
 }
 
-int luaopen_sandkit_core(lua_State *L)
+SKL_EXPORT int luaopen_sandkit_core(lua_State *L)
 {
     static const luaL_Reg funcs[] = {
         { "step", core_step },

@@ -36,7 +36,9 @@ static void on_head(sk_http *req, int status, const sk_http_header *h, size_t n,
         rc |= sk_buf_append(&b, "\n", 1);
     }
     if (rc == 0)
-        skl_queue(box->target.st, SKL_EV_OUTPUT, box->target.token, 0, b.data, b.len, NULL, NULL);
+        skl_emit(&box->target, 0, b.data, b.len);
+    else
+        box->target.lost = true;
     sk_buf_free(&b);
 }
 
@@ -44,7 +46,7 @@ static void on_data(sk_http *req, const char *data, size_t len, void *ud)
 {
     (void)req;
     http_box *box = ud;
-    skl_queue(box->target.st, SKL_EV_OUTPUT, box->target.token, 1, data, len, NULL, NULL);
+    skl_emit(&box->target, 1, data, len);
 }
 
 static void on_done(sk_http *req, const sk_http_result *res, void *ud)
@@ -56,7 +58,7 @@ static void on_done(sk_http *req, const sk_http_result *res, void *ud)
     if (res->err != SK_HTTP_OK)
         err = sk_error_new("HttpTransportError", json_pack("{s:s}", "reason", sk_http_err_name(res->err)),
                            "HTTP request failed: %s", res->error ? res->error : sk_http_err_name(res->err));
-    skl_queue(box->target.st, SKL_EV_LIFECYCLE, box->target.token, 0, NULL, 0, err, NULL);
+    skl_finish(&box->target, SKL_EV_LIFECYCLE, err, NULL);
     sk_error_free(err);
 }
 
@@ -67,6 +69,7 @@ static int http_close(lua_State *L)
         sk_http_cancel(box->req);
         box->req = NULL;
     }
+    skl_target_release(&box->target);
     return 0;
 }
 
@@ -102,8 +105,8 @@ int skl_http_request(lua_State *L)
     memset(box, 0, sizeof *box);
     skl_push_cancel_meta(L, HTTP_NAME, http_close, http_close);
     lua_setmetatable(L, -2);
-    box->target.st = st;
-    box->target.token = token;
+    if (skl_target_init(&box->target, st, token) != 0)
+        return luaL_error(L, "out of memory");
     sk_http_request rq = {
         .method = method, .url = url, .headers = h, .n_headers = n,
         .body = body, .body_len = body_len, .timeout_ms = timeout,

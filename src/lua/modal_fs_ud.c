@@ -24,7 +24,7 @@ typedef struct {
 static void on_data(void *ud, const uint8_t *data, size_t len)
 {
     modal_fs_box *box = ud;
-    skl_queue(box->target.st, SKL_EV_OUTPUT, box->target.token, 1, (const char *)data, len, NULL, NULL);
+    skl_emit(&box->target, 1, (const char *)data, len);
 }
 
 static void on_done(void *ud, const char *fd, const sk_error *err)
@@ -32,8 +32,8 @@ static void on_done(void *ud, const char *fd, const sk_error *err)
     modal_fs_box *box = ud;
     box->op = NULL; /* freed when this returns */
     if (fd)
-        skl_queue(box->target.st, SKL_EV_OUTPUT, box->target.token, 0, fd, strlen(fd), NULL, NULL);
-    skl_queue(box->target.st, SKL_EV_LIFECYCLE, box->target.token, 0, NULL, 0, err, box->sb);
+        skl_emit(&box->target, 0, fd, strlen(fd));
+    skl_finish(&box->target, SKL_EV_LIFECYCLE, err, box->sb);
 }
 
 static int modal_fs_cancel(lua_State *L)
@@ -41,6 +41,7 @@ static int modal_fs_cancel(lua_State *L)
     modal_fs_box *box = luaL_checkudata(L, 1, MODAL_FS_NAME);
     sk_modal_fs_cancel(box->op);
     box->op = NULL;
+    skl_target_release(&box->target);
     return 0;
 }
 
@@ -97,14 +98,13 @@ int skl_modal_fs(lua_State *L)
     lua_pushvalue(L, 1);
     lua_setiuservalue(L, -2, 1); /* the sandbox outlives the operation */
     box->sb = sb;
-    box->target.st = st;
-    box->target.token = token;
+    if (skl_target_init(&box->target, st, token) != 0)
+        return luaL_error(L, "out of memory");
     static const sk_modal_fs_events ev = { .data = on_data, .done = on_done };
     sk_error *err = NULL;
     box->op = sk_modal_fs_start(sb, &req, (int64_t)timeout_ms, &ev, box, &err);
     if (!box->op) {
-        skl_push_error(L, st, err, sb);
-        sk_error_free(err);
+        skl_push_error_take(L, st, err, sb);
         return lua_error(L);
     }
     return 1;

@@ -1,9 +1,8 @@
-/* The sandkit.Sandbox and sandkit.Process userdata classes. Their
- * user-facing methods are Lua functions (lua/sandkit/sandbox.lua) placed in
- * the method tables this file creates; the C methods here are the
- * underscore-prefixed primitives those functions build on. */
-#include <signal.h>
-#include <stdint.h>
+/* The sandkit.Sandbox userdata class. Its user-facing methods are Lua
+ * functions (lua/sandkit/sandbox.lua) placed in the method table this file
+ * creates; the C functions here are the primitives those methods build on,
+ * handed to sandbox.lua alone through core.primitives() and never
+ * reachable from a sandbox. Processes are in process_ud.c. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -11,23 +10,7 @@
 #include "../core/secrets.h"
 #include "binding.h"
 
-#define SKL_SANDBOX "sandkit.Sandbox"
-#define SKL_PROCESS "sandkit.Process"
-#define SKL_PROCS "sandkit.procs" /* weak: sk_process* -> userdata */
-
-typedef struct skl_sandbox {
-    sk_sandbox *sb; /* NULL once freed */
-    skl_state *st;
-} skl_sandbox;
-
-typedef struct skl_process {
-    sk_process *p; /* NULL once released */
-    skl_target target;
-    int want_output; /* queue output events (someone streams) */
-    int capture_buffer; /* capture = "buffer": output as sandkit.Buffer */
-} skl_process;
-
-static skl_sandbox *sandbox_check(lua_State *L, int idx)
+skl_sandbox *skl_sandbox_check(lua_State *L, int idx)
 {
     skl_sandbox *s = luaL_checkudata(L, idx, SKL_SANDBOX);
     if (!s->sb)
@@ -35,43 +18,16 @@ static skl_sandbox *sandbox_check(lua_State *L, int idx)
     return s;
 }
 
-sk_sandbox *skl_check_sandbox(lua_State *L, int idx) { return sandbox_check(L, idx)->sb; }
-
-static skl_process *process_check(lua_State *L, int idx)
-{
-    skl_process *p = luaL_checkudata(L, idx, SKL_PROCESS);
-    if (!p->p)
-        luaL_error(L, "sandkit.Process is closed");
-    return p;
-}
+sk_sandbox *skl_check_sandbox(lua_State *L, int idx) { return skl_sandbox_check(L, idx)->sb; }
 
 /* ---- core callbacks: queue only -------------------------------------------- */
 
 static void sandbox_lifecycle_done(sk_sandbox *sb, const sk_error *err, void *ud)
 {
     skl_target *t = ud;
-    skl_queue(t->st, SKL_EV_LIFECYCLE, t->token, 0, NULL, 0, err, sb);
+    skl_finish(t, SKL_EV_LIFECYCLE, err, sb);
     free(t);
 }
-
-static void process_on_output(sk_process *p, int stream, const char *data, size_t len, void *ud)
-{
-    (void)p;
-    skl_process *box = ud;
-    if (box->want_output)
-        skl_queue(box->target.st, SKL_EV_OUTPUT, box->target.token, stream, data, len, NULL, NULL);
-}
-
-static void process_on_exit(sk_process *p, const sk_result *r, const sk_error *err, void *ud)
-{
-    (void)p;
-    (void)r;
-    (void)err;
-    skl_process *box = ud;
-    skl_queue(box->target.st, SKL_EV_EXIT, box->target.token, 0, NULL, 0, NULL, NULL);
-}
-
-static const sk_process_events process_events = { process_on_output, process_on_exit };
 
 /* ---- construction ----------------------------------------------------------- */
 
@@ -84,22 +40,28 @@ int skl_new_sandbox(lua_State *L)
     const sk_provider *prov = sk_provider_find(id);
     if (!prov)
         return luaL_error(L, "unknown sandbox provider '%s'", id);
-    json_t *opts = skl_to_json(L, 2, "options");
+    /* Everything that may raise comes before the JSON exists: nothing can
+     * leak it. */
     skl_sandbox *s = lua_newuserdatauv(L, sizeof *s, 1);
     s->sb = NULL;
     s->st = st;
+    lua_getfield(L, 2, "timeout");
+    s->timeout_ms = lua_tonumber(L, -1);
+    lua_getfield(L, 2, "max_output_bytes");
+    s->max_output = lua_tonumber(L, -1);
+    lua_pop(L, 2);
     luaL_setmetatable(L, SKL_SANDBOX);
     lua_newtable(L);
     lua_pushboolean(L, prov->stop_when_idle);
     lua_setfield(L, -2, "stop_when_idle");
     lua_setiuservalue(L, -2, 1);
+    json_t *opts = skl_to_json(L, 2, "options");
     sk_error *err = NULL;
     s->sb = sk_sandbox_new(st->loop, prov, opts, &err);
     json_decref(opts);
     if (!s->sb) {
         static const char tokens_only; /* a scope no env value belongs to */
-        skl_push_error(L, st, err, &tokens_only);
-        sk_error_free(err);
+        skl_push_error_take(L, st, err, &tokens_only);
         return lua_error(L);
     }
     return 1;
@@ -109,13 +71,13 @@ int skl_new_sandbox(lua_State *L)
 
 static int sandbox_lifecycle(lua_State *L, void (*op)(sk_sandbox *, sk_lifecycle_cb, void *))
 {
-    skl_sandbox *s = sandbox_check(L, 1);
+    skl_sandbox *s = skl_sandbox_check(L, 1);
     lua_Integer token = luaL_checkinteger(L, 2);
     skl_target *t = malloc(sizeof *t);
-    if (!t)
+    if (!t || skl_target_init(t, s->st, token) != 0) {
+        free(t);
         return luaL_error(L, "out of memory");
-    t->st = s->st;
-    t->token = token;
+    }
     op(s->sb, sandbox_lifecycle_done, t);
     return 0;
 }
@@ -125,110 +87,10 @@ static int sandbox_stop(lua_State *L) { return sandbox_lifecycle(L, sk_sandbox_s
 static int sandbox_destroy(lua_State *L) { return sandbox_lifecycle(L, sk_sandbox_destroy); }
 static int sandbox_refresh(lua_State *L) { return sandbox_lifecycle(L, sk_sandbox_refresh); }
 
-static void process_remember(lua_State *L, sk_process *p, int ud_idx)
-{
-    ud_idx = lua_absindex(L, ud_idx);
-    lua_getfield(L, LUA_REGISTRYINDEX, SKL_PROCS);
-    lua_pushvalue(L, ud_idx);
-    lua_rawsetp(L, -2, p);
-    lua_pop(L, 1);
-}
-
-static int process_push_known(lua_State *L, sk_process *p)
-{
-    lua_getfield(L, LUA_REGISTRYINDEX, SKL_PROCS);
-    int t = lua_rawgetp(L, -1, p);
-    lua_remove(L, -2);
-    if (t == LUA_TUSERDATA)
-        return 1;
-    lua_pop(L, 1);
-    return 0;
-}
-
-static const char *opt_string(lua_State *L, int t, const char *key)
-{
-    lua_getfield(L, t, key);
-    const char *v = lua_tostring(L, -1);
-    lua_pop(L, 1); /* the string stays anchored in the options table */
-    return v;
-}
-
-/* _spawn(command, opts, tracked, token) -> Process | nil, err
- * opts (validated in Lua): cwd, env, timeout, stdin, keep_stdin_open,
- * capture, max_output_bytes, stream. */
-static int sandbox_spawn(lua_State *L)
-{
-    skl_sandbox *s = sandbox_check(L, 1);
-    size_t clen;
-    const char *command = luaL_checklstring(L, 2, &clen);
-    luaL_argcheck(L, !memchr(command, '\0', clen), 2, "command contains a NUL byte");
-    luaL_checktype(L, 3, LUA_TTABLE);
-    int tracked = lua_toboolean(L, 4);
-    lua_Integer token = luaL_checkinteger(L, 5);
-
-    sk_spawn_opts o = { .command = command, .capture = true };
-    o.cwd = opt_string(L, 3, "cwd");
-    lua_getfield(L, 3, "timeout");
-    o.timeout_ms = (int64_t)lua_tonumber(L, -1);
-    lua_pop(L, 1);
-    lua_getfield(L, 3, "stdin");
-    if (lua_type(L, -1) == LUA_TSTRING) {
-        o.stdin_data = lua_tolstring(L, -1, &o.stdin_len);
-        o.has_stdin = true;
-    }
-    lua_pop(L, 1);
-    lua_getfield(L, 3, "keep_stdin_open");
-    o.keep_stdin_open = lua_toboolean(L, -1);
-    lua_pop(L, 1);
-    lua_getfield(L, 3, "capture");
-    o.capture = lua_isnil(L, -1) || lua_toboolean(L, -1);
-    int capture_buffer = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "buffer") == 0;
-    lua_pop(L, 1);
-    lua_getfield(L, 3, "max_output_bytes");
-    lua_Number max_output = lua_tonumber(L, -1);
-    lua_pop(L, 1);
-    if (max_output >= 1)
-        o.max_output = max_output >= (lua_Number)(SIZE_MAX / 2) ? SIZE_MAX / 2 : (size_t)max_output;
-    lua_getfield(L, 3, "stream");
-    int stream = lua_toboolean(L, -1);
-    lua_pop(L, 1);
-    json_t *env = NULL;
-    if (lua_getfield(L, 3, "env") == LUA_TTABLE)
-        env = skl_to_json(L, -1, "env");
-    lua_pop(L, 1);
-    o.env = env;
-
-    skl_process *box = lua_newuserdatauv(L, sizeof *box, 2);
-    box->p = NULL;
-    box->target.st = s->st;
-    box->target.token = token;
-    box->want_output = stream;
-    box->capture_buffer = capture_buffer;
-    luaL_setmetatable(L, SKL_PROCESS);
-    lua_pushvalue(L, 1);
-    lua_setiuservalue(L, -2, 1); /* the sandbox outlives its processes */
-    lua_newtable(L);
-    lua_setiuservalue(L, -2, 2);
-
-    sk_error *err = NULL;
-    box->p = sk_sandbox_spawn(s->sb, &o, tracked, &process_events, box, &err);
-    json_decref(env);
-    if (!box->p) {
-        lua_pushnil(L);
-        skl_push_error(L, s->st, err, s->sb);
-        sk_error_free(err);
-        return 2;
-    }
-    process_remember(L, box->p, -1);
-    return 1;
-}
-
 /* A start hook failed: the sandbox is in error until the next start. */
 static int sandbox_mark_error(lua_State *L)
 {
-    skl_sandbox *s = sandbox_check(L, 1);
-    if (s->sb->status == SK_RUNNING)
-        s->sb->status = SK_ERROR;
+    sk_sandbox_mark_error(skl_sandbox_check(L, 1)->sb);
     return 0;
 }
 
@@ -241,7 +103,7 @@ static int sandbox_state(lua_State *L)
 
 static int sandbox_info(lua_State *L)
 {
-    skl_sandbox *s = sandbox_check(L, 1);
+    skl_sandbox *s = skl_sandbox_check(L, 1);
     sk_sandbox *sb = s->sb;
     lua_createtable(L, 0, 6);
     lua_pushstring(L, sb->id);
@@ -280,7 +142,7 @@ static int sandbox_info(lua_State *L)
 
 static int sandbox_default_instructions(lua_State *L)
 {
-    skl_sandbox *s = sandbox_check(L, 1);
+    skl_sandbox *s = skl_sandbox_check(L, 1);
     char *text = s->sb->provider->instructions ? s->sb->provider->instructions(s->sb) : NULL;
     if (!text)
         return 0;
@@ -289,25 +151,25 @@ static int sandbox_default_instructions(lua_State *L)
     return 1;
 }
 
-/* _get(pid) -> Process | nil (prune-on-read in the core) */
+/* get(sb, pid) -> Process | nil (prune-on-read in the core) */
 static int sandbox_get(lua_State *L)
 {
-    skl_sandbox *s = sandbox_check(L, 1);
+    skl_sandbox *s = skl_sandbox_check(L, 1);
     const char *pid = luaL_checkstring(L, 2);
     sk_process *p = sk_process_get(s->sb, pid);
-    if (!p || !process_push_known(L, p))
+    if (!p || !skl_process_push(L, p))
         return 0;
     return 1;
 }
 
-/* _list() -> array of Process (tracked ones, newest last) */
+/* list(sb) -> array of Process (tracked ones, newest last) */
 static int sandbox_list(lua_State *L)
 {
-    skl_sandbox *s = sandbox_check(L, 1);
+    skl_sandbox *s = skl_sandbox_check(L, 1);
     lua_newtable(L);
     int n = 0;
     for (sk_process *p = s->sb->procs; p; p = p->next) {
-        if (!p->tracked || !process_push_known(L, p))
+        if (!p->tracked || !skl_process_push(L, p))
             continue;
         lua_rawseti(L, -2, ++n);
     }
@@ -384,300 +246,50 @@ static int sandbox_gc(lua_State *L)
     return 0;
 }
 
-/* ---- Process ----------------------------------------------------------------- */
-
-static void process_push_buf(lua_State *L, const sk_buf *b)
-{
-    lua_pushlstring(L, b->data ? b->data : "", b->len);
-}
-
-/* stdout (stream 1) or stderr (2) of the process at idx: a string, or with
- * capture = "buffer" once it has exited, a sandkit.Buffer that takes over
- * the bytes (no copy), made once and kept in the process's state table. */
-static void process_push_output(lua_State *L, int idx, skl_process *box, int stream)
-{
-    sk_process *p = box->p;
-    sk_buf *b = stream == 1 ? &p->out : &p->err;
-    if (!box->capture_buffer || !p->exited) {
-        process_push_buf(L, b);
-        return;
-    }
-    const char *key = stream == 1 ? "stdout_buffer" : "stderr_buffer";
-    lua_getiuservalue(L, idx, 2);
-    if (lua_getfield(L, -1, key) == LUA_TNIL) {
-        lua_pop(L, 1);
-        skl_buffer_push_take(L, b);
-        lua_pushvalue(L, -1);
-        lua_setfield(L, -3, key);
-    }
-    lua_remove(L, -2);
-}
-
-/* The result table of the exited process at index 1; run protected: the
- * copies of the output may not fit in memory. */
-static int process_result_table(lua_State *L)
-{
-    skl_process *box = lua_touserdata(L, 1);
-    const sk_process *p = box->p;
-    const sk_result *r = &p->result;
-    lua_createtable(L, 0, 10);
-    lua_pushinteger(L, r->exit_code);
-    lua_setfield(L, -2, "exit_code");
-    lua_pushboolean(L, r->exit_code == 0 && !r->timed_out && !r->cancelled);
-    lua_setfield(L, -2, "success");
-    process_push_output(L, 1, box, 1);
-    lua_setfield(L, -2, "stdout");
-    process_push_output(L, 1, box, 2);
-    lua_setfield(L, -2, "stderr");
-    lua_pushnumber(L, r->execution_time_ms);
-    lua_setfield(L, -2, "execution_time_ms");
-    lua_pushboolean(L, r->timed_out);
-    lua_setfield(L, -2, "timed_out");
-    lua_pushboolean(L, r->killed);
-    lua_setfield(L, -2, "killed");
-    lua_pushboolean(L, r->truncated);
-    lua_setfield(L, -2, "truncated");
-    if (r->cancelled) {
-        lua_pushboolean(L, 1);
-        lua_setfield(L, -2, "cancelled");
-    }
-    lua_pushstring(L, p->command);
-    lua_setfield(L, -2, "command");
-    return 1;
-}
-
-/* _result() -> result table | nil, err (transport failure, or no memory for
- * the result) | nothing while running */
-static int process_result(lua_State *L)
-{
-    skl_process *box = process_check(L, 1);
-    sk_process *p = box->p;
-    if (!p->exited)
-        return 0;
-    skl_sandbox *s = NULL;
-    lua_getiuservalue(L, 1, 1);
-    s = lua_touserdata(L, -1);
-    lua_pop(L, 1);
-    if (p->error) {
-        lua_pushnil(L);
-        skl_push_error(L, s->st, p->error, s->sb);
-        return 2;
-    }
-    lua_pushcfunction(L, process_result_table);
-    lua_pushvalue(L, 1);
-    int rc = lua_pcall(L, 1, 1, 0);
-    if (rc == LUA_OK)
-        return 1;
-    if (rc != LUA_ERRMEM)
-        return lua_error(L);
-    lua_pop(L, 1);
-    /* the partial copies are garbage now: the error object fits */
-    sk_error *err = sk_error_new("OutOfMemoryError",
-                                 json_pack("{s:I,s:I}", "stdout_bytes", (json_int_t)p->out.len,
-                                           "stderr_bytes", (json_int_t)p->err.len),
-                                 "out of memory copying the command's output into Lua (lower "
-                                 "max_output_bytes, or stream it with capture = false)");
-    lua_pushnil(L);
-    skl_push_error(L, s->st, err, s->sb);
-    sk_error_free(err);
-    return 2;
-}
-
-static int process_kill(lua_State *L)
-{
-    skl_process *box = process_check(L, 1);
-    int sig = (int)luaL_optinteger(L, 2, SIGKILL);
-    luaL_argcheck(L, sig > 0 && sig < 65, 2, "not a signal number");
-    lua_pushboolean(L, sk_process_kill(box->p, sig) == 0);
-    return 1;
-}
-
-static int process_cancel(lua_State *L)
-{
-    sk_process_cancel(process_check(L, 1)->p);
-    return 0;
-}
-
-static int process_write(lua_State *L)
-{
-    skl_process *box = process_check(L, 1);
-    size_t len;
-    const char *data = luaL_checklstring(L, 2, &len);
-    sk_error *err = NULL;
-    if (sk_process_write_stdin(box->p, data, len, &err) != 0) {
-        lua_getiuservalue(L, 1, 1);
-        skl_sandbox *s = lua_touserdata(L, -1);
-        lua_pushnil(L);
-        skl_push_error(L, s->st, err, s->sb);
-        sk_error_free(err);
-        return 2;
-    }
-    lua_pushboolean(L, 1);
-    return 1;
-}
-
-static int process_close_stdin(lua_State *L)
-{
-    lua_pushboolean(L, sk_process_close_stdin(process_check(L, 1)->p) == 0);
-    return 1;
-}
-
-static int process_untrack(lua_State *L)
-{
-    sk_process_untrack(process_check(L, 1)->p);
-    return 0;
-}
-
-static int process_set_stream(lua_State *L)
-{
-    process_check(L, 1)->want_output = lua_toboolean(L, 2);
-    return 0;
-}
-
-static int process_state(lua_State *L)
-{
-    luaL_checkudata(L, 1, SKL_PROCESS);
-    lua_getiuservalue(L, 1, 2);
-    return 1;
-}
-
-static int process_sandbox(lua_State *L)
-{
-    luaL_checkudata(L, 1, SKL_PROCESS);
-    lua_getiuservalue(L, 1, 1);
-    return 1;
-}
-
-static int process_index(lua_State *L)
-{
-    skl_process *box = luaL_checkudata(L, 1, SKL_PROCESS);
-    lua_pushvalue(L, 2);
-    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
-        return 1;
-    lua_pop(L, 1);
-    const char *key = lua_tostring(L, 2);
-    sk_process *p = box->p;
-    if (!key || !p)
-        return 0;
-    if (strcmp(key, "pid") == 0)
-        lua_pushstring(L, p->pid);
-    else if (strcmp(key, "command") == 0)
-        lua_pushstring(L, p->command);
-    else if (strcmp(key, "exit_code") == 0) {
-        if (!p->exited || p->error)
-            return 0;
-        lua_pushinteger(L, p->result.exit_code);
-    } else if (strcmp(key, "stdout") == 0)
-        process_push_output(L, 1, box, 1);
-    else if (strcmp(key, "stderr") == 0)
-        process_push_output(L, 1, box, 2);
-    else if (strcmp(key, "running") == 0)
-        lua_pushboolean(L, !p->exited);
-    else
-        return 0;
-    return 1;
-}
-
-static int process_tostring(lua_State *L)
-{
-    skl_process *box = luaL_checkudata(L, 1, SKL_PROCESS);
-    if (box->p)
-        lua_pushfstring(L, "sandkit.Process (pid %s, %s): %p", box->p->pid,
-                        box->p->exited ? "exited" : "running", (void *)box);
-    else
-        lua_pushfstring(L, "sandkit.Process (closed): %p", (void *)box);
-    return 1;
-}
-
-static int process_gc(lua_State *L)
-{
-    skl_process *box = luaL_checkudata(L, 1, SKL_PROCESS);
-    if (box->p) {
-        /* no more callbacks into this box; the sandbox may keep tracking */
-        box->p->ev = NULL;
-        box->p->ev_ud = NULL;
-        sk_process_unref(box->p);
-        box->p = NULL;
-    }
-    return 0;
-}
-
 /* ---- registration -------------------------------------------------------------- */
 
-static void sandbox_class(lua_State *L, const char *name, const luaL_Reg *prims,
-                          lua_CFunction index, lua_CFunction tostring, lua_CFunction gc,
-                          lua_CFunction newindex, int state_idx, const char *methods_field,
-                          const char *class_field, int module_idx)
+
+/* core.primitives() -> { sandbox = {...}, process = {...} } once; later
+ * calls raise, so only sandbox.lua (loaded with the module) holds them. */
+static int core_primitives(lua_State *L)
 {
-    luaL_newmetatable(L, name);
-    int mt = lua_gettop(L);
-    lua_newtable(L); /* methods */
-    int methods = lua_gettop(L);
-    lua_pushvalue(L, state_idx);
-    luaL_setfuncs(L, prims, 1);
-    lua_pushvalue(L, methods);
-    lua_setfield(L, module_idx, methods_field);
-    lua_pushvalue(L, methods);
-    lua_pushcclosure(L, index, 1);
-    lua_setfield(L, mt, "__index");
-    if (newindex) {
-        lua_pushcfunction(L, newindex);
-        lua_setfield(L, mt, "__newindex");
-    }
-    lua_pushcfunction(L, tostring);
-    lua_setfield(L, mt, "__tostring");
-    lua_pushcfunction(L, gc);
-    lua_setfield(L, mt, "__gc");
-    lua_pushvalue(L, mt);
-    lua_setfield(L, module_idx, class_field);
-    lua_settop(L, mt - 1);
+    if (lua_isnil(L, lua_upvalueindex(1)))
+        return luaL_error(L, "sandkit.core.primitives: already taken (by sandkit.sandbox)");
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_pushnil(L);
+    lua_replace(L, lua_upvalueindex(1));
+    return 1;
 }
 
 void skl_open_sandbox(lua_State *L)
 {
     static const luaL_Reg sandbox_prims[] = {
-        { "_start", sandbox_start },
-        { "_stop", sandbox_stop },
-        { "_destroy", sandbox_destroy },
-        { "_spawn", sandbox_spawn },
-        { "_state", sandbox_state },
-        { "_mark_error", sandbox_mark_error },
-        { "_info", sandbox_info },
-        { "_refresh", sandbox_refresh },
-        { "_default_instructions", sandbox_default_instructions },
-        { "_get", sandbox_get },
-        { "_list", sandbox_list },
-        { NULL, NULL },
-    };
-    static const luaL_Reg process_prims[] = {
-        { "_result", process_result },
-        { "_kill", process_kill },
-        { "_cancel", process_cancel },
-        { "_write", process_write },
-        { "_close_stdin", process_close_stdin },
-        { "_untrack", process_untrack },
-        { "_set_stream", process_set_stream },
-        { "_state", process_state },
-        { "_sandbox", process_sandbox },
+        { "start", sandbox_start },
+        { "stop", sandbox_stop },
+        { "destroy", sandbox_destroy },
+        { "spawn", skl_process_spawn },
+        { "state", sandbox_state },
+        { "mark_error", sandbox_mark_error },
+        { "info", sandbox_info },
+        { "refresh", sandbox_refresh },
+        { "default_instructions", sandbox_default_instructions },
+        { "get", sandbox_get },
+        { "list", sandbox_list },
         { NULL, NULL },
     };
     int state_idx = lua_gettop(L);
     int module_idx = state_idx - 1;
-    sandbox_class(L, SKL_SANDBOX, sandbox_prims, sandbox_index, sandbox_tostring, sandbox_gc,
-                  sandbox_newindex, state_idx, "sandbox_methods", "Sandbox", module_idx);
-    sandbox_class(L, SKL_PROCESS, process_prims, process_index, process_tostring, process_gc, NULL,
-                  state_idx, "process_methods", "Process", module_idx);
-    /* weak-valued map from core process to its userdata */
-    if (lua_getfield(L, LUA_REGISTRYINDEX, SKL_PROCS) != LUA_TTABLE) {
-        lua_pop(L, 1);
-        lua_newtable(L);
-        lua_newtable(L);
-        lua_pushliteral(L, "v");
-        lua_setfield(L, -2, "__mode");
-        lua_setmetatable(L, -2);
-        lua_setfield(L, LUA_REGISTRYINDEX, SKL_PROCS);
-    } else {
-        lua_pop(L, 1);
-    }
+    skl_class(L, SKL_SANDBOX, sandbox_index, sandbox_tostring, sandbox_gc, sandbox_newindex,
+              "sandbox_methods", "Sandbox", module_idx);
+    lua_createtable(L, 0, 2);
+    lua_newtable(L);
+    lua_pushvalue(L, state_idx);
+    luaL_setfuncs(L, sandbox_prims, 1);
+    lua_setfield(L, -2, "sandbox");
+    lua_newtable(L);
+    skl_open_process(L, state_idx, module_idx);
+    lua_setfield(L, -2, "process");
+    lua_pushcclosure(L, core_primitives, 1);
+    lua_setfield(L, module_idx, "primitives");
     lua_pop(L, 1); /* the state */
 }

@@ -96,7 +96,7 @@ function Backend:run(name, args, paths, opts)
   opts = opts or {}
   -- a piece that never finishes (a stalled stream) must not hang the
   -- caller: the sandbox's own command timeout, else PIECE_TIMEOUT_MS
-  opts.timeout = self.sb:_state().options.timeout or PIECE_TIMEOUT_MS
+  opts.timeout = self.options.timeout or PIECE_TIMEOUT_MS
   local stderr = {}
   if opts.capture == false then
     -- output is streamed, not kept: keep stderr (the failure report) here
@@ -248,8 +248,8 @@ function Backend:instructions()
   return ("Files of the %s sandbox as its commands see them; relative paths start at its working directory."):format(self.sb.provider)
 end
 
-function M.backend(sb)
-  return setmetatable({ sb = sb }, Backend)
+function M.backend(sb, o)
+  return setmetatable({ sb = sb, options = o }, Backend)
 end
 
 return M

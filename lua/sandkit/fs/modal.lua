@@ -28,7 +28,7 @@ local Backend = {}
 function Backend:op(o, on_data)
   local ok, err = self.sb:ensure_running()
   if not ok then return nil, err end
-  o.timeout_ms = self.sb:_state().options.timeout or OP_TIMEOUT_MS
+  o.timeout_ms = self.options.timeout or OP_TIMEOUT_MS
   local fd
   local rec = scheduler.record(function(r, kind, stream, data)
     if kind == "output" and stream == 0 then
@@ -131,9 +131,9 @@ function Backend:append_file(path, content)
   return self:send(path, content, "a", true)
 end
 
-function M.backend(sb)
-  local exec = require("sandkit.fs.exec").backend(sb)
-  local b = setmetatable({ sb = sb, exec = exec }, {
+function M.backend(sb, o)
+  local exec = require("sandkit.fs.exec").backend(sb, o)
+  local b = setmetatable({ sb = sb, options = o, exec = exec }, {
     __index = function(_, k)
       if Backend[k] then return Backend[k] end
       local f = exec[k]

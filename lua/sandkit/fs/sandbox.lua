@@ -33,12 +33,11 @@ end
 -- What the sandbox's commands may touch, as { dir (as they see it), host
 -- directory, ro }: the working directory, and under bwrap its /tmp and the
 -- read_write_paths / read_only_paths binds.
-local function binds_of(meta, sb)
+local function binds_of(meta, o)
   local wd = pathmod.normalize(meta.working_directory)
   local list = { { dir = wd, host = wd, ro = false } }
   if meta.isolation == "bwrap" then
     if meta.tmp_directory then list[#list + 1] = { dir = "/tmp", host = meta.tmp_directory, ro = false } end
-    local o = sb:_state().options
     for _, p in ipairs(o.read_write_paths or {}) do
       local a = host_abs(p)
       list[#list + 1] = { dir = a, host = a, ro = false }
@@ -51,7 +50,7 @@ local function binds_of(meta, sb)
   return list
 end
 
-local function local_backend(sb)
+local function local_backend(sb, o)
   local roots = {} -- host directory -> root userdata
   local function root_for(dir, path, op, user)
     local r = roots[dir]
@@ -72,7 +71,7 @@ local function local_backend(sb)
     local ok, err = sb:ensure_running()
     if not ok then return nil, err end
     local meta = sb:info().metadata
-    local binds = binds_of(meta, sb)
+    local binds = binds_of(meta, o)
     local abs
     if path:sub(1, 1) == "/" then
       abs = pathmod.normalize(path)
@@ -106,15 +105,16 @@ local function local_backend(sb)
   return b
 end
 
---- The Filesystem object of sandbox `sb` (no I/O until used).
-function M.for_sandbox(sb)
+--- The Filesystem object of sandbox `sb` with options `o` (no I/O until
+-- used).
+function M.for_sandbox(sb, o)
   local backend
   if sb.provider == "local" then
-    backend = local_backend(sb)
+    backend = local_backend(sb, o)
   elseif sb.provider == "modal" then
-    backend = require("sandkit.fs.modal").backend(sb)
+    backend = require("sandkit.fs.modal").backend(sb, o)
   else
-    backend = require("sandkit.fs.exec").backend(sb)
+    backend = require("sandkit.fs.exec").backend(sb, o)
   end
   return fs.new(backend, {
     id = sb.id .. "-fs", name = sb.name .. " filesystem", provider = sb.provider, read_only = false,

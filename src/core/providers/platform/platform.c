@@ -514,12 +514,7 @@ static char *platform_instructions(sk_sandbox *sb)
     return s;
 }
 
-/* ---- processes: see platform_exec.c ---------------------------------------- */
-
-static int platform_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_error **err)
-{
-    return platform_exec_spawn(sb->impl, p, o, err);
-}
+/* processes: platform_exec.c */
 
 const sk_provider sk_provider_platform = {
     .id = PLATFORM_ID,
@@ -529,7 +524,7 @@ const sk_provider sk_provider_platform = {
     .start = platform_start,
     .stop = platform_teardown,
     .destroy = platform_teardown,
-    .spawn = platform_spawn,
+    .spawn = platform_exec_spawn,
     .kill = platform_exec_kill,
     .write_stdin = platform_exec_write_stdin,
     .close_stdin = platform_exec_close_stdin,

@@ -603,8 +603,9 @@ static char *exec_init_frame(const char *command, const char *cwd, json_t *env)
     return text;
 }
 
-int platform_exec_spawn(platform_sandbox *ps, sk_process *p, const sk_spawn_opts *o, sk_error **err)
+int platform_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_error **err)
 {
+    platform_sandbox *ps = sb->impl;
     if (!ps->platform_id) {
         *err = sk_error_new("SandboxNotReadyError", json_pack("{s:s}", "sandbox_id", ps->sb->id),
                             "Sandbox %s has no platform sandbox", ps->sb->id);

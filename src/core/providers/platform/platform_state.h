@@ -73,7 +73,7 @@ typedef struct platform_sandbox {
 void platform_forget(platform_sandbox *ps);
 
 /* platform_exec.c */
-int platform_exec_spawn(platform_sandbox *ps, sk_process *p, const sk_spawn_opts *o, sk_error **err);
+int platform_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_error **err);
 int platform_exec_kill(sk_process *p, int sig);
 int platform_exec_write_stdin(sk_process *p, const char *data, size_t len, sk_error **err);
 int platform_exec_close_stdin(sk_process *p);
