@@ -27,25 +27,25 @@ static void check_hash(const char *name, const char *options_json, const char *w
     json_t *o = json_loads(options_json, 0, &jerr);
     ac_config c;
     sk_error *err = NULL;
-    int rc = ac_config_parse(&c, "apple-test", o, &err);
-    char *canon = rc == 0 ? ac_config_canonical(&c) : NULL;
+    int rc = sk_ac_config_parse(&c, "apple-test", o, &err);
+    char *canon = rc == 0 ? sk_ac_config_canonical(&c) : NULL;
     tap(rc == 0 && strcmp(c.hash, want_hash) == 0, "hash %s = %s (got %s)", name, want_hash, rc == 0 ? c.hash : "error");
     if (want_canon)
         tap(canon && strcmp(canon, want_canon) == 0, "canonical %s: %s", name, canon ? canon : "(null)");
     free(canon);
     sk_error_free(err);
-    ac_config_free(&c);
+    sk_ac_config_free(&c);
     json_decref(o);
 }
 
 static void test_hash(void)
 {
     char hex[65];
-    tap(ac_config_sha256_hex("abc", 3, hex) == 0 && strcmp(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") == 0, "sha256(abc)");
-    tap(ac_config_sha256_hex("", 0, hex) == 0 && strcmp(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855") == 0, "sha256('')");
+    tap(sk_ac_config_sha256_hex("abc", 3, hex) == 0 && strcmp(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") == 0, "sha256(abc)");
+    tap(sk_ac_config_sha256_hex("", 0, hex) == 0 && strcmp(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855") == 0, "sha256('')");
     char big[1000];
     memset(big, 'a', sizeof big);
-    tap(ac_config_sha256_hex(big, sizeof big, hex) == 0 && strcmp(hex, "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3") == 0, "sha256(a x 1000)");
+    tap(sk_ac_config_sha256_hex(big, sizeof big, hex) == 0 && strcmp(hex, "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3") == 0, "sha256(a x 1000)");
 
     check_hash("all defaults", "{}", "dd262544bdd1d32c",
                "{\"command\":[\"sleep\",\"infinity\"],\"image\":\"node:22-slim\",\"init\":true,\"noDns\":false,"
@@ -70,14 +70,14 @@ static void test_hash(void)
                            0, NULL);
     ac_config c;
     sk_error *err = NULL;
-    char *canon = ac_config_parse(&c, "i", o, &err) == 0 ? ac_config_canonical(&c) : NULL;
+    char *canon = sk_ac_config_parse(&c, "i", o, &err) == 0 ? sk_ac_config_canonical(&c) : NULL;
     /* JS sorts by UTF-16 code units: U+1F600 (surrogates D83D..) before U+FF41 */
     tap(canon && strstr(canon, "\"cpus\":1.5") && strstr(canon, "\"network\":\"\"") &&
             strstr(canon, "\"labels\":{\"q\\\"\\n\":\"3\",\"\xf0\x9f\x98\x80\":\"1\",\"\xef\xbd\x81\":\"2\"}"),
         "canonical: empty network kept, 1.5, JSON escapes, UTF-16 key order: %s", canon ? canon : "(null)");
     free(canon);
     sk_error_free(err);
-    ac_config_free(&c);
+    sk_ac_config_free(&c);
     json_decref(o);
 }
 
@@ -95,7 +95,7 @@ static void test_numbers(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         json_t *n = json_real(cases[i].v);
         sk_buf b = { 0 };
-        ac_js_number(&b, n);
+        sk_ac_js_number(&b, n);
         tap(b.len && strcmp(b.data, cases[i].want) == 0, "String(%.17g) = %s (got %s)", cases[i].v, cases[i].want,
             b.len ? b.data : "");
         sk_buf_free(&b);
@@ -108,7 +108,7 @@ static void test_numbers(void)
                  { 62.5, "0.063" }, { 1, "0.001" } };
     for (size_t i = 0; i < sizeof secs / sizeof secs[0]; i++) {
         char out[32];
-        ac_timeout_seconds(secs[i].ms, out);
+        sk_ac_timeout_seconds(secs[i].ms, out);
         tap(strcmp(out, secs[i].want) == 0, "seconds(%g ms) = %s (got %s)", secs[i].ms, secs[i].want, out);
     }
 }
@@ -120,7 +120,7 @@ static void test_names_and_quoting(void)
         { "\xc3\xa9t\xc3\xa9", "c--t-" }, { "a\xf0\x9f\x98\x80", "a--" }, { ".hidden", "c-.hidden" },
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        char *s = ac_sanitize_name(names[i][0]);
+        char *s = sk_ac_sanitize_name(names[i][0]);
         tap(s && strcmp(s, names[i][1]) == 0, "sanitize '%s' = '%s' (got '%s')", names[i][0], names[i][1], s);
         free(s);
     }
@@ -130,12 +130,12 @@ static void test_names_and_quoting(void)
     };
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
         sk_buf b = { 0 };
-        ac_shell_quote(&b, words[i][0], strlen(words[i][0]));
+        sk_ac_shell_quote(&b, words[i][0], strlen(words[i][0]));
         tap(strcmp(b.len ? b.data : "", words[i][1]) == 0, "quote '%s' = %s", words[i][0], words[i][1]);
         sk_buf_free(&b);
     }
-    tap(ac_env_name_ok("A_1") && ac_env_name_ok("_x") && !ac_env_name_ok("1X") && !ac_env_name_ok("A-B") &&
-            !ac_env_name_ok(""),
+    tap(sk_ac_env_name_ok("A_1") && sk_ac_env_name_ok("_x") && !sk_ac_env_name_ok("1X") && !sk_ac_env_name_ok("A-B") &&
+            !sk_ac_env_name_ok(""),
         "env names: ^[A-Za-z_][A-Za-z0-9_]*$");
 }
 
@@ -145,7 +145,7 @@ static void test_names_and_quoting(void)
  * the stderr. */
 static int run_wrapper(const char *command, double timeout_ms, char *err_out, size_t err_cap)
 {
-    char *script = ac_timeout_script(command, timeout_ms, false);
+    char *script = sk_ac_timeout_script(command, timeout_ms, false);
     char path[] = "/tmp/ac-wrapper-XXXXXX";
     int fd = mkstemp(path);
     FILE *f = fdopen(fd, "w");
@@ -173,7 +173,7 @@ static void test_wrapper(void)
     tap(code == 124 && strstr(err, AC_TIMEOUT_MARKER "\n"), "wrapper: a timeout is 124 with the marker on stderr");
     code = run_wrapper("echo 'quote'\\''s'; printf %s \"$HOME\" >/dev/null", 5000, err, sizeof err);
     tap(code == 0, "wrapper quotes the command twice correctly");
-    char *s = ac_timeout_script("printf apple-container", 300000, false);
+    char *s = sk_ac_timeout_script("printf apple-container", 300000, false);
     tap(strncmp(s, "result_file=\"/tmp/.mastra-apple-container-exit-$$\"; rm -f \"$result_file\"; ", 73) == 0 &&
             strstr(s, "timeout 300s sh -lc 'sh -lc '\\''printf apple-container'\\'' & child=$!; trap '") &&
             strstr(s, "esac") == s + strlen(s) - 4,
@@ -193,27 +193,27 @@ static void test_marker(void)
     ac_marker_filter f = { 0 };
     collect c = { 0 };
     for (int i = 0; i < 4; i++)
-        ac_marker_filter_feed(&f, chunks[i], strlen(chunks[i]), collect_emit, &c);
-    bool seen = ac_marker_filter_seen(&f);
-    ac_marker_filter_end(&f, true, collect_emit, &c);
+        sk_ac_marker_filter_feed(&f, chunks[i], strlen(chunks[i]), collect_emit, &c);
+    bool seen = sk_ac_marker_filter_seen(&f);
+    sk_ac_marker_filter_end(&f, true, collect_emit, &c);
     tap(seen && c.out.len && strcmp(c.out.data, "Terminated\n") == 0, "filter drops the marker line across chunks");
     sk_buf_reset(&c.out);
     const char *looks = "__MASTRA_APPLE_CONTAINER_TIMEOUT__ x\nnext";
-    ac_marker_filter_feed(&f, looks, strlen(looks), collect_emit, &c);
-    ac_marker_filter_end(&f, false, collect_emit, &c);
+    sk_ac_marker_filter_feed(&f, looks, strlen(looks), collect_emit, &c);
+    sk_ac_marker_filter_end(&f, false, collect_emit, &c);
     tap(c.out.len && strcmp(c.out.data, "__MASTRA_APPLE_CONTAINER_TIMEOUT__ x\nnext") == 0,
         "filter passes a line that only starts like the marker");
     sk_buf_reset(&c.out);
-    ac_marker_filter_feed(&f, "  __MASTRA_APPLE_CONTAINER_TIMEOUT__\r\n", 38, collect_emit, &c);
-    ac_marker_filter_end(&f, false, collect_emit, &c);
+    sk_ac_marker_filter_feed(&f, "  __MASTRA_APPLE_CONTAINER_TIMEOUT__\r\n", 38, collect_emit, &c);
+    sk_ac_marker_filter_end(&f, false, collect_emit, &c);
     tap(c.out.len == 38, "filter releases held marker lines when it was no timeout");
-    ac_marker_filter_free(&f);
+    sk_ac_marker_filter_free(&f);
     sk_buf_free(&c.out);
     char s1[] = "Terminated\n__MASTRA_APPLE_CONTAINER_TIMEOUT__\n";
-    size_t n = ac_strip_marker(s1, strlen(s1));
+    size_t n = sk_ac_strip_marker(s1, strlen(s1));
     tap(n == 10 && memcmp(s1, "Terminated", 10) == 0, "strip: Terminated\\n<marker>\\n -> Terminated");
     char s2[] = "\n\na\n __MASTRA_APPLE_CONTAINER_TIMEOUT__ \nb\n\n";
-    n = ac_strip_marker(s2, strlen(s2));
+    n = sk_ac_strip_marker(s2, strlen(s2));
     tap(n == 3 && memcmp(s2, "a\nb", 3) == 0, "strip: every marker line, then outer newlines");
 }
 
@@ -244,7 +244,7 @@ static void run_exit(ac_cli *c, const ac_cli_result *r, void *ud)
     snprintf(s->err, sizeof s->err, "%.*s", (int)r->stderr_len, r->stderr_data);
     s->r.stdout_data = s->out;
     s->r.stderr_data = s->err;
-    ac_cli_free(c);
+    sk_ac_cli_free(c);
 }
 
 static const ac_cli_callbacks run_cb = { run_output, run_exit };
@@ -256,7 +256,7 @@ static ac_cli *run_sh(sk_loop *loop, run_state *s, const char *script, const jso
     ac_cli_opts o = { .binary = "/bin/sh", .argv = argv, .env = env, .timeout_ms = timeout_ms, .retain = true,
                       .max_retained = max };
     memset(s, 0, sizeof *s);
-    return ac_cli_run(loop, &o, &run_cb, s, uv_err);
+    return sk_ac_cli_run(loop, &o, &run_cb, s, uv_err);
 }
 
 static void wait_done(sk_loop *loop, run_state *s)
@@ -301,7 +301,7 @@ static void test_runner(void)
         "runner times out and marks the command as killed");
 
     ac_cli *c = run_sh(loop, &s, "exec sleep 5", NULL, 0, 0, &uv_err);
-    ac_cli_kill(c, SIGKILL);
+    sk_ac_cli_kill(c, SIGKILL);
     t0 = sk_now_ms();
     wait_done(loop, &s);
     tap(s.done && !s.r.success && s.r.killed && !s.r.timed_out && sk_now_ms() - t0 < 4000, "runner aborts a running command");
@@ -311,7 +311,7 @@ static void test_runner(void)
     while (!s.chunks)
         sk_loop_turn(loop, 100);
     t0 = sk_now_ms();
-    ac_cli_kill(c, SIGTERM);
+    sk_ac_cli_kill(c, SIGTERM);
     wait_done(loop, &s);
     double took = sk_now_ms() - t0;
     tap(s.done && s.r.killed && s.r.exit_code == 137 && took >= 900 && took < 4000,
@@ -322,7 +322,7 @@ static void test_runner(void)
     while (!s.chunks)
         sk_loop_turn(loop, 100);
     t0 = sk_now_ms();
-    ac_cli_kill(c, SIGTERM);
+    sk_ac_cli_kill(c, SIGTERM);
     wait_done(loop, &s);
     took = sk_now_ms() - t0;
     tap(s.done && s.r.killed && took < 2000, "a killed CLI finishes though a child holds its pipes (%.0f ms)", took);
@@ -334,7 +334,7 @@ static void test_runner(void)
     char *argv[] = { NULL };
     ac_cli_opts o = { .binary = "/definitely/missing/container", .argv = argv };
     uv_err = 0;
-    tap(ac_cli_run(loop, &o, &run_cb, &s, &uv_err) == NULL && uv_err == UV_ENOENT,
+    tap(sk_ac_cli_run(loop, &o, &run_cb, &s, &uv_err) == NULL && uv_err == UV_ENOENT,
         "runner reports a missing CLI binary (ENOENT)");
 
     /* the leftover `sleep 2` of the pipe case ends; then nothing is left */

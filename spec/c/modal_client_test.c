@@ -23,14 +23,14 @@ static mc_client *client_with(sk_loop *loop, const char *url, const char *id, co
     cfg.environment = strdup("");
     cfg.image_builder_version = strdup("2024.10");
     cfg.max_throttle_wait = -1;
-    return mc_client_new(loop, &cfg, 0);
+    return sk_mc_client_new(loop, &cfg, 0);
 }
 
 static void test_uuid(void)
 {
     char a[37], b[37];
-    mc_uuid4(a);
-    mc_uuid4(b);
+    sk_mc_uuid4(a);
+    sk_mc_uuid4(b);
     int shape = strlen(a) == 36 && a[8] == '-' && a[13] == '-' && a[18] == '-' && a[23] == '-' && a[14] == '4' &&
                 strchr("89ab", a[19]) != NULL;
     for (int i = 0; i < 36; i++)
@@ -47,7 +47,7 @@ static void test_errors(sk_loop *loop)
     char msg[256];
     snprintf(msg, sizeof msg, "bad token %s (and again: %s)", secret, secret);
     mc_reply r = { .code = SK_GRPC_UNAUTHENTICATED, .rpc = SK_MODAL_RPC_SANDBOX_CREATE, .message = msg };
-    sk_error *e = mc_error(c, &r, NULL);
+    sk_error *e = sk_mc_error(c, &r, NULL);
     char *fields = json_dumps(e->fields, 0);
     tap(strcmp(e->kind, "ModalError") == 0, "a gRPC failure is a ModalError");
     tap(!strstr(e->message, secret) && !strstr(fields, secret), "the token secret is redacted from message and fields");
@@ -62,33 +62,33 @@ static void test_errors(sk_loop *loop)
     sk_error_free(e);
 
     mc_reply nf = { .code = SK_GRPC_NOT_FOUND, .rpc = SK_MODAL_RPC_SANDBOX_GET_FROM_NAME, .message = "gone" };
-    e = mc_error(c, &nf, "NotFoundError");
+    e = sk_mc_error(c, &nf, "NotFoundError");
     tap(strcmp(json_string_value(json_object_get(e->fields, "sdk_error")), "NotFoundError") == 0,
         "the SDK's error class travels as sdk_error");
     sk_error_free(e);
 
     mc_reply ae = { .code = SK_GRPC_ALREADY_EXISTS, .rpc = SK_MODAL_RPC_SANDBOX_CREATE, .message = "taken" };
-    e = mc_error(c, &ae, NULL);
+    e = sk_mc_error(c, &ae, NULL);
     tap(strcmp(json_string_value(json_object_get(e->fields, "sdk_error")), "AlreadyExistsError") == 0,
         "ALREADY_EXISTS defaults to AlreadyExistsError");
     sk_error_free(e);
     mc_reply de = { .code = SK_GRPC_DEADLINE_EXCEEDED, .rpc = SK_MODAL_RPC_APP_GET_OR_CREATE, .message = "slow" };
-    e = mc_error(c, &de, NULL);
+    e = sk_mc_error(c, &de, NULL);
     tap(strcmp(json_string_value(json_object_get(e->fields, "sdk_error")), "TimeoutError") == 0 &&
             strcmp(e->kind, "ModalError") == 0,
         "DEADLINE_EXCEEDED is a ModalError with sdk_error TimeoutError");
     sk_error_free(e);
     mc_reply un = { .code = SK_GRPC_UNAVAILABLE, .rpc = SK_MODAL_RPC_APP_GET_OR_CREATE, .message = "down" };
-    e = mc_error(c, &un, NULL);
+    e = sk_mc_error(c, &un, NULL);
     tap(json_object_get(e->fields, "sdk_error") == NULL, "other codes carry no sdk_error");
     sk_error_free(e);
 
     mc_reply local = { .code = SK_GRPC_DEADLINE_EXCEEDED, .rpc = "x", .message = "Timeout expired",
                        .local = "TimeoutError" };
-    e = mc_error(c, &local, NULL);
+    e = sk_mc_error(c, &local, NULL);
     tap(strcmp(e->kind, "TimeoutError") == 0, "a client-side deadline is a TimeoutError");
     sk_error_free(e);
-    mc_client_free(c);
+    sk_mc_client_free(c);
 }
 
 static void test_localhost(sk_loop *loop)
@@ -103,8 +103,8 @@ static void test_localhost(sk_loop *loop)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mc_client *c = client_with(loop, cases[i].url, "a", "b");
-        tap(c && mc_client_localhost(c) == (cases[i].local != 0), "localhost(%s) = %d", cases[i].url, cases[i].local);
-        mc_client_free(c);
+        tap(c && sk_mc_client_localhost(c) == (cases[i].local != 0), "localhost(%s) = %d", cases[i].url, cases[i].local);
+        sk_mc_client_free(c);
     }
 }
 
@@ -112,14 +112,14 @@ static void test_router_url(sk_loop *loop)
 {
     mc_client *c = client_with(loop, "http://127.0.0.1:1", "a", "b");
     sk_error *err = NULL;
-    mc_router *r = mc_router_new(c, "ta-1", "jwt", "http://127.0.0.1:1", &err);
+    mc_router *r = sk_mc_router_new(c, "ta-1", "jwt", "http://127.0.0.1:1", &err);
     tap(!r && err && strstr(err->message, "must be https"), "a router URL must be https");
     sk_error_free(err);
     err = NULL;
-    r = mc_router_new(c, "ta-1", "a.b.c", "https://127.0.0.1:1", &err);
-    tap(r && !err && strcmp(mc_router_task_id(r), "ta-1") == 0, "an https router URL is accepted");
-    mc_router_unref(r);
-    mc_client_free(c);
+    r = sk_mc_router_new(c, "ta-1", "a.b.c", "https://127.0.0.1:1", &err);
+    tap(r && !err && strcmp(sk_mc_router_task_id(r), "ta-1") == 0, "an https router URL is accepted");
+    sk_mc_router_unref(r);
+    sk_mc_client_free(c);
 }
 
 typedef struct got {
@@ -143,8 +143,8 @@ static void test_missing_credentials(sk_loop *loop)
     mc_client *c = client_with(loop, "http://127.0.0.1:1", NULL, NULL);
     got g = { 0 };
     sk_buf msg = { 0 };
-    mc_call *call = mc_unary(c, SK_MODAL_RPC_APP_GET_OR_CREATE, &msg, 0, on_reply, &g);
-    tap(call != NULL && g.calls == 0, "missing credentials: nothing is delivered from inside mc_unary");
+    mc_call *call = sk_mc_unary(c, SK_MODAL_RPC_APP_GET_OR_CREATE, &msg, 0, on_reply, &g);
+    tap(call != NULL && g.calls == 0, "missing credentials: nothing is delivered from inside sk_mc_unary");
     for (int i = 0; i < 100 && g.calls == 0; i++)
         sk_loop_turn(loop, 10);
     tap(g.calls == 1 && strcmp(g.local, "ConfigError") == 0, "then a ConfigError arrives from the loop");
@@ -152,12 +152,12 @@ static void test_missing_credentials(sk_loop *loop)
 
     /* a cancelled call never calls back */
     got h = { 0 };
-    call = mc_unary(c, SK_MODAL_RPC_APP_GET_OR_CREATE, &msg, 0, on_reply, &h);
-    mc_call_cancel(call);
+    call = sk_mc_unary(c, SK_MODAL_RPC_APP_GET_OR_CREATE, &msg, 0, on_reply, &h);
+    sk_mc_call_cancel(call);
     for (int i = 0; i < 5; i++)
         sk_loop_turn(loop, 5);
     tap(h.calls == 0, "a cancelled call stays silent");
-    mc_client_free(c);
+    sk_mc_client_free(c);
 }
 
 int main(void)

@@ -24,14 +24,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!ready) {
         sk_error *err = NULL;
         json_t *opts = json_object();
-        if (ac_config_parse(&as.cfg, "fuzz-sandbox", opts, &err) != 0)
+        if (sk_ac_config_parse(&as.cfg, "fuzz-sandbox", opts, &err) != 0)
             abort();
         json_decref(opts);
         ready = true;
     }
     ac_op op = { .as = &as };
-    ac_strv_push(&op.argv, "inspect");
-    ac_strv_push(&op.argv, as.cfg.container_name);
+    sk_ac_strv_push(&op.argv, "inspect");
+    sk_ac_strv_push(&op.argv, as.cfg.container_name);
 
     /* the CLI runner hands over NUL-terminated output */
     char *out = malloc(size);
@@ -67,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     json_decref(as.resources);
     as.resources = NULL;
-    ac_strv_free(&op.argv);
+    sk_ac_strv_free(&op.argv);
     free(out);
     return 0;
 }

@@ -40,7 +40,7 @@ static void fuzz_lease(const uint8_t *d, size_t n)
         if (!l->jwt[0] || !l->ws_endpoint[0] || !l->subprotocol[0] || err)
             abort();
         (void)lease_fresh(l);
-        platform_lease_unref(l);
+        sk_platform_lease_unref(l);
     } else if (!err) {
         abort();
     }
@@ -102,8 +102,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(s, data, size);
     s[size] = '\0';
     double ms;
-    (void)platform_parse_iso(s, &ms);
-    free(platform_enc(s));
+    (void)sk_platform_parse_iso(s, &ms);
+    free(sk_platform_enc(s));
     free(s);
 
     sk_buf_free(&want_out);

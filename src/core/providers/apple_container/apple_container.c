@@ -239,9 +239,9 @@ static const ac_cli_callbacks op_cli_callbacks = { NULL, op_cli_exit };
 static void op_free(ac_op *op)
 {
     if (op->cli)
-        ac_cli_free(op->cli);
+        sk_ac_cli_free(op->cli);
     sk_timer_close(&op->delay);
-    ac_strv_free(&op->argv);
+    sk_ac_strv_free(&op->argv);
     sk_error_free(op->pending);
     free(op->action);
     free(op->last_stdout);
@@ -262,7 +262,7 @@ static void op_end(ac_op *op, sk_error *err)
 /* Starts a CLI call; argv is consumed. env: names passed as bare --env. */
 static void op_call(ac_op *op, op_step step, ac_strv *argv, const json_t *env, double timeout_ms)
 {
-    ac_strv_free(&op->argv);
+    sk_ac_strv_free(&op->argv);
     op->argv = *argv;
     memset(argv, 0, sizeof *argv);
     op->step = step;
@@ -271,7 +271,7 @@ static void op_call(ac_op *op, op_step step, ac_strv *argv, const json_t *env, d
         return;
     }
     if (op->cli) {
-        ac_cli_free(op->cli);
+        sk_ac_cli_free(op->cli);
         op->cli = NULL;
     }
     ac_cli_opts o = {
@@ -282,7 +282,7 @@ static void op_call(ac_op *op, op_step step, ac_strv *argv, const json_t *env, d
         .retain = true,
     };
     int uv_err = 0;
-    op->cli = ac_cli_run(op->sb->loop, &o, &op_cli_callbacks, op, &uv_err);
+    op->cli = sk_ac_cli_run(op->sb->loop, &o, &op_cli_callbacks, op, &uv_err);
     if (!op->cli) {
         if (uv_err == UV_ENOENT)
             op_end(op, ac_error(op, &op->argv, 127, "", 0, uv_strerror(uv_err), strlen(uv_strerror(uv_err)),
@@ -296,8 +296,8 @@ static void op_call(ac_op *op, op_step step, ac_strv *argv, const json_t *env, d
 static void op_call2(ac_op *op, op_step step, const char *a, const char *b)
 {
     ac_strv argv = { 0 };
-    ac_strv_push(&argv, a);
-    ac_strv_push(&argv, b);
+    sk_ac_strv_push(&argv, a);
+    sk_ac_strv_push(&argv, b);
     op_call(op, step, &argv, NULL, op->as->cfg.timeout_ms);
 }
 
@@ -306,9 +306,9 @@ static void op_inspect(ac_op *op, op_step step) { op_call2(op, step, "inspect", 
 static void op_delete(ac_op *op, op_step step)
 {
     ac_strv argv = { 0 };
-    ac_strv_push(&argv, "delete");
-    ac_strv_push(&argv, "--force");
-    ac_strv_push(&argv, ac_cid(op->as));
+    sk_ac_strv_push(&argv, "delete");
+    sk_ac_strv_push(&argv, "--force");
+    sk_ac_strv_push(&argv, ac_cid(op->as));
     op_call(op, step, &argv, NULL, op->as->cfg.timeout_ms);
 }
 
@@ -395,11 +395,11 @@ static void ready_on_inspect(ac_op *op, const ac_cli_result *r)
     }
     json_decref(item);
     ac_strv argv = { 0 };
-    ac_strv_push(&argv, "exec");
-    ac_strv_push(&argv, ac_cid(op->as));
-    ac_strv_push(&argv, "sh");
-    ac_strv_push(&argv, "-lc");
-    ac_strv_push(&argv, "true");
+    sk_ac_strv_push(&argv, "exec");
+    sk_ac_strv_push(&argv, ac_cid(op->as));
+    sk_ac_strv_push(&argv, "sh");
+    sk_ac_strv_push(&argv, "-lc");
+    sk_ac_strv_push(&argv, "true");
     op_call(op, STEP_READY_EXEC, &argv, NULL, AC_READY_EXEC_TIMEOUT_MS);
 }
 
@@ -430,8 +430,8 @@ static void start_create(ac_op *op)
 {
     ac_strv argv = { 0 };
     json_t *env = NULL;
-    if (ac_run_argv(&op->as->cfg, &argv, &env) != 0) {
-        ac_strv_free(&argv);
+    if (sk_ac_run_argv(&op->as->cfg, &argv, &env) != 0) {
+        sk_ac_strv_free(&argv);
         op_end(op, ac_oom());
         return;
     }
@@ -572,7 +572,7 @@ static void exec_on_output(ac_cli *c, int stream, const char *data, size_t len, 
     (void)c;
     ac_exec *x = ud;
     if (stream == 2 && x->wrapped)
-        ac_marker_filter_feed(&x->filter, data, len, exec_emit_stderr, x->p);
+        sk_ac_marker_filter_feed(&x->filter, data, len, exec_emit_stderr, x->p);
     else
         sk_process_output(x->p, stream, data, len);
 }
@@ -587,14 +587,14 @@ static void exec_on_exit(ac_cli *c, const ac_cli_result *r, void *ud)
     res.killed = r->killed;
     /* docs/protocols/apple-container.md §5.2: 124 with the wrapper's marker is the in-container
      * timeout; a command's own 124 passes through unchanged */
-    bool marker = x->wrapped && r->exit_code == AC_TIMEOUT_EXIT_CODE && ac_marker_filter_seen(&x->filter);
+    bool marker = x->wrapped && r->exit_code == AC_TIMEOUT_EXIT_CODE && sk_ac_marker_filter_seen(&x->filter);
     if (x->wrapped)
-        ac_marker_filter_end(&x->filter, marker, exec_emit_stderr, p);
+        sk_ac_marker_filter_end(&x->filter, marker, exec_emit_stderr, p);
     if (marker) {
         res.timed_out = true;
         res.killed = true;
         if (p->capture && p->err.len)
-            p->err.len = ac_strip_marker(p->err.data, p->err.len);
+            p->err.len = sk_ac_strip_marker(p->err.data, p->err.len);
     }
     if (r->killed && !marker && !r->timed_out)
         /* README.md §"Background processes": a killed command reports 137 in
@@ -620,7 +620,7 @@ static int exec_env_flags(sk_sandbox *sb, const json_t *per_command, ac_strv *ar
     for (int g = 0; g < 2; g++) {
         if (!json_is_object(groups[g]))
             continue;
-        const char **keys = ac_sorted_keys(groups[g]);
+        const char **keys = sk_ac_sorted_keys(groups[g]);
         if (!keys) {
             *err = ac_oom();
             return -1;
@@ -629,7 +629,7 @@ static int exec_env_flags(sk_sandbox *sb, const json_t *per_command, ac_strv *ar
             const char *k = keys[i];
             if (g == 1 && json_object_get(sb->env, k))
                 continue;
-            if (!ac_env_name_ok(k)) {
+            if (!sk_ac_env_name_ok(k)) {
                 *err = sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", "apple-container", "key", "env"),
                                     "Invalid environment variable name for Apple container command: %s", k);
                 free(keys);
@@ -638,8 +638,8 @@ static int exec_env_flags(sk_sandbox *sb, const json_t *per_command, ac_strv *ar
             json_t *v = json_object_get(per_command, k);
             if (!v)
                 v = json_object_get(sb->env, k);
-            ac_strv_push(argv, "--env");
-            ac_strv_push(argv, k);
+            sk_ac_strv_push(argv, "--env");
+            sk_ac_strv_push(argv, k);
             json_object_set(env, k, v);
         }
         free(keys);
@@ -661,25 +661,25 @@ static int ac_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_er
         *err = ac_oom();
         goto done;
     }
-    ac_strv_push(&argv, "exec");
+    sk_ac_strv_push(&argv, "exec");
     /* sandkit extension: stdin for the command (upstream has none) */
     if (with_stdin)
-        ac_strv_push(&argv, "--interactive");
+        sk_ac_strv_push(&argv, "--interactive");
     if (exec_env_flags(sb, o->env, &argv, env, err) != 0)
         goto done;
-    ac_strv_push(&argv, "--workdir");
-    ac_strv_push(&argv, o->cwd ? o->cwd : as->cfg.working_dir);
-    ac_strv_push(&argv, ac_cid(as));
-    ac_strv_push(&argv, "sh");
-    ac_strv_push(&argv, "-lc");
+    sk_ac_strv_push(&argv, "--workdir");
+    sk_ac_strv_push(&argv, o->cwd ? o->cwd : as->cfg.working_dir);
+    sk_ac_strv_push(&argv, ac_cid(as));
+    sk_ac_strv_push(&argv, "sh");
+    sk_ac_strv_push(&argv, "-lc");
     if (wrapped) {
-        if (!(script = ac_timeout_script(o->command, (double)o->timeout_ms, with_stdin))) {
+        if (!(script = sk_ac_timeout_script(o->command, (double)o->timeout_ms, with_stdin))) {
             *err = ac_oom();
             goto done;
         }
-        ac_strv_push(&argv, script);
+        sk_ac_strv_push(&argv, script);
     } else {
-        ac_strv_push(&argv, o->command);
+        sk_ac_strv_push(&argv, o->command);
     }
     if (argv.failed) {
         *err = ac_oom();
@@ -695,7 +695,7 @@ static int ac_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_er
         .stdin_pipe = with_stdin,
     };
     int uv_err = 0;
-    x->cli = ac_cli_run(sb->loop, &co, &exec_cli_callbacks, x, &uv_err);
+    x->cli = sk_ac_cli_run(sb->loop, &co, &exec_cli_callbacks, x, &uv_err);
     if (!x->cli) {
         if (uv_err == UV_ENOENT)
             *err = sk_error_new("ContainerCliError",
@@ -708,21 +708,21 @@ static int ac_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_er
         goto done;
     }
     p->impl = x;
-    snprintf(p->pid, sizeof p->pid, "%d", ac_cli_pid(x->cli));
+    snprintf(p->pid, sizeof p->pid, "%d", sk_ac_cli_pid(x->cli));
     if (o->has_stdin) {
         if (o->stdin_len)
-            ac_cli_write(x->cli, o->stdin_data, o->stdin_len);
+            sk_ac_cli_write(x->cli, o->stdin_data, o->stdin_len);
         if (!o->keep_stdin_open)
-            ac_cli_close_stdin(x->cli);
+            sk_ac_cli_close_stdin(x->cli);
     }
     x = NULL;
     rc = 0;
 done:
     if (x) {
-        ac_marker_filter_free(&x->filter);
+        sk_ac_marker_filter_free(&x->filter);
         free(x);
     }
-    ac_strv_free(&argv);
+    sk_ac_strv_free(&argv);
     json_decref(env);
     free(script);
     return rc;
@@ -731,13 +731,13 @@ done:
 static int ac_kill(sk_process *p, int sig)
 {
     ac_exec *x = p->impl;
-    return x && ac_cli_kill(x->cli, sig) == 0 ? 0 : -1;
+    return x && sk_ac_cli_kill(x->cli, sig) == 0 ? 0 : -1;
 }
 
 static int ac_write_stdin(sk_process *p, const char *data, size_t len, sk_error **err)
 {
     ac_exec *x = p->impl;
-    int rc = x ? ac_cli_write(x->cli, data, len) : UV_EPIPE;
+    int rc = x ? sk_ac_cli_write(x->cli, data, len) : UV_EPIPE;
     if (rc != 0) {
         *err = sk_error_new("ProcessExitedError", NULL, "Cannot write to stdin of process %s: %s", p->pid,
                             rc == UV_EPIPE ? "stdin is closed" : uv_strerror(rc));
@@ -749,7 +749,7 @@ static int ac_write_stdin(sk_process *p, const char *data, size_t len, sk_error 
 static int ac_close_stdin(sk_process *p)
 {
     ac_exec *x = p->impl;
-    return x ? ac_cli_close_stdin(x->cli) : -1;
+    return x ? sk_ac_cli_close_stdin(x->cli) : -1;
 }
 
 static void ac_release(sk_process *p)
@@ -758,8 +758,8 @@ static void ac_release(sk_process *p)
     if (!x)
         return;
     p->impl = NULL;
-    ac_cli_free(x->cli);
-    ac_marker_filter_free(&x->filter);
+    sk_ac_cli_free(x->cli);
+    sk_ac_marker_filter_free(&x->filter);
     free(x);
 }
 
@@ -768,7 +768,7 @@ static void ac_release(sk_process *p)
 static json_t *ac_metadata(sk_sandbox *sb)
 {
     ac_sandbox *as = sb->impl;
-    json_t *m = ac_config_metadata(&as->cfg);
+    json_t *m = sk_ac_config_metadata(&as->cfg);
     if (m && as->resources && json_object_size(as->resources))
         json_object_set(m, "resources", as->resources);
     return m;
@@ -777,7 +777,7 @@ static json_t *ac_metadata(sk_sandbox *sb)
 static char *ac_instructions(sk_sandbox *sb)
 {
     ac_sandbox *as = sb->impl;
-    return ac_config_instructions(&as->cfg);
+    return sk_ac_config_instructions(&as->cfg);
 }
 
 static void ac_free(sk_sandbox *sb)
@@ -787,7 +787,7 @@ static void ac_free(sk_sandbox *sb)
         return;
     if (as->op)
         op_free(as->op); /* no callback: the sandbox layer settles its waiters */
-    ac_config_free(&as->cfg);
+    sk_ac_config_free(&as->cfg);
     free(as->container_id);
     json_decref(as->resources);
     free(as);
@@ -810,7 +810,7 @@ static int ac_init(sk_sandbox *sb, const json_t *options, sk_error **err)
     /* `name` names the container; the sandbox's name stays AppleContainerSandbox */
     free(sb->name);
     sb->name = NULL;
-    return ac_config_parse(&as->cfg, sb->id, options, err);
+    return sk_ac_config_parse(&as->cfg, sb->id, options, err);
 }
 
 const sk_provider sk_provider_apple_container = {

@@ -174,7 +174,7 @@ static void cli_on_timeout(uv_timer_t *t)
 {
     ac_cli *c = t->data;
     c->timed_out = true;
-    ac_cli_kill(c, SIGTERM);
+    sk_ac_cli_kill(c, SIGTERM);
 }
 
 /* ---- the child ------------------------------------------------------------ */
@@ -204,7 +204,7 @@ static int cli_find(const char *file)
     return rc;
 }
 
-ac_cli *ac_cli_run(sk_loop *loop, const ac_cli_opts *o, const ac_cli_callbacks *cb, void *ud, int *uv_err)
+ac_cli *sk_ac_cli_run(sk_loop *loop, const ac_cli_opts *o, const ac_cli_callbacks *cb, void *ud, int *uv_err)
 {
     if (o->max_retained < 0) {
         *uv_err = UV_EINVAL;
@@ -259,9 +259,9 @@ fail:
     return NULL;
 }
 
-int ac_cli_pid(const ac_cli *c) { return c->pid; }
+int sk_ac_cli_pid(const ac_cli *c) { return c->pid; }
 
-int ac_cli_kill(ac_cli *c, int sig)
+int sk_ac_cli_kill(ac_cli *c, int sig)
 {
     if (c->finished)
         return -1;
@@ -277,14 +277,14 @@ int ac_cli_kill(ac_cli *c, int sig)
     return 0;
 }
 
-int ac_cli_write(ac_cli *c, const char *data, size_t len)
+int sk_ac_cli_write(ac_cli *c, const char *data, size_t len)
 {
     return c->finished ? UV_EPIPE : sk_proc_write(c->proc, data, len);
 }
 
-int ac_cli_close_stdin(ac_cli *c) { return c->finished ? -1 : sk_proc_close_stdin(c->proc); }
+int sk_ac_cli_close_stdin(ac_cli *c) { return c->finished ? -1 : sk_proc_close_stdin(c->proc); }
 
-void ac_cli_free(ac_cli *c)
+void sk_ac_cli_free(ac_cli *c)
 {
     if (!c)
         return;

@@ -29,7 +29,7 @@ typedef struct ac_cli_result {
 
 typedef struct ac_cli_callbacks {
     void (*output)(ac_cli *c, int stream, const char *data, size_t len, void *ud);
-    /* Exactly once (never from inside ac_cli_run). r is valid during the call. */
+    /* Exactly once (never from inside sk_ac_cli_run). r is valid during the call. */
     void (*exit)(ac_cli *c, const ac_cli_result *r, void *ud);
 } ac_cli_callbacks;
 
@@ -45,15 +45,15 @@ typedef struct ac_cli_opts {
 
 /* Starts the CLI. NULL with *uv_err (UV_ENOENT: binary not found; UV_EINVAL:
  * bad max_retained) when it cannot start. */
-ac_cli *ac_cli_run(sk_loop *loop, const ac_cli_opts *o, const ac_cli_callbacks *cb, void *ud, int *uv_err);
-int ac_cli_pid(const ac_cli *c);
+ac_cli *sk_ac_cli_run(sk_loop *loop, const ac_cli_opts *o, const ac_cli_callbacks *cb, void *ud, int *uv_err);
+int sk_ac_cli_pid(const ac_cli *c);
 /* SIGTERM/SIGINT/SIGKILL start the kill sequence (SIGTERM now, SIGKILL after
  * 1 s); other signals are sent as they are (the CLI forwards them). 0, or -1
  * when the CLI has already finished. */
-int ac_cli_kill(ac_cli *c, int sig);
-int ac_cli_write(ac_cli *c, const char *data, size_t len);
-int ac_cli_close_stdin(ac_cli *c);
+int sk_ac_cli_kill(ac_cli *c, int sig);
+int sk_ac_cli_write(ac_cli *c, const char *data, size_t len);
+int sk_ac_cli_close_stdin(ac_cli *c);
 /* No callback runs after this; a running CLI is killed. */
-void ac_cli_free(ac_cli *c);
+void sk_ac_cli_free(ac_cli *c);
 
 #endif

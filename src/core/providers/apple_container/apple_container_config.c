@@ -41,9 +41,9 @@ static void strv_take(ac_strv *a, char *s)
     a->v[a->n] = NULL;
 }
 
-void ac_strv_push(ac_strv *a, const char *s) { strv_take(a, strdup(s)); }
+void sk_ac_strv_push(ac_strv *a, const char *s) { strv_take(a, strdup(s)); }
 
-void ac_strv_pushf(ac_strv *a, const char *fmt, ...)
+void sk_ac_strv_pushf(ac_strv *a, const char *fmt, ...)
 {
     char *s = NULL;
     va_list ap;
@@ -54,7 +54,7 @@ void ac_strv_pushf(ac_strv *a, const char *fmt, ...)
     strv_take(a, s);
 }
 
-void ac_strv_free(ac_strv *a)
+void sk_ac_strv_free(ac_strv *a)
 {
     for (size_t i = 0; i < a->n; i++)
         free(a->v[i]);
@@ -136,7 +136,7 @@ static int sorted_keys_cmp(const void *x, const void *y)
     return utf16_cmp(*(const char *const *)x, *(const char *const *)y);
 }
 
-const char **ac_sorted_keys(const json_t *obj)
+const char **sk_ac_sorted_keys(const json_t *obj)
 {
     size_t n = json_object_size(obj), i = 0;
     const char **keys = calloc(n + 1, sizeof *keys);
@@ -201,7 +201,7 @@ static int js_double(sk_buf *out, double v)
     return rc ? -1 : 0;
 }
 
-int ac_js_number(sk_buf *out, const json_t *num)
+int sk_ac_js_number(sk_buf *out, const json_t *num)
 {
     if (json_is_integer(num)) {
         json_int_t i = json_integer_value(num);
@@ -243,7 +243,7 @@ static int stable_stringify(sk_buf *out, const json_t *v)
     int rc = 0;
     switch (json_typeof(v)) {
     case JSON_OBJECT: {
-        const char **keys = ac_sorted_keys(v);
+        const char **keys = sk_ac_sorted_keys(v);
         if (!keys)
             return -1;
         rc |= sk_buf_append(out, "{", 1);
@@ -269,7 +269,7 @@ static int stable_stringify(sk_buf *out, const json_t *v)
         return js_string(out, json_string_value(v), json_string_length(v));
     case JSON_INTEGER:
     case JSON_REAL:
-        return ac_js_number(out, v);
+        return sk_ac_js_number(out, v);
     case JSON_TRUE:
         return sk_buf_append(out, "true", 4);
     case JSON_FALSE:
@@ -297,7 +297,7 @@ static sk_error *config_error(const char *key, const char *fmt, ...)
     return e;
 }
 
-char *ac_sanitize_name(const char *name)
+char *sk_ac_sanitize_name(const char *name)
 {
     size_t n = strlen(name);
     char *out = malloc(n + 3);
@@ -331,7 +331,7 @@ char *ac_sanitize_name(const char *name)
     return out;
 }
 
-bool ac_env_name_ok(const char *k)
+bool sk_ac_env_name_ok(const char *k)
 {
     if (!((k[0] >= 'A' && k[0] <= 'Z') || (k[0] >= 'a' && k[0] <= 'z') || k[0] == '_'))
         return false;
@@ -414,7 +414,7 @@ bad:
 }
 
 /* libcrypto is in the process already (libcurl and libwebsockets use it). */
-int ac_config_sha256_hex(const void *data, size_t len, char hex[65])
+int sk_ac_config_sha256_hex(const void *data, size_t len, char hex[65])
 {
     static const char digits[] = "0123456789abcdef";
     unsigned char md[32];
@@ -431,11 +431,11 @@ int ac_config_sha256_hex(const void *data, size_t len, char hex[65])
 
 static int config_hash(ac_config *c)
 {
-    char *canon = ac_config_canonical(c);
+    char *canon = sk_ac_config_canonical(c);
     if (!canon)
         return -1;
     char hex[65];
-    if (ac_config_sha256_hex(canon, strlen(canon), hex) != 0) {
+    if (sk_ac_config_sha256_hex(canon, strlen(canon), hex) != 0) {
         free(canon);
         return -1;
     }
@@ -445,14 +445,14 @@ static int config_hash(ac_config *c)
     return 0;
 }
 
-int ac_config_parse(ac_config *c, const char *id, const json_t *o, sk_error **err)
+int sk_ac_config_parse(ac_config *c, const char *id, const json_t *o, sk_error **err)
 {
     memset(c, 0, sizeof *c);
     if (!(c->id = strdup(id)))
         goto oom;
     if (opt_string(o, "name", NULL, &c->configured_name, err) != 0)
         return -1;
-    if (!(c->container_name = ac_sanitize_name(c->configured_name ? c->configured_name : id)))
+    if (!(c->container_name = sk_ac_sanitize_name(c->configured_name ? c->configured_name : id)))
         goto oom;
     if (opt_string(o, "image", AC_DEFAULT_IMAGE, &c->image, err) != 0)
         return -1;
@@ -526,7 +526,7 @@ int ac_config_parse(ac_config *c, const char *id, const json_t *o, sk_error **er
     const char *k;
     json_t *x;
     json_object_foreach(c->env, k, x) {
-        if (!ac_env_name_ok(k)) {
+        if (!sk_ac_env_name_ok(k)) {
             *err = config_error("env", "Invalid environment variable name for Apple container command: %s", k);
             return -1;
         }
@@ -539,7 +539,7 @@ oom:
     return -1;
 }
 
-void ac_config_free(ac_config *c)
+void sk_ac_config_free(ac_config *c)
 {
     free(c->id);
     free(c->container_name);
@@ -574,7 +574,7 @@ static void compact_set(json_t *rec, const char *key, json_t *v)
 static json_t *opt_str(const char *s) { return s ? json_string_nocheck(s) : NULL; }
 static json_t *ref(json_t *v) { return v ? json_incref(v) : NULL; }
 
-char *ac_config_canonical(const ac_config *c)
+char *sk_ac_config_canonical(const ac_config *c)
 {
     json_t *rec = json_object();
     if (!rec)
@@ -620,37 +620,37 @@ char *ac_config_canonical(const ac_config *c)
 static void push_list(ac_strv *a, const char *flag, const json_t *list)
 {
     for (size_t i = 0; i < json_array_size(list); i++) {
-        ac_strv_push(a, flag);
-        ac_strv_push(a, json_string_value(json_array_get(list, i)));
+        sk_ac_strv_push(a, flag);
+        sk_ac_strv_push(a, json_string_value(json_array_get(list, i)));
     }
 }
 
-int ac_run_argv(const ac_config *c, ac_strv *a, json_t **env)
+int sk_ac_run_argv(const ac_config *c, ac_strv *a, json_t **env)
 {
     static const char *const mastra_keys[] = { "mastra.sandbox", "mastra.sandbox.id", "mastra.sandbox.config-hash" };
     const char *mastra_values[] = { "true", c->id, c->hash };
     bool mastra_done[3] = { false, false, false };
     *env = json_object();
-    const char **env_keys = ac_sorted_keys(c->env);
-    const char **vol_keys = ac_sorted_keys(c->volumes);
-    const char **label_keys = ac_sorted_keys(c->labels);
+    const char **env_keys = sk_ac_sorted_keys(c->env);
+    const char **vol_keys = sk_ac_sorted_keys(c->volumes);
+    const char **label_keys = sk_ac_sorted_keys(c->labels);
     if (!*env || !env_keys || !vol_keys || !label_keys)
         a->failed = true;
-    ac_strv_push(a, "run");
-    ac_strv_push(a, "-d");
-    ac_strv_push(a, "--name");
-    ac_strv_push(a, c->container_name);
-    ac_strv_push(a, "--workdir");
-    ac_strv_push(a, c->working_dir);
+    sk_ac_strv_push(a, "run");
+    sk_ac_strv_push(a, "-d");
+    sk_ac_strv_push(a, "--name");
+    sk_ac_strv_push(a, c->container_name);
+    sk_ac_strv_push(a, "--workdir");
+    sk_ac_strv_push(a, c->working_dir);
     for (size_t i = 0; env_keys && env_keys[i]; i++) {
-        ac_strv_push(a, "--env");
-        ac_strv_push(a, env_keys[i]);
+        sk_ac_strv_push(a, "--env");
+        sk_ac_strv_push(a, env_keys[i]);
         if (*env)
             json_object_set(*env, env_keys[i], json_object_get(c->env, env_keys[i]));
     }
     for (size_t i = 0; vol_keys && vol_keys[i]; i++) {
-        ac_strv_push(a, "--volume");
-        ac_strv_pushf(a, "%s:%s", vol_keys[i], json_string_value(json_object_get(c->volumes, vol_keys[i])));
+        sk_ac_strv_push(a, "--volume");
+        sk_ac_strv_pushf(a, "%s:%s", vol_keys[i], json_string_value(json_object_get(c->volumes, vol_keys[i])));
     }
     push_list(a, "--mount", c->mounts);
     /* user labels, a Mastra key taking the place of a same-named user key */
@@ -662,13 +662,13 @@ int ac_run_argv(const ac_config *c, ac_strv *a, json_t **env)
                 mastra_done[m] = true;
             }
         }
-        ac_strv_push(a, "--label");
-        ac_strv_pushf(a, "%s=%s", label_keys[i], v);
+        sk_ac_strv_push(a, "--label");
+        sk_ac_strv_pushf(a, "%s=%s", label_keys[i], v);
     }
     for (int m = 0; m < 3; m++) {
         if (!mastra_done[m]) {
-            ac_strv_push(a, "--label");
-            ac_strv_pushf(a, "%s=%s", mastra_keys[m], mastra_values[m]);
+            sk_ac_strv_push(a, "--label");
+            sk_ac_strv_pushf(a, "%s=%s", mastra_keys[m], mastra_values[m]);
         }
     }
     push_list(a, "--publish", c->published_ports);
@@ -679,52 +679,52 @@ int ac_run_argv(const ac_config *c, ac_strv *a, json_t **env)
     push_list(a, "--dns", c->dns);
     push_list(a, "--dns-search", c->dns_search);
     if (c->network && *c->network) {
-        ac_strv_push(a, "--network");
-        ac_strv_push(a, c->network);
+        sk_ac_strv_push(a, "--network");
+        sk_ac_strv_push(a, c->network);
     }
     if (c->cpus) {
-        ac_strv_push(a, "--cpus");
+        sk_ac_strv_push(a, "--cpus");
         if (json_is_string(c->cpus)) {
-            ac_strv_push(a, json_string_value(c->cpus));
+            sk_ac_strv_push(a, json_string_value(c->cpus));
         } else {
             sk_buf b = { 0 };
-            if (ac_js_number(&b, c->cpus) != 0)
+            if (sk_ac_js_number(&b, c->cpus) != 0)
                 a->failed = true;
-            ac_strv_push(a, b.len ? b.data : "");
+            sk_ac_strv_push(a, b.len ? b.data : "");
             sk_buf_free(&b);
         }
     }
     if (c->memory) {
-        ac_strv_push(a, "--memory");
-        ac_strv_push(a, c->memory);
+        sk_ac_strv_push(a, "--memory");
+        sk_ac_strv_push(a, c->memory);
     }
     if (c->platform && *c->platform) {
-        ac_strv_push(a, "--platform");
-        ac_strv_push(a, c->platform);
+        sk_ac_strv_push(a, "--platform");
+        sk_ac_strv_push(a, c->platform);
     }
     if (c->arch && *c->arch) {
-        ac_strv_push(a, "--arch");
-        ac_strv_push(a, c->arch);
+        sk_ac_strv_push(a, "--arch");
+        sk_ac_strv_push(a, c->arch);
     }
     if (c->os && *c->os) {
-        ac_strv_push(a, "--os");
-        ac_strv_push(a, c->os);
+        sk_ac_strv_push(a, "--os");
+        sk_ac_strv_push(a, c->os);
     }
     if (c->rosetta)
-        ac_strv_push(a, "--rosetta");
+        sk_ac_strv_push(a, "--rosetta");
     if (c->readonly_rootfs)
-        ac_strv_push(a, "--read-only");
+        sk_ac_strv_push(a, "--read-only");
     if (c->ssh)
-        ac_strv_push(a, "--ssh");
+        sk_ac_strv_push(a, "--ssh");
     if (c->init)
-        ac_strv_push(a, "--init");
+        sk_ac_strv_push(a, "--init");
     if (c->virtualization)
-        ac_strv_push(a, "--virtualization");
+        sk_ac_strv_push(a, "--virtualization");
     if (c->no_dns)
-        ac_strv_push(a, "--no-dns");
-    ac_strv_push(a, c->image);
+        sk_ac_strv_push(a, "--no-dns");
+    sk_ac_strv_push(a, c->image);
     for (size_t i = 0; i < json_array_size(c->command); i++)
-        ac_strv_push(a, json_string_value(json_array_get(c->command, i)));
+        sk_ac_strv_push(a, json_string_value(json_array_get(c->command, i)));
     free(env_keys);
     free(vol_keys);
     free(label_keys);
@@ -745,7 +745,7 @@ static json_t *number_ms(double ms)
     return json_real(ms);
 }
 
-json_t *ac_config_metadata(const ac_config *c)
+json_t *sk_ac_config_metadata(const ac_config *c)
 {
     json_t *m = json_object();
     if (!m)
@@ -784,7 +784,7 @@ json_t *ac_config_metadata(const ac_config *c)
     return m;
 }
 
-char *ac_config_instructions(const ac_config *c)
+char *sk_ac_config_instructions(const ac_config *c)
 {
     sk_buf b = { 0 };
     int rc = sk_buf_appendf(&b,

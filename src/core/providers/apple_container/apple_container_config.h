@@ -21,9 +21,9 @@ typedef struct ac_strv {
     bool failed; /* ENOMEM on some push */
 } ac_strv;
 
-void ac_strv_push(ac_strv *a, const char *s);
-void ac_strv_pushf(ac_strv *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void ac_strv_free(ac_strv *a);
+void sk_ac_strv_push(ac_strv *a, const char *s);
+void sk_ac_strv_pushf(ac_strv *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sk_ac_strv_free(ac_strv *a);
 
 typedef struct ac_config {
     char *id;              /* the sandbox id (labels) */
@@ -46,36 +46,36 @@ typedef struct ac_config {
 
 /* Reads options (types already checked by the Lua descriptor; values are
  * checked here). id is the sandbox id. 0, or -1 with *err (ConfigError). */
-int ac_config_parse(ac_config *c, const char *id, const json_t *opts, sk_error **err);
-void ac_config_free(ac_config *c);
+int sk_ac_config_parse(ac_config *c, const char *id, const json_t *opts, sk_error **err);
+void sk_ac_config_free(ac_config *c);
 
 /* The canonical string hashed for the config-hash label (malloc'd). */
-char *ac_config_canonical(const ac_config *c);
+char *sk_ac_config_canonical(const ac_config *c);
 /* Lowercase hex SHA-256 of data into hex (65 bytes with the NUL); -1 when
  * libcrypto fails. */
-int ac_config_sha256_hex(const void *data, size_t len, char hex[65]);
+int sk_ac_config_sha256_hex(const void *data, size_t len, char hex[65]);
 
 /* `[^A-Za-z0-9_.-]` -> '-', then a "c-" prefix unless it starts with an
  * alphanumeric character. malloc'd. */
-char *ac_sanitize_name(const char *name);
+char *sk_ac_sanitize_name(const char *name);
 /* ^[A-Za-z_][A-Za-z0-9_]*$ */
-bool ac_env_name_ok(const char *name);
+bool sk_ac_env_name_ok(const char *name);
 
 /* Keys of obj sorted by UTF-16 code units (JavaScript's default sort), as a
  * NULL-terminated array of borrowed strings (free the array only). */
-const char **ac_sorted_keys(const json_t *obj);
+const char **sk_ac_sorted_keys(const json_t *obj);
 
 /* JavaScript's String(number) for a JSON number (integer or real). */
-int ac_js_number(sk_buf *out, const json_t *num);
+int sk_ac_js_number(sk_buf *out, const json_t *num);
 
 /* `container run` argv (without the binary) and the env map whose names
  * appear as bare `--env KEY` flags (new reference). 0, or -1 on ENOMEM. */
-int ac_run_argv(const ac_config *c, ac_strv *argv, json_t **env);
+int sk_ac_run_argv(const ac_config *c, ac_strv *argv, json_t **env);
 
 /* info().metadata: the compacted serialisable configuration (snake_case, env
  * values left out); new reference. */
-json_t *ac_config_metadata(const ac_config *c);
+json_t *sk_ac_config_metadata(const ac_config *c);
 /* The default instructions text (malloc'd). */
-char *ac_config_instructions(const ac_config *c);
+char *sk_ac_config_instructions(const ac_config *c);
 
 #endif

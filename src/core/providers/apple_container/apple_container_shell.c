@@ -22,7 +22,7 @@ static bool shell_is_bare(const char *s, size_t len)
     return true;
 }
 
-int ac_shell_quote(sk_buf *out, const char *s, size_t len)
+int sk_ac_shell_quote(sk_buf *out, const char *s, size_t len)
 {
     if (shell_is_bare(s, len))
         return sk_buf_append(out, s, len);
@@ -36,7 +36,7 @@ int ac_shell_quote(sk_buf *out, const char *s, size_t len)
     return sk_buf_append(out, "'", 1);
 }
 
-void ac_timeout_seconds(double ms, char out[32])
+void sk_ac_timeout_seconds(double ms, char out[32])
 {
     double x = ms / 1000.0;
     if (!(x > 0.001))
@@ -61,17 +61,17 @@ void ac_timeout_seconds(double ms, char out[32])
     }
 }
 
-char *ac_timeout_script(const char *full_command, double timeout_ms, bool with_stdin)
+char *sk_ac_timeout_script(const char *full_command, double timeout_ms, bool with_stdin)
 {
     char secs[32];
-    ac_timeout_seconds(timeout_ms, secs);
+    sk_ac_timeout_seconds(timeout_ms, secs);
     sk_buf inner = { 0 }, out = { 0 }, quoted = { 0 };
     int rc = 0;
     /* inner script */
     if (with_stdin)
         rc |= sk_buf_append(&inner, "exec 3<&0; ", 11);
     rc |= sk_buf_append(&inner, "sh -lc ", 7);
-    rc |= ac_shell_quote(&inner, full_command, strlen(full_command));
+    rc |= sk_ac_shell_quote(&inner, full_command, strlen(full_command));
     rc |= sk_buf_appendf(&inner, "%s & child=$!; ", with_stdin ? " <&3 3<&-" : "");
     if (with_stdin)
         rc |= sk_buf_appendf(&inner, "exec 3<&-; ");
@@ -82,7 +82,7 @@ char *ac_timeout_script(const char *full_command, double timeout_ms, bool with_s
                          "printf \"%%s\" \"$code\" > \"$MASTRA_TIMEOUT_RESULT_FILE\"; "
                          "exit \"$code\"",
                          AC_TIMEOUT_EXIT_CODE);
-    if (rc != 0 || ac_shell_quote(&quoted, inner.data, inner.len) != 0)
+    if (rc != 0 || sk_ac_shell_quote(&quoted, inner.data, inner.len) != 0)
         goto fail;
     /* outer script */
     rc |= sk_buf_appendf(&out, "result_file=\"/tmp/.mastra-apple-container-exit-$$\"; rm -f \"$result_file\"; ");
@@ -139,7 +139,7 @@ static int marker_match(const char *s, size_t len, bool complete)
     return complete ? 1 : 0;
 }
 
-void ac_marker_filter_feed(ac_marker_filter *f, const char *data, size_t len, ac_emit_fn emit, void *ud)
+void sk_ac_marker_filter_feed(ac_marker_filter *f, const char *data, size_t len, ac_emit_fn emit, void *ud)
 {
     size_t start = 0;
     while (start < len) {
@@ -169,7 +169,7 @@ void ac_marker_filter_feed(ac_marker_filter *f, const char *data, size_t len, ac
     }
 }
 
-void ac_marker_filter_end(ac_marker_filter *f, bool drop, ac_emit_fn emit, void *ud)
+void sk_ac_marker_filter_end(ac_marker_filter *f, bool drop, ac_emit_fn emit, void *ud)
 {
     if (f->line.len && marker_match(f->line.data, f->line.len, true) > 0) {
         sk_buf_append(&f->held, f->line.data, f->line.len);
@@ -184,18 +184,18 @@ void ac_marker_filter_end(ac_marker_filter *f, bool drop, ac_emit_fn emit, void 
     sk_buf_reset(&f->line);
 }
 
-bool ac_marker_filter_seen(ac_marker_filter *f)
+bool sk_ac_marker_filter_seen(ac_marker_filter *f)
 {
     return f->seen || (f->line.len && marker_match(f->line.data, f->line.len, true) > 0);
 }
 
-void ac_marker_filter_free(ac_marker_filter *f)
+void sk_ac_marker_filter_free(ac_marker_filter *f)
 {
     sk_buf_free(&f->line);
     sk_buf_free(&f->held);
 }
 
-size_t ac_strip_marker(char *s, size_t len)
+size_t sk_ac_strip_marker(char *s, size_t len)
 {
     size_t o = 0, i = 0;
     bool first = true;

@@ -140,8 +140,8 @@ static bool local_live_hooked;
  * leader is reaped they are no longer ours to find. */
 static int local_signal_group(local_sandbox *ls, sk_proc *proc, int sig)
 {
-    local_pidfds_prune(&ls->dying);
-    local_pidfds_add_group(&ls->dying, sk_proc_pid(proc));
+    sk_local_pidfds_prune(&ls->dying);
+    sk_local_pidfds_add_group(&ls->dying, sk_proc_pid(proc));
     return sk_proc_kill(proc, sig);
 }
 
@@ -159,8 +159,8 @@ static void local_live_cleanup(void)
         double deadline = sk_now_ms() + LOCAL_REAP_TIMEOUT_MS;
         for (local_sandbox *ls = local_live; ls; ls = ls->next_live) {
             double left = deadline - sk_now_ms();
-            local_pidfds_wait(&ls->dying, left > 0 ? (int)left : 0);
-            local_rm_tree(ls->tmpdir);
+            sk_local_pidfds_wait(&ls->dying, left > 0 ? (int)left : 0);
+            sk_local_rm_tree(ls->tmpdir);
         }
     }
     local_live = NULL;
@@ -199,7 +199,7 @@ static int local_rm_tmpdir(local_sandbox *ls)
 {
     if (!ls->tmpdir)
         return 0;
-    int rc = local_rm_tree(ls->tmpdir);
+    int rc = sk_local_rm_tree(ls->tmpdir);
     if (rc == 0) {
         local_live_remove(ls);
         if (ls->tmp_fd >= 0)
@@ -223,14 +223,14 @@ static void local_free(sk_sandbox *sb)
     sk_cgroup_destroy(ls->cgroup, LOCAL_CGROUP_WAIT_MS);
     if (ls->tmpdir) {
         /* the sandbox has killed its processes: wait for them, then clean */
-        local_pidfds_wait(&ls->dying, LOCAL_REAP_TIMEOUT_MS);
-        local_rm_tree(ls->tmpdir);
+        sk_local_pidfds_wait(&ls->dying, LOCAL_REAP_TIMEOUT_MS);
+        sk_local_rm_tree(ls->tmpdir);
         free(ls->tmpdir);
     }
     if (ls->tmp_fd >= 0)
         close(ls->tmp_fd);
-    local_unpin(ls);
-    local_pidfds_free(&ls->dying);
+    sk_local_unpin(ls);
+    sk_local_pidfds_free(&ls->dying);
     free(ls->workdir);
     free(ls->bwrap_exe);
     free(ls->setpriv_exe);
@@ -391,9 +391,9 @@ static void local_start(sk_sandbox *sb, sk_provider_done done)
     }
     sk_error *err = NULL;
     if (!ls->bwrap)
-        err = local_check_paths(ls);
+        err = sk_local_check_paths(ls);
     else if (!ls->pinned)
-        err = local_pin(ls);
+        err = sk_local_pin(ls);
     if (!err && ls->bwrap && !ls->tmpdir)
         err = local_make_tmpdir(ls);
     if (!err && !ls->cgroup)
@@ -425,7 +425,7 @@ static bool local_all_gone(local_sandbox *ls)
     for (sk_process *p = ls->sb->procs; p; p = p->next)
         if (p->started && !p->exited)
             return false;
-    return local_pidfds_prune(&ls->dying);
+    return sk_local_pidfds_prune(&ls->dying);
 }
 
 static void local_destroy_finish(local_sandbox *ls, sk_provider_done done, bool gone)
@@ -444,7 +444,7 @@ static void local_destroy_finish(local_sandbox *ls, sk_provider_done done, bool 
                                "Cannot remove the sandbox's /tmp (%s) completely: %s", path ? path : "?",
                                strerror(rc));
         else
-            local_unpin(ls);
+            sk_local_unpin(ls);
     }
     free(path);
     done(ls->sb, err);
@@ -725,7 +725,7 @@ static void local_bwrap_argv(argv_builder *a, local_keep *k, local_sandbox *ls, 
  * between this check and bwrap's mount: docs/security.md.) */
 static bool local_bind_intact(const char *path, int fd, const char *writable)
 {
-    if (!local_path_inside(path, writable))
+    if (!sk_local_path_inside(path, writable))
         return true;
     char *rp = realpath(path, NULL), *rw = realpath(writable, NULL);
     size_t wl = strlen(writable), rl = rw ? strlen(rw) : 0;

@@ -180,7 +180,7 @@ done:
     return first_err;
 }
 
-int local_rm_tree(const char *path)
+int sk_local_rm_tree(const char *path)
 {
     const char *slash = strrchr(path, '/');
     if (!slash || !slash[1])
@@ -272,7 +272,7 @@ static bool local_pidfds_has(const local_pidfds *s, int pid)
     return false;
 }
 
-void local_pidfds_add_group(local_pidfds *s, int pgid)
+void sk_local_pidfds_add_group(local_pidfds *s, int pgid)
 {
     DIR *d = opendir("/proc");
     if (!d)
@@ -311,7 +311,7 @@ static bool local_pidfd_gone(const local_pidfds *s, size_t i)
     return !local_stat_of(s->pid[i], &st) || st.start != s->start[i] || st.state == 'Z' || st.state == 'X';
 }
 
-bool local_pidfds_prune(local_pidfds *s)
+bool sk_local_pidfds_prune(local_pidfds *s)
 {
     size_t kept = 0;
     for (size_t i = 0; i < s->n; i++) {
@@ -328,10 +328,10 @@ bool local_pidfds_prune(local_pidfds *s)
     return kept == 0;
 }
 
-bool local_pidfds_wait(local_pidfds *s, int timeout_ms)
+bool sk_local_pidfds_wait(local_pidfds *s, int timeout_ms)
 {
     double deadline = sk_now_ms() + timeout_ms;
-    while (!local_pidfds_prune(s)) {
+    while (!sk_local_pidfds_prune(s)) {
         double left = deadline - sk_now_ms();
         if (left <= 0)
             return false;
@@ -346,7 +346,7 @@ bool local_pidfds_wait(local_pidfds *s, int timeout_ms)
     return true;
 }
 
-void local_pidfds_free(local_pidfds *s)
+void sk_local_pidfds_free(local_pidfds *s)
 {
     for (size_t i = 0; i < s->n; i++)
         if (s->v[i] >= 0)

@@ -13,7 +13,7 @@
  * their parent's descriptor), keeps going past an entry it cannot remove,
  * and retries briefly when entries keep appearing. 0, or the errno of the
  * first failure (the tree is then partly left). ENOENT for path is 0. */
-int local_rm_tree(const char *path);
+int sk_local_rm_tree(const char *path);
 
 /* Descriptors (pidfds) of processes, kept to learn when they are gone. */
 typedef struct local_pidfds {
@@ -28,12 +28,12 @@ typedef struct local_pidfds {
  * to still be in the group after its pidfd is opened, so a reused pid is
  * never waited for. Best effort: a process that cannot be opened is
  * skipped. */
-void local_pidfds_add_group(local_pidfds *s, int pgid);
+void sk_local_pidfds_add_group(local_pidfds *s, int pgid);
 /* Drops (and closes) the descriptors of processes that are gone; true when
  * none is left. */
-bool local_pidfds_prune(local_pidfds *s);
+bool sk_local_pidfds_prune(local_pidfds *s);
 /* Blocks until every process is gone or timeout_ms passes; true if gone. */
-bool local_pidfds_wait(local_pidfds *s, int timeout_ms);
-void local_pidfds_free(local_pidfds *s);
+bool sk_local_pidfds_wait(local_pidfds *s, int timeout_ms);
+void sk_local_pidfds_free(local_pidfds *s);
 
 #endif

@@ -25,7 +25,7 @@ static size_t local_list_len(char **list)
 }
 
 /* path strictly inside dir (both absolute and folded). */
-bool local_path_inside(const char *path, const char *dir)
+bool sk_local_path_inside(const char *path, const char *dir)
 {
     size_t n = strlen(dir);
     if (n == 1 && dir[0] == '/')
@@ -35,10 +35,10 @@ bool local_path_inside(const char *path, const char *dir)
 
 static bool local_in_writable(const local_sandbox *ls, const char *path)
 {
-    if (local_path_inside(path, ls->workdir))
+    if (sk_local_path_inside(path, ls->workdir))
         return true;
     for (char **w = ls->rw_paths; *w; w++)
-        if (local_path_inside(path, *w))
+        if (sk_local_path_inside(path, *w))
             return true;
     return false;
 }
@@ -55,7 +55,7 @@ static void local_close_fds(int *fds, size_t n)
             close(fds[i]);
 }
 
-void local_unpin(local_sandbox *ls)
+void sk_local_unpin(local_sandbox *ls)
 {
     if (ls->wd_fd >= 0)
         close(ls->wd_fd);
@@ -333,12 +333,12 @@ static sk_error *local_pin_list(local_sandbox *ls, char **paths, int **fds, cons
  * entry) that path lies inside, and its pinned descriptor; NULL if none. */
 static const char *local_writable_root(const local_sandbox *ls, const char *path, int *fd)
 {
-    if (!local_in_writable(ls, ls->workdir) && local_path_inside(path, ls->workdir)) {
+    if (!local_in_writable(ls, ls->workdir) && sk_local_path_inside(path, ls->workdir)) {
         *fd = ls->wd_fd;
         return ls->workdir;
     }
     for (size_t i = 0; ls->rw_paths[i]; i++) {
-        if (!local_in_writable(ls, ls->rw_paths[i]) && local_path_inside(path, ls->rw_paths[i])) {
+        if (!local_in_writable(ls, ls->rw_paths[i]) && sk_local_path_inside(path, ls->rw_paths[i])) {
             *fd = ls->rw_fds[i];
             return ls->rw_paths[i];
         }
@@ -489,7 +489,7 @@ static int local_plan_binds(local_sandbox *ls)
  * paths. A root caller's working directory goes to the sandbox user when
  * sandkit created it or it is an empty directory of root's (made for the
  * sandbox); any other must already be writable by that user. */
-sk_error *local_pin(local_sandbox *ls)
+sk_error *sk_local_pin(local_sandbox *ls)
 {
     sk_error *err = NULL;
     bool untrusted;
@@ -541,12 +541,12 @@ sk_error *local_pin(local_sandbox *ls)
     ls->pinned = true;
     return NULL;
 fail:
-    local_unpin(ls);
+    sk_local_unpin(ls);
     return err;
 }
 
 /* isolation "none" binds nothing; a missing path still fails start alike. */
-sk_error *local_check_paths(local_sandbox *ls)
+sk_error *sk_local_check_paths(local_sandbox *ls)
 {
     static const char *const keys[] = { "read_write_paths", "read_only_paths" };
     char **lists[] = { ls->rw_paths, ls->ro_paths };

@@ -61,13 +61,13 @@ typedef struct local_bind {
 
 /* local_pin.c */
 /* path strictly inside dir (both absolute and folded). */
-bool local_path_inside(const char *path, const char *dir);
+bool sk_local_path_inside(const char *path, const char *dir);
 /* Opens (making it if missing) and pins the working directory and the
  * paths, and plans bwrap's binds; on failure nothing stays pinned. */
-sk_error *local_pin(local_sandbox *ls);
+sk_error *sk_local_pin(local_sandbox *ls);
 /* Closes every pinned descriptor and drops the plan. */
-void local_unpin(local_sandbox *ls);
+void sk_local_unpin(local_sandbox *ls);
 /* isolation "none": a missing path fails start as under bwrap. */
-sk_error *local_check_paths(local_sandbox *ls);
+sk_error *sk_local_check_paths(local_sandbox *ls);
 
 #endif

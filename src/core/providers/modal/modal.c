@@ -32,7 +32,7 @@
 
 /* ---- small helpers ------------------------------------------------------ */
 
-sk_error *modal_oom(void) { return sk_error_new("Error", NULL, "out of memory"); }
+sk_error *sk_modal_oom(void) { return sk_error_new("Error", NULL, "out of memory"); }
 
 static void modal_set_str(char **dst, const char *src)
 {
@@ -41,7 +41,7 @@ static void modal_set_str(char **dst, const char *src)
 }
 
 /* upstream isSandboxDeadError, on a gRPC code and message */
-bool modal_dead(int code, const char *message)
+bool sk_modal_dead(int code, const char *message)
 {
     if (code == SK_GRPC_NOT_FOUND)
         return true;
@@ -55,7 +55,7 @@ bool modal_dead(int code, const char *message)
     return false;
 }
 
-bool modal_error_dead(const sk_error *e)
+bool sk_modal_error_dead(const sk_error *e)
 {
     if (!e)
         return false;
@@ -63,12 +63,12 @@ bool modal_error_dead(const sk_error *e)
     json_t *dead = e->fields ? json_object_get(e->fields, "sandbox_dead") : NULL;
     if (json_is_true(dead))
         return true;
-    return modal_dead(json_is_integer(st) ? (int)json_integer_value(st) : -1, e->message);
+    return sk_modal_dead(json_is_integer(st) ? (int)json_integer_value(st) : -1, e->message);
 }
 
 static sk_error *modal_reply_error(modal_sandbox *ms, const mc_reply *r, const char *sdk_error)
 {
-    return mc_error(ms->client, r, sdk_error);
+    return sk_mc_error(ms->client, r, sdk_error);
 }
 
 /* Drops the handle (sandbox id, task id, router): the next command or start
@@ -80,12 +80,12 @@ static void modal_drop_handle(modal_sandbox *ms)
     modal_set_str(&ms->sandbox_id, NULL);
     modal_set_str(&ms->task_id, NULL);
     if (ms->router) {
-        mc_router_unref(ms->router);
+        sk_mc_router_unref(ms->router);
         ms->router = NULL;
     }
     if (ms->ready.active) {
         ms->ready.active = false;
-        mc_call_cancel(ms->ready.call);
+        sk_mc_call_cancel(ms->ready.call);
         ms->ready.call = NULL;
         sk_timer_close(&ms->ready.timer);
         sk_error *e = sk_error_new("ModalError", json_pack("{s:b}", "sandbox_dead", 1),
@@ -137,7 +137,7 @@ static void prov_on_reply(void *ud, const mc_reply *r)
         modal_set_str(&ms->sandbox_id, resp.sandbox_id);
         sk_modal_sandbox_get_from_name_resp_free(&resp);
         sk_log(SK_LOG_DEBUG, "modal", "reconnected to running sandbox %s", ms->sb->id);
-        prov_finish(ms, ms->sandbox_id ? NULL : modal_oom());
+        prov_finish(ms, ms->sandbox_id ? NULL : sk_modal_oom());
         return;
     }
     case PROV_APP: {
@@ -240,7 +240,7 @@ static void prov_on_reply(void *ud, const mc_reply *r)
         modal_set_str(&ms->sandbox_id, resp.sandbox_id);
         sk_modal_sandbox_create_resp_free(&resp);
         sk_log(SK_LOG_DEBUG, "modal", "created sandbox %s (%s)", ms->sb->id, ms->sandbox_id);
-        prov_finish(ms, ms->sandbox_id ? NULL : modal_oom());
+        prov_finish(ms, ms->sandbox_id ? NULL : sk_modal_oom());
         return;
     }
     }
@@ -252,7 +252,7 @@ static void prov_on_join_message(void *ud, const uint8_t *data, size_t len)
     modal_sandbox *ms = ud;
     sk_modal_image_join_streaming_resp resp;
     if (sk_modal_decode_image_join_streaming(data, len, &resp) != 0) {
-        mc_call_cancel(ms->prov.call);
+        sk_mc_call_cancel(ms->prov.call);
         ms->prov.call = NULL;
         prov_finish(ms, sk_error_new("ModalError", NULL, "malformed ImageJoinStreaming response"));
         return;
@@ -270,7 +270,7 @@ static void prov_on_join_message(void *ud, const uint8_t *data, size_t len)
     sk_modal_image_join_streaming_resp_free(&resp);
     if (status == 0)
         return;
-    mc_call_cancel(ms->prov.call);
+    sk_mc_call_cancel(ms->prov.call);
     ms->prov.call = NULL;
     if (e) {
         prov_finish(ms, e);
@@ -281,7 +281,7 @@ static void prov_on_join_message(void *ud, const uint8_t *data, size_t len)
 }
 
 /* The sandbox env as map entries (borrowed from json; caller frees v). */
-sk_modal_kv *modal_env_kvs(const json_t *env, size_t *n)
+sk_modal_kv *sk_modal_env_kvs(const json_t *env, size_t *n)
 {
     *n = json_is_object(env) ? json_object_size(env) : 0;
     sk_modal_kv *v = calloc(*n ? *n : 1, sizeof *v);
@@ -300,7 +300,7 @@ sk_modal_kv *modal_env_kvs(const json_t *env, size_t *n)
 
 static void prov_step(modal_sandbox *ms)
 {
-    const sk_modal_config *cfg = mc_client_config(ms->client);
+    const sk_modal_config *cfg = sk_mc_client_config(ms->client);
     sk_buf msg = { 0 };
     int rc = -1;
     const char *rpc = NULL;
@@ -347,7 +347,7 @@ static void prov_step(modal_sandbox *ms)
             return;
         }
         size_t n;
-        sk_modal_kv *kv = modal_env_kvs(ms->sb->env, &n);
+        sk_modal_kv *kv = sk_modal_env_kvs(ms->sb->env, &n);
         if (!kv)
             break;
         sk_modal_secret_get_or_create_req m = { .object_creation_type = SK_MODAL_OCT_EPHEMERAL,
@@ -374,19 +374,19 @@ static void prov_step(modal_sandbox *ms)
     }
     }
     if (rc == 0 && ms->prov.step == PROV_JOIN)
-        ms->prov.call = mc_stream(ms->client, rpc, &msg, poll, prov_on_join_message, prov_on_reply, ms);
+        ms->prov.call = sk_mc_stream(ms->client, rpc, &msg, poll, prov_on_join_message, prov_on_reply, ms);
     else if (rc == 0)
-        ms->prov.call = mc_unary(ms->client, rpc, &msg, poll, prov_on_reply, ms);
+        ms->prov.call = sk_mc_unary(ms->client, rpc, &msg, poll, prov_on_reply, ms);
     sk_buf_free(&msg);
     if (!ms->prov.call)
-        prov_finish(ms, modal_oom());
+        prov_finish(ms, sk_modal_oom());
 }
 
 /* Joins the provisioning in flight, or starts one. */
-void modal_provision(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud)
+void sk_modal_provision(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud)
 {
     if (sk_waiters_add(&ms->prov.waiters, fn, ud) != 0) {
-        sk_error *e = modal_oom();
+        sk_error *e = sk_modal_oom();
         fn(ms->sb, e, ud);
         sk_error_free(e);
         return;
@@ -399,13 +399,13 @@ void modal_provision(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud)
 }
 
 /* upstream retryOnDead: forget the dead handle and reconnect or create. */
-void modal_revive(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud)
+void sk_modal_revive(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud)
 {
     if (!ms->prov.active && ms->sandbox_id) {
         sk_log(SK_LOG_DEBUG, "modal", "sandbox %s is gone; provisioning it again", ms->sb->id);
         modal_drop_handle(ms);
     }
-    modal_provision(ms, fn, ud);
+    sk_modal_provision(ms, fn, ud);
 }
 
 /* ---- readiness for commands: task id, then router access ---------------------- */
@@ -470,7 +470,7 @@ static void ready_on_reply(void *ud, const mc_reply *r)
                 return;
             }
             if (sk_timer_start(ms->sb->loop, &ms->ready.timer, ms, MODAL_TASK_ID_DELAY_MS, ready_on_timer) != 0)
-                ready_finish(ms, modal_oom());
+                ready_finish(ms, sk_modal_oom());
             return;
         }
         modal_set_str(&ms->task_id, resp.task_id);
@@ -485,11 +485,11 @@ static void ready_on_reply(void *ud, const mc_reply *r)
         return;
     }
     sk_error *err = NULL;
-    mc_router *router = mc_router_new(ms->client, ms->task_id, resp.jwt, resp.url, &err);
+    mc_router *router = sk_mc_router_new(ms->client, ms->task_id, resp.jwt, resp.url, &err);
     sk_modal_task_get_command_router_access_resp_free(&resp);
     if (router) {
         if (ms->router)
-            mc_router_unref(ms->router);
+            sk_mc_router_unref(ms->router);
         ms->router = router;
     }
     ready_finish(ms, err);
@@ -510,21 +510,21 @@ static void ready_step(modal_sandbox *ms)
         rpc = SK_MODAL_RPC_TASK_GET_COMMAND_ROUTER_ACCESS;
     }
     if (rc == 0)
-        ms->ready.call = mc_unary(ms->client, rpc, &msg, 0, ready_on_reply, ms);
+        ms->ready.call = sk_mc_unary(ms->client, rpc, &msg, 0, ready_on_reply, ms);
     sk_buf_free(&msg);
     if (!ms->ready.call)
-        ready_finish(ms, modal_oom());
+        ready_finish(ms, sk_modal_oom());
 }
 
 /* Calls fn at once when the router is known, else once the lookup ends. */
-void modal_ready(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud)
+void sk_modal_ready(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud)
 {
     if (ms->router) {
         fn(ms->sb, NULL, ud);
         return;
     }
     if (sk_waiters_add(&ms->ready.waiters, fn, ud) != 0) {
-        sk_error *e = modal_oom();
+        sk_error *e = sk_modal_oom();
         fn(ms->sb, e, ud);
         sk_error_free(e);
         return;
@@ -544,15 +544,15 @@ static void modal_free(sk_sandbox *sb)
     modal_sandbox *ms = sb->impl;
     if (!ms)
         return;
-    mc_call_cancel(ms->prov.call);
-    mc_call_cancel(ms->ready.call);
-    mc_call_cancel(ms->down.call);
+    sk_mc_call_cancel(ms->prov.call);
+    sk_mc_call_cancel(ms->ready.call);
+    sk_mc_call_cancel(ms->down.call);
     sk_timer_close(&ms->ready.timer);
     sk_waiters_free(&ms->prov.waiters);
     sk_waiters_free(&ms->ready.waiters);
     if (ms->router)
-        mc_router_unref(ms->router);
-    mc_client_free(ms->client);
+        sk_mc_router_unref(ms->router);
+    sk_mc_client_free(ms->client);
     sk_error_free(ms->down.err);
     free(ms->app_name);
     free(ms->base_image);
@@ -638,16 +638,16 @@ static int modal_init(sk_sandbox *sb, const json_t *o, sk_error **err)
         goto oom;
     }
     json_t *rt = json_object_get(o, "rpc_timeout_ms");
-    ms->client = mc_client_new(sb->loop, &cfg, json_is_number(rt) ? (int64_t)json_number_value(rt) : 0);
+    ms->client = sk_mc_client_new(sb->loop, &cfg, json_is_number(rt) ? (int64_t)json_number_value(rt) : 0);
     sk_modal_config_free(&cfg); /* taken over, or left for us on failure */
     if (!ms->client)
         goto oom;
     json_t *max_resp = json_object_get(o, "max_response_bytes");
-    mc_client_set_max_message(ms->client, json_is_number(max_resp) ? (size_t)json_number_value(max_resp)
+    sk_mc_client_set_max_message(ms->client, json_is_number(max_resp) ? (size_t)json_number_value(max_resp)
                                                                     : MODAL_DEFAULT_MAX_MESSAGE);
     return 0;
 oom:
-    *err = modal_oom();
+    *err = sk_modal_oom();
     return -1;
 }
 
@@ -687,7 +687,7 @@ static void modal_start(sk_sandbox *sb, sk_provider_done done)
         return;
     }
     ms->start_done = done;
-    modal_provision(ms, modal_on_started, NULL);
+    sk_modal_provision(ms, modal_on_started, NULL);
 }
 
 enum { DOWN_SETTLE, DOWN_READY, DOWN_SNAPSHOT, DOWN_TERMINATE, DOWN_WAIT, DOWN_DONE };
@@ -743,7 +743,7 @@ static void down_on_reply(void *ud, const mc_reply *r)
         ms->down.step = DOWN_TERMINATE;
         break;
     case DOWN_TERMINATE:
-        if (r->code != 0 && !ms->down.destroying && !modal_dead(r->code, r->message)) {
+        if (r->code != 0 && !ms->down.destroying && !sk_modal_dead(r->code, r->message)) {
             ms->down.err = modal_reply_error(ms, r, NULL);
             ms->down.step = DOWN_DONE;
         } else {
@@ -752,7 +752,7 @@ static void down_on_reply(void *ud, const mc_reply *r)
         break;
     case DOWN_WAIT:
         if (r->code != 0) {
-            if (!modal_dead(r->code, r->message))
+            if (!sk_modal_dead(r->code, r->message))
                 ms->down.err = modal_reply_error(ms, r, NULL);
             ms->down.step = DOWN_DONE;
             break;
@@ -788,31 +788,31 @@ static void down_step(modal_sandbox *ms)
             ms->down.step = ms->down.destroying ? DOWN_TERMINATE : DOWN_READY;
             continue;
         case DOWN_READY:
-            modal_ready(ms, down_on_wait, ms);
+            sk_modal_ready(ms, down_on_wait, ms);
             return;
         case DOWN_SNAPSHOT: {
             char snap[37];
-            mc_uuid4(snap);
+            sk_mc_uuid4(snap);
             sk_modal_task_snapshot_filesystem_req m = { .task_id = ms->task_id, .snapshot_id = snap,
                                                         .ttl_seconds = -1 };
-            mc_retry policy = MC_RETRY_ROUTER;
+            mc_retry policy = sk_mc_retry_router;
             policy.deadline_ms = sk_now_ms() + MODAL_SNAPSHOT_TIMEOUT_MS;
             policy.no_retry_mask = (1u << SK_GRPC_DEADLINE_EXCEEDED) | (1u << SK_GRPC_CANCELLED);
             if (sk_modal_encode_task_snapshot_filesystem(&msg, &m) == 0)
-                ms->down.call = mc_router_unary(ms->router, SK_MODAL_RPC_TASK_SNAPSHOT_FILESYSTEM, &msg, &policy,
+                ms->down.call = sk_mc_router_unary(ms->router, SK_MODAL_RPC_TASK_SNAPSHOT_FILESYSTEM, &msg, &policy,
                                                 down_on_reply, ms);
             break;
         }
         case DOWN_TERMINATE: {
             sk_modal_sandbox_terminate_req m = { .sandbox_id = ms->sandbox_id };
             if (sk_modal_encode_sandbox_terminate(&msg, &m) == 0)
-                ms->down.call = mc_unary(ms->client, SK_MODAL_RPC_SANDBOX_TERMINATE, &msg, 0, down_on_reply, ms);
+                ms->down.call = sk_mc_unary(ms->client, SK_MODAL_RPC_SANDBOX_TERMINATE, &msg, 0, down_on_reply, ms);
             break;
         }
         case DOWN_WAIT: {
             sk_modal_sandbox_wait_req m = { .sandbox_id = ms->sandbox_id, .timeout = MODAL_WAIT_POLL_S };
             if (sk_modal_encode_sandbox_wait(&msg, &m) == 0)
-                ms->down.call = mc_unary(ms->client, SK_MODAL_RPC_SANDBOX_WAIT, &msg, MODAL_WAIT_POLL_S * 1000,
+                ms->down.call = sk_mc_unary(ms->client, SK_MODAL_RPC_SANDBOX_WAIT, &msg, MODAL_WAIT_POLL_S * 1000,
                                          down_on_reply, ms);
             break;
         }
@@ -823,7 +823,7 @@ static void down_step(modal_sandbox *ms)
         sk_buf_free(&msg);
         if (!ms->down.call) {
             sk_error_free(ms->down.err);
-            ms->down.err = modal_oom();
+            ms->down.err = sk_modal_oom();
             down_finish(ms);
         }
         return;
@@ -850,11 +850,11 @@ const sk_provider sk_provider_modal = {
     .start = modal_start,
     .stop = modal_stop,
     .destroy = modal_destroy,
-    .spawn = modal_exec_spawn,
-    .kill = modal_exec_kill,
-    .write_stdin = modal_exec_write_stdin,
-    .close_stdin = modal_exec_close_stdin,
-    .release = modal_exec_release,
+    .spawn = sk_modal_exec_spawn,
+    .kill = sk_modal_exec_kill,
+    .write_stdin = sk_modal_exec_write_stdin,
+    .close_stdin = sk_modal_exec_close_stdin,
+    .release = sk_modal_exec_release,
     .metadata = modal_metadata,
     .instructions = modal_instructions,
     .free = modal_free,

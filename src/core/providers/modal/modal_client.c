@@ -35,7 +35,7 @@ enum {
  * an int64 (a float from the wire reaches 3.4e38 s). */
 #define MC_SERVER_RETRY_MAX_MS 9007199254740992.0
 
-const mc_retry MC_RETRY_ROUTER = { .base_ms = 10, .factor = 2, .max_retries = 10 };
+const mc_retry sk_mc_retry_router = { .base_ms = 10, .factor = 2, .max_retries = 10 };
 
 typedef enum { MC_CP, MC_CP_STREAM, MC_ROUTER, MC_STDIO } mc_kind;
 typedef enum { MC_NEW, MC_WAIT_TOKEN, MC_WAIT_JWT, MC_FLIGHT, MC_SLEEP, MC_FAILING, MC_DONE } mc_state;
@@ -111,12 +111,12 @@ static void call_finish(mc_call *call, const mc_reply *r);
 
 /* ---- small helpers ------------------------------------------------------ */
 
-bool mc_retryable(int code)
+bool sk_mc_retryable(int code)
 {
     return code == 1 || code == 2 || code == 4 || code == 13 || code == 14;
 }
 
-void mc_uuid4(char out[37])
+void sk_mc_uuid4(char out[37])
 {
     uint8_t b[16];
     if (sk_random_bytes(b, sizeof b) != 0)
@@ -187,7 +187,7 @@ static void call_free(mc_call *call)
     if (call->grpc)
         sk_grpc_cancel(call->grpc);
     if (call->router)
-        mc_router_unref(call->router);
+        sk_mc_router_unref(call->router);
     free(call->rpc);
     sk_buf_free(&call->msg);
     free(call->token);
@@ -212,7 +212,7 @@ static void call_detach(mc_call *call)
     }
 }
 
-void mc_call_cancel(mc_call *call)
+void sk_mc_call_cancel(mc_call *call)
 {
     if (!call || call->cancelled || call->state == MC_DONE)
         return;
@@ -239,7 +239,7 @@ static mc_call *call_new(mc_client *c, mc_kind kind, const char *rpc, const sk_b
         free(call);
         return NULL;
     }
-    mc_uuid4(call->idem);
+    sk_mc_uuid4(call->idem);
     call->start_ms = sk_now_ms();
     mc_list_add(c, call);
     return call;
@@ -322,7 +322,7 @@ static void mc_drop_token(mc_client *c)
     c->token = NULL;
 }
 
-mc_client *mc_client_new(sk_loop *loop, sk_modal_config *cfg, int64_t rpc_timeout_ms)
+mc_client *sk_mc_client_new(sk_loop *loop, sk_modal_config *cfg, int64_t rpc_timeout_ms)
 {
     mc_client *c = calloc(1, sizeof *c);
     if (!c)
@@ -331,12 +331,12 @@ mc_client *mc_client_new(sk_loop *loop, sk_modal_config *cfg, int64_t rpc_timeou
     c->cfg = *cfg;
     memset(cfg, 0, sizeof *cfg);
     if (sk_secret_hold(c->cfg.token_id) != 0) {
-        mc_client_free(c);
+        sk_mc_client_free(c);
         return NULL;
     }
     if (sk_secret_hold(c->cfg.token_secret) != 0) {
         sk_secret_release(c->cfg.token_id);
-        mc_client_free(c);
+        sk_mc_client_free(c);
         return NULL;
     }
     c->cfg_held = true;
@@ -349,7 +349,7 @@ mc_client *mc_client_new(sk_loop *loop, sk_modal_config *cfg, int64_t rpc_timeou
     char *host = mc_url_host(url);
     if (!c->base_url || !host) {
         free(host);
-        mc_client_free(c);
+        sk_mc_client_free(c);
         return NULL;
     }
     c->localhost = strcmp(host, "localhost") == 0 || strcmp(host, "127.0.0.1") == 0 ||
@@ -358,7 +358,7 @@ mc_client *mc_client_new(sk_loop *loop, sk_modal_config *cfg, int64_t rpc_timeou
     return c;
 }
 
-void mc_client_free(mc_client *c)
+void sk_mc_client_free(mc_client *c)
 {
     if (!c)
         return;
@@ -385,10 +385,10 @@ void mc_client_free(mc_client *c)
     free(c);
 }
 
-void mc_client_set_max_message(mc_client *c, size_t max) { c->max_message = max; }
+void sk_mc_client_set_max_message(mc_client *c, size_t max) { c->max_message = max; }
 
-const sk_modal_config *mc_client_config(const mc_client *c) { return &c->cfg; }
-bool mc_client_localhost(const mc_client *c) { return c->localhost; }
+const sk_modal_config *sk_mc_client_config(const mc_client *c) { return &c->cfg; }
+bool sk_mc_client_localhost(const mc_client *c) { return c->localhost; }
 
 /* ---- the auth token (AuthTokenManager) ---------------------------------------- */
 
@@ -458,7 +458,7 @@ static void token_fetch_start(mc_client *c)
     if (c->token_fetch)
         return;
     sk_buf empty = { 0 };
-    c->token_fetch = mc_unary(c, SK_MODAL_RPC_AUTH_TOKEN_GET, &empty, 0, token_on_fetched, c);
+    c->token_fetch = sk_mc_unary(c, SK_MODAL_RPC_AUTH_TOKEN_GET, &empty, 0, token_on_fetched, c);
 }
 
 /* authMiddleware's getToken(): continue now, or wait for a fetch. */
@@ -689,7 +689,7 @@ static void call_on_grpc_done(sk_grpc_call *g, const sk_grpc_outcome *o, void *u
                 return;
             }
         }
-        if (mc_retryable(o->code) && call->attempt < MC_CP_RETRIES) {
+        if (sk_mc_retryable(o->code) && call->attempt < MC_CP_RETRIES) {
             if (call->delay_ms == 0)
                 call->delay_ms = MC_CP_BASE_DELAY_MS;
             int64_t d = call->delay_ms;
@@ -708,7 +708,7 @@ static void call_on_grpc_done(sk_grpc_call *g, const sk_grpc_outcome *o, void *u
         return;
     }
     if (call->kind == MC_STDIO) {
-        if (mc_retryable(o->code) && call->retries < MC_STDIO_RETRIES) {
+        if (sk_mc_retryable(o->code) && call->retries < MC_STDIO_RETRIES) {
             int64_t d = call->delay_ms ? call->delay_ms : MC_STDIO_BASE_DELAY_MS;
             call->delay_ms = d * 2;
             call->retries++;
@@ -720,7 +720,7 @@ static void call_on_grpc_done(sk_grpc_call *g, const sk_grpc_outcome *o, void *u
     }
     const mc_retry *p = &call->policy;
     bool excluded = o->code < 32 && (p->no_retry_mask & (1u << o->code));
-    if (mc_retryable(o->code) && !excluded && (p->max_retries < 0 || call->retries < p->max_retries)) {
+    if (sk_mc_retryable(o->code) && !excluded && (p->max_retries < 0 || call->retries < p->max_retries)) {
         int64_t d = call->delay_ms ? call->delay_ms : p->base_ms;
         if (p->deadline_ms > 0) {
             double left = p->deadline_ms - sk_now_ms();
@@ -772,12 +772,12 @@ static mc_call *cp_call(mc_client *c, mc_kind kind, const char *rpc, const sk_bu
     return call;
 }
 
-mc_call *mc_unary(mc_client *c, const char *rpc, const sk_buf *msg, int64_t poll_ms, mc_reply_fn fn, void *ud)
+mc_call *sk_mc_unary(mc_client *c, const char *rpc, const sk_buf *msg, int64_t poll_ms, mc_reply_fn fn, void *ud)
 {
     return cp_call(c, MC_CP, rpc, msg, poll_ms, NULL, fn, ud);
 }
 
-mc_call *mc_stream(mc_client *c, const char *rpc, const sk_buf *msg, int64_t poll_ms, mc_data_fn data,
+mc_call *sk_mc_stream(mc_client *c, const char *rpc, const sk_buf *msg, int64_t poll_ms, mc_data_fn data,
                    mc_reply_fn fn, void *ud)
 {
     return cp_call(c, MC_CP_STREAM, rpc, msg, poll_ms, data, fn, ud);
@@ -785,7 +785,7 @@ mc_call *mc_stream(mc_client *c, const char *rpc, const sk_buf *msg, int64_t pol
 
 /* ---- router ---------------------------------------------------------------- */
 
-mc_router *mc_router_new(mc_client *c, const char *task_id, const char *jwt, const char *url, sk_error **err)
+mc_router *sk_mc_router_new(mc_client *c, const char *task_id, const char *jwt, const char *url, sk_error **err)
 {
     if (strncasecmp(url, "https://", 8) != 0) {
         *err = sk_error_new("ModalError", json_pack("{s:s}", "rpc", SK_MODAL_RPC_TASK_GET_COMMAND_ROUTER_ACCESS),
@@ -829,15 +829,15 @@ oom:
     return NULL;
 }
 
-void mc_router_ref(mc_router *r) { r->refs++; }
+void sk_mc_router_ref(mc_router *r) { r->refs++; }
 
-void mc_router_unref(mc_router *r)
+void sk_mc_router_unref(mc_router *r)
 {
     if (!r || --r->refs > 0)
         return;
     mc_client *c = r->client;
     if (c) {
-        mc_call_cancel(r->refresh);
+        sk_mc_call_cancel(r->refresh);
         r->refresh = NULL;
         for (mc_router **pp = &c->routers; *pp; pp = &(*pp)->next)
             if (*pp == r) {
@@ -854,7 +854,7 @@ void mc_router_unref(mc_router *r)
     free(r);
 }
 
-const char *mc_router_task_id(const mc_router *r) { return r->task_id; }
+const char *sk_mc_router_task_id(const mc_router *r) { return r->task_id; }
 
 static mc_call *router_call_new(mc_router *r, mc_kind kind, const char *rpc, const sk_buf *msg, mc_reply_fn fn,
                                 void *ud)
@@ -865,11 +865,11 @@ static mc_call *router_call_new(mc_router *r, mc_kind kind, const char *rpc, con
     if (!call)
         return NULL;
     call->router = r;
-    mc_router_ref(r);
+    sk_mc_router_ref(r);
     return call;
 }
 
-mc_call *mc_router_unary(mc_router *r, const char *rpc, const sk_buf *msg, const mc_retry *policy,
+mc_call *sk_mc_router_unary(mc_router *r, const char *rpc, const sk_buf *msg, const mc_retry *policy,
                          mc_reply_fn fn, void *ud)
 {
     mc_call *call = router_call_new(r, MC_ROUTER, rpc, msg, fn, ud);
@@ -880,7 +880,7 @@ mc_call *mc_router_unary(mc_router *r, const char *rpc, const sk_buf *msg, const
     return call;
 }
 
-mc_call *mc_stdio_read(mc_router *r, const char *exec_id, int fd, mc_data_fn data, mc_reply_fn fn, void *ud)
+mc_call *sk_mc_stdio_read(mc_router *r, const char *exec_id, int fd, mc_data_fn data, mc_reply_fn fn, void *ud)
 {
     mc_call *call = router_call_new(r, MC_STDIO, SK_MODAL_RPC_TASK_EXEC_STDIO_READ, NULL, fn, ud);
     if (!call)
@@ -889,7 +889,7 @@ mc_call *mc_stdio_read(mc_router *r, const char *exec_id, int fd, mc_data_fn dat
     call->fd = fd;
     call->delay_ms = MC_STDIO_BASE_DELAY_MS;
     if (!(call->exec_id = strdup(exec_id))) {
-        mc_call_cancel(call);
+        sk_mc_call_cancel(call);
         return NULL;
     }
     call_attempt(call);
@@ -955,7 +955,7 @@ static void router_refresh(mc_call *call)
     sk_buf msg = { 0 };
     sk_modal_task_get_command_router_access_req m = { .task_id = r->task_id };
     if (sk_modal_encode_task_get_command_router_access(&msg, &m) == 0)
-        r->refresh = mc_unary(r->client, SK_MODAL_RPC_TASK_GET_COMMAND_ROUTER_ACCESS, &msg, 0, router_on_access, r);
+        r->refresh = sk_mc_unary(r->client, SK_MODAL_RPC_TASK_GET_COMMAND_ROUTER_ACCESS, &msg, 0, router_on_access, r);
     sk_buf_free(&msg);
     if (!r->refresh) {
         mc_waiters_remove(&r->waiters, call);
@@ -982,7 +982,7 @@ static void mc_redact_one(char **s, const char *secret)
     *s = sk_buf_take(&out);
 }
 
-sk_error *mc_error(const mc_client *c, const mc_reply *r, const char *sdk_error)
+sk_error *sk_mc_error(const mc_client *c, const mc_reply *r, const char *sdk_error)
 {
     char *msg = strdup(r->message ? r->message : "");
     if (!msg)

@@ -50,28 +50,28 @@ typedef void (*mc_reply_fn)(void *ud, const mc_reply *r);
 
 /* Largest response message accepted (0 = SK_GRPC_MAX_MESSAGE); a longer
  * one fails its call with ResponseTooLargeError, never retried. */
-void mc_client_set_max_message(mc_client *c, size_t max);
+void sk_mc_client_set_max_message(mc_client *c, size_t max);
 typedef void (*mc_data_fn)(void *ud, const uint8_t *data, size_t len);
 
 /* cfg's contents are taken over (cfg is zeroed). rpc_timeout_ms: per-attempt
  * deadline of control-plane calls, <= 0 for none (the SDK sets none). */
-mc_client *mc_client_new(sk_loop *loop, sk_modal_config *cfg, int64_t rpc_timeout_ms);
+mc_client *sk_mc_client_new(sk_loop *loop, sk_modal_config *cfg, int64_t rpc_timeout_ms);
 /* Cancels every call (no callbacks). Routers must be unreferenced first. */
-void mc_client_free(mc_client *c);
-const sk_modal_config *mc_client_config(const mc_client *c);
+void sk_mc_client_free(mc_client *c);
+const sk_modal_config *sk_mc_client_config(const mc_client *c);
 /* The control plane is on a loopback host (docs/protocols/modal.md §1.2). */
-bool mc_client_localhost(const mc_client *c);
+bool sk_mc_client_localhost(const mc_client *c);
 
 /* A control-plane unary call. msg is copied. poll_ms: how long the server
  * may block (long polls), added to the per-attempt deadline. */
-mc_call *mc_unary(mc_client *c, const char *rpc, const sk_buf *msg, int64_t poll_ms, mc_reply_fn fn, void *ud);
+mc_call *sk_mc_unary(mc_client *c, const char *rpc, const sk_buf *msg, int64_t poll_ms, mc_reply_fn fn, void *ud);
 /* A control-plane server-streaming call: auth metadata, no retries (the
  * SDK's retry middleware skips streams). data gets each raw message and may
  * cancel the call; fn with OK = the stream ended cleanly. */
-mc_call *mc_stream(mc_client *c, const char *rpc, const sk_buf *msg, int64_t poll_ms, mc_data_fn data,
+mc_call *sk_mc_stream(mc_client *c, const char *rpc, const sk_buf *msg, int64_t poll_ms, mc_data_fn data,
                    mc_reply_fn fn, void *ud);
 /* No callback runs afterwards. NULL is ignored; a no-op inside fn. */
-void mc_call_cancel(mc_call *call);
+void sk_mc_call_cancel(mc_call *call);
 
 /* ---- router ---- */
 
@@ -87,22 +87,22 @@ typedef struct mc_retry {
     int64_t attempt_timeout_ms;
     unsigned no_retry_mask;
 } mc_retry;
-extern const mc_retry MC_RETRY_ROUTER; /* 10 ms x2, 10 retries */
+extern const mc_retry sk_mc_retry_router; /* 10 ms x2, 10 retries */
 
 /* From a TaskGetCommandRouterAccess response: url must be https://. One
  * reference for the caller. */
-mc_router *mc_router_new(mc_client *c, const char *task_id, const char *jwt, const char *url, sk_error **err);
-void mc_router_ref(mc_router *r);
+mc_router *sk_mc_router_new(mc_client *c, const char *task_id, const char *jwt, const char *url, sk_error **err);
+void sk_mc_router_ref(mc_router *r);
 /* The last reference cancels its calls (no callbacks) and frees it. */
-void mc_router_unref(mc_router *r);
+void sk_mc_router_unref(mc_router *r);
 
-mc_call *mc_router_unary(mc_router *r, const char *rpc, const sk_buf *msg, const mc_retry *policy,
+mc_call *sk_mc_router_unary(mc_router *r, const char *rpc, const sk_buf *msg, const mc_retry *policy,
                          mc_reply_fn fn, void *ud);
 /* TaskExecStdioRead from offset 0, resumed from the bytes received after a
  * retryable failure (up to 10 times, 10 ms doubling, reset on data). fd:
  * SK_MODAL_FD_STDOUT / SK_MODAL_FD_STDERR. fn with OK = end of output. */
-mc_call *mc_stdio_read(mc_router *r, const char *exec_id, int fd, mc_data_fn data, mc_reply_fn fn, void *ud);
-const char *mc_router_task_id(const mc_router *r);
+mc_call *sk_mc_stdio_read(mc_router *r, const char *exec_id, int fd, mc_data_fn data, mc_reply_fn fn, void *ud);
+const char *sk_mc_router_task_id(const mc_router *r);
 
 /* ---- helpers ---- */
 
@@ -111,9 +111,9 @@ const char *mc_router_task_id(const mc_router *r);
  * for this failure, or NULL for the default by code (NOT_FOUND
  * "NotFoundError", ALREADY_EXISTS "AlreadyExistsError", DEADLINE_EXCEEDED
  * "TimeoutError"). */
-sk_error *mc_error(const mc_client *c, const mc_reply *r, const char *sdk_error);
+sk_error *sk_mc_error(const mc_client *c, const mc_reply *r, const char *sdk_error);
 /* A random UUIDv4, lower-case, NUL-terminated. */
-void mc_uuid4(char out[37]);
-bool mc_retryable(int code);
+void sk_mc_uuid4(char out[37]);
+bool sk_mc_retryable(int code);
 
 #endif

@@ -63,11 +63,11 @@ static void proc_cancel_calls(modal_exec *mp)
         sk_waiters_remove(&ms->ready.waiters, mp);
         mp->waiting = false;
     }
-    mc_call_cancel(mp->start_call);
-    mc_call_cancel(mp->wait_call);
-    mc_call_cancel(mp->stdio[0]);
-    mc_call_cancel(mp->stdio[1]);
-    mc_call_cancel(mp->stdin_call);
+    sk_mc_call_cancel(mp->start_call);
+    sk_mc_call_cancel(mp->wait_call);
+    sk_mc_call_cancel(mp->stdio[0]);
+    sk_mc_call_cancel(mp->stdio[1]);
+    sk_mc_call_cancel(mp->stdin_call);
     mp->start_call = mp->wait_call = mp->stdio[0] = mp->stdio[1] = mp->stdin_call = NULL;
 }
 
@@ -116,7 +116,7 @@ static void proc_on_stdio_end(modal_exec *mp, int i, const mc_reply *r)
 {
     mp->stdio[i] = NULL;
     if (r->code != 0) {
-        proc_finish(mp, NULL, mc_error(mp->ms->client, r, NULL));
+        proc_finish(mp, NULL, sk_mc_error(mp->ms->client, r, NULL));
         return;
     }
     mp->eof[i] = true;
@@ -131,7 +131,7 @@ static void proc_on_wait(void *ud, const mc_reply *r)
     modal_exec *mp = ud;
     mp->wait_call = NULL;
     if (r->code != 0) {
-        proc_finish(mp, NULL, mc_error(mp->ms->client, r, NULL));
+        proc_finish(mp, NULL, sk_mc_error(mp->ms->client, r, NULL));
         return;
     }
     sk_modal_task_exec_wait_resp resp;
@@ -188,11 +188,11 @@ static void proc_stdin_pump(modal_exec *mp)
     if (mp->stdin_pending.len == 0 && !eof)
         return;
     sk_buf msg = { 0 };
-    sk_modal_task_exec_stdin_write_req m = { .task_id = mc_router_task_id(mp->router), .exec_id = mp->exec_id,
+    sk_modal_task_exec_stdin_write_req m = { .task_id = sk_mc_router_task_id(mp->router), .exec_id = mp->exec_id,
                                              .offset = mp->stdin_offset, .data = mp->stdin_pending.data,
                                              .len = mp->stdin_pending.len, .eof = eof };
     if (sk_modal_encode_task_exec_stdin_write(&msg, &m) == 0)
-        mp->stdin_call = mc_router_unary(mp->router, SK_MODAL_RPC_TASK_EXEC_STDIN_WRITE, &msg, &MC_RETRY_ROUTER,
+        mp->stdin_call = sk_mc_router_unary(mp->router, SK_MODAL_RPC_TASK_EXEC_STDIN_WRITE, &msg, &sk_mc_retry_router,
                                          proc_on_stdin, mp);
     sk_buf_free(&msg);
     if (mp->stdin_call) {
@@ -211,10 +211,10 @@ static void proc_on_waited(sk_sandbox *sb, const sk_error *err, void *ud)
     modal_exec *mp = ud;
     mp->waiting = false;
     if (err) {
-        if (modal_error_dead(err) && !mp->retried) {
+        if (sk_modal_error_dead(err) && !mp->retried) {
             mp->retried = true;
             mp->waiting = true;
-            modal_revive(mp->ms, proc_on_waited, mp);
+            sk_modal_revive(mp->ms, proc_on_waited, mp);
             return;
         }
         proc_finish(mp, NULL, sk_error_copy(err));
@@ -227,19 +227,19 @@ static void proc_exec_start(modal_exec *mp)
 {
     modal_sandbox *ms = mp->ms;
     if (mp->router)
-        mc_router_unref(mp->router);
+        sk_mc_router_unref(mp->router);
     mp->router = ms->router;
-    mc_router_ref(mp->router);
+    sk_mc_router_ref(mp->router);
     mp->gen = ms->gen;
-    mc_uuid4(mp->exec_id);
+    sk_mc_uuid4(mp->exec_id);
     const char *argv[] = { "sh", "-c", mp->command };
     size_t n;
-    sk_modal_kv *kv = modal_env_kvs(mp->env, &n);
+    sk_modal_kv *kv = sk_modal_env_kvs(mp->env, &n);
     sk_buf msg = { 0 };
     int rc = -1;
     if (kv) {
         sk_modal_task_exec_start_req m = {
-            .task_id = mc_router_task_id(mp->router),
+            .task_id = sk_mc_router_task_id(mp->router),
             .exec_id = mp->exec_id,
             .command_args = { argv, 3 },
             .stdout_config = SK_MODAL_STDOUT_PIPE,
@@ -262,11 +262,11 @@ static void proc_exec_start(modal_exec *mp)
         free(kv);
     }
     if (rc == 0)
-        mp->start_call = mc_router_unary(mp->router, SK_MODAL_RPC_TASK_EXEC_START, &msg, &MC_RETRY_ROUTER,
+        mp->start_call = sk_mc_router_unary(mp->router, SK_MODAL_RPC_TASK_EXEC_START, &msg, &sk_mc_retry_router,
                                          proc_on_started, mp);
     sk_buf_free(&msg);
     if (!mp->start_call)
-        proc_finish(mp, NULL, modal_oom());
+        proc_finish(mp, NULL, sk_modal_oom());
 }
 
 static void proc_on_started(void *ud, const mc_reply *r)
@@ -275,30 +275,30 @@ static void proc_on_started(void *ud, const mc_reply *r)
     modal_sandbox *ms = mp->ms;
     mp->start_call = NULL;
     if (r->code != 0) {
-        if (modal_dead(r->code, r->message) && !mp->retried) {
+        if (sk_modal_dead(r->code, r->message) && !mp->retried) {
             mp->retried = true;
             mp->waiting = true;
             if (ms->gen != mp->gen)
                 proc_on_waited(ms->sb, NULL, mp); /* already replaced by another command's retry */
             else
-                modal_revive(ms, proc_on_waited, mp);
+                sk_modal_revive(ms, proc_on_waited, mp);
             return;
         }
-        proc_finish(mp, NULL, mc_error(ms->client, r, NULL));
+        proc_finish(mp, NULL, sk_mc_error(ms->client, r, NULL));
         return;
     }
     mp->started = true;
-    mp->stdio[0] = mc_stdio_read(mp->router, mp->exec_id, SK_MODAL_FD_STDOUT, proc_on_stdout, proc_on_stdout_end, mp);
-    mp->stdio[1] = mc_stdio_read(mp->router, mp->exec_id, SK_MODAL_FD_STDERR, proc_on_stderr, proc_on_stderr_end, mp);
+    mp->stdio[0] = sk_mc_stdio_read(mp->router, mp->exec_id, SK_MODAL_FD_STDOUT, proc_on_stdout, proc_on_stdout_end, mp);
+    mp->stdio[1] = sk_mc_stdio_read(mp->router, mp->exec_id, SK_MODAL_FD_STDERR, proc_on_stderr, proc_on_stderr_end, mp);
     sk_buf msg = { 0 };
-    sk_modal_task_exec_ref m = { .task_id = mc_router_task_id(mp->router), .exec_id = mp->exec_id };
+    sk_modal_task_exec_ref m = { .task_id = sk_mc_router_task_id(mp->router), .exec_id = mp->exec_id };
     mc_retry policy = { .base_ms = 1000, .factor = 1, .max_retries = -1,
                         .attempt_timeout_ms = MODAL_EXEC_WAIT_ATTEMPT_MS };
     if (sk_modal_encode_task_exec_ref(&msg, &m) == 0)
-        mp->wait_call = mc_router_unary(mp->router, SK_MODAL_RPC_TASK_EXEC_WAIT, &msg, &policy, proc_on_wait, mp);
+        mp->wait_call = sk_mc_router_unary(mp->router, SK_MODAL_RPC_TASK_EXEC_WAIT, &msg, &policy, proc_on_wait, mp);
     sk_buf_free(&msg);
     if (!mp->stdio[0] || !mp->stdio[1] || !mp->wait_call) {
-        proc_finish(mp, NULL, modal_oom());
+        proc_finish(mp, NULL, sk_modal_oom());
         return;
     }
     proc_stdin_pump(mp);
@@ -312,13 +312,13 @@ static void proc_acquire(modal_exec *mp)
         mp->waiting = false;
         proc_exec_start(mp);
     } else if (ms->sandbox_id && !ms->prov.active) {
-        modal_ready(ms, proc_on_waited, mp);
+        sk_modal_ready(ms, proc_on_waited, mp);
     } else {
-        modal_provision(ms, proc_on_waited, mp);
+        sk_modal_provision(ms, proc_on_waited, mp);
     }
 }
 
-int modal_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_error **err)
+int sk_modal_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_error **err)
 {
     modal_sandbox *ms = sb->impl;
     modal_exec *mp = calloc(1, sizeof *mp);
@@ -352,11 +352,11 @@ oom_free:
     sk_buf_free(&mp->stdin_pending);
     free(mp);
 oom:
-    *err = modal_oom();
+    *err = sk_modal_oom();
     return -1;
 }
 
-int modal_exec_kill(sk_process *p, int sig)
+int sk_modal_exec_kill(sk_process *p, int sig)
 {
     (void)sig;
     modal_exec *mp = p->impl;
@@ -369,7 +369,7 @@ int modal_exec_kill(sk_process *p, int sig)
     return 0;
 }
 
-int modal_exec_write_stdin(sk_process *p, const char *data, size_t len, sk_error **err)
+int sk_modal_exec_write_stdin(sk_process *p, const char *data, size_t len, sk_error **err)
 {
     modal_exec *mp = p->impl;
     if (!mp || mp->finishing || mp->stdin_eof_wanted) {
@@ -378,14 +378,14 @@ int modal_exec_write_stdin(sk_process *p, const char *data, size_t len, sk_error
         return -1;
     }
     if (sk_buf_append(&mp->stdin_pending, data, len) != 0) {
-        *err = modal_oom();
+        *err = sk_modal_oom();
         return -1;
     }
     proc_stdin_pump(mp);
     return 0;
 }
 
-int modal_exec_close_stdin(sk_process *p)
+int sk_modal_exec_close_stdin(sk_process *p)
 {
     modal_exec *mp = p->impl;
     if (!mp || mp->finishing)
@@ -395,7 +395,7 @@ int modal_exec_close_stdin(sk_process *p)
     return 0;
 }
 
-void modal_exec_release(sk_process *p)
+void sk_modal_exec_release(sk_process *p)
 {
     modal_exec *mp = p->impl;
     if (!mp)
@@ -403,7 +403,7 @@ void modal_exec_release(sk_process *p)
     proc_cancel_calls(mp);
     sk_timer_close(&mp->finish_timer);
     if (mp->router)
-        mc_router_unref(mp->router);
+        sk_mc_router_unref(mp->router);
     sk_error_free(mp->error);
     free(mp->command);
     free(mp->cwd);

@@ -52,7 +52,7 @@ static void fs_op_detach(sk_modal_fs_op *op)
         sk_waiters_remove(&op->ms->ready.waiters, op);
         op->waiting = false;
     }
-    mc_call_cancel(op->call);
+    sk_mc_call_cancel(op->call);
     op->call = NULL;
 }
 
@@ -141,11 +141,11 @@ static void fs_on_output_end(void *ud, const mc_reply *r)
         fs_finish(op, e);
     } else if (op->eof) {
         fs_finish(op, NULL);
-    } else if (r->code != 0 && mc_retryable(r->code) && !r->local && op->retries < 10) {
+    } else if (r->code != 0 && sk_mc_retryable(r->code) && !r->local && op->retries < 10) {
         op->retries++; /* runFilesystemExec: a retryable status asks again */
         fs_get_output(op);
     } else if (r->code != 0) {
-        fs_finish(op, mc_error(op->ms->client, r, NULL));
+        fs_finish(op, sk_mc_error(op->ms->client, r, NULL));
     } else {
         fs_get_output(op); /* the server's poll ended before the result */
     }
@@ -156,11 +156,11 @@ static void fs_get_output(sk_modal_fs_op *op)
     sk_buf msg = { 0 };
     op->seen = 0;
     if (sk_modal_encode_container_filesystem_exec_get_output(&msg, op->exec_id, (float)MODAL_FS_POLL_S) == 0)
-        op->call = mc_stream(op->ms->client, SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC_GET_OUTPUT, &msg,
+        op->call = sk_mc_stream(op->ms->client, SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC_GET_OUTPUT, &msg,
                              MODAL_FS_POLL_S * 1000, fs_on_batch, fs_on_output_end, op);
     sk_buf_free(&msg);
     if (!op->call)
-        fs_finish(op, modal_oom());
+        fs_finish(op, sk_modal_oom());
 }
 
 static void fs_on_exec(void *ud, const mc_reply *r)
@@ -168,7 +168,7 @@ static void fs_on_exec(void *ud, const mc_reply *r)
     sk_modal_fs_op *op = ud;
     op->call = NULL;
     if (r->code != 0) {
-        fs_finish(op, mc_error(op->ms->client, r, r->code == SK_GRPC_NOT_FOUND ? "NotFoundError" : NULL));
+        fs_finish(op, sk_mc_error(op->ms->client, r, r->code == SK_GRPC_NOT_FOUND ? "NotFoundError" : NULL));
         return;
     }
     sk_modal_container_filesystem_exec_resp resp;
@@ -211,15 +211,15 @@ static void fs_acquire(sk_modal_fs_op *op)
         sk_buf msg = { 0 };
         op->req.task_id = ms->task_id;
         if (sk_modal_encode_container_filesystem_exec(&msg, &op->req) == 0)
-            op->call = mc_unary(ms->client, SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC, &msg, 0, fs_on_exec, op);
+            op->call = sk_mc_unary(ms->client, SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC, &msg, 0, fs_on_exec, op);
         op->req.task_id = NULL;
         sk_buf_free(&msg);
         if (!op->call)
-            fs_finish(op, modal_oom());
+            fs_finish(op, sk_modal_oom());
     } else if (ms->sandbox_id && !ms->prov.active) {
-        modal_ready(ms, fs_on_waited, op);
+        sk_modal_ready(ms, fs_on_waited, op);
     } else {
-        modal_provision(ms, fs_on_waited, op);
+        sk_modal_provision(ms, fs_on_waited, op);
     }
 }
 
@@ -242,7 +242,7 @@ sk_modal_fs_op *sk_modal_fs_start(sk_sandbox *sb, const sk_modal_container_files
     }
     sk_modal_fs_op *op = calloc(1, sizeof *op);
     if (!op) {
-        *err = modal_oom();
+        *err = sk_modal_oom();
         return NULL;
     }
     bool bad = false;
@@ -266,7 +266,7 @@ sk_modal_fs_op *sk_modal_fs_start(sk_sandbox *sb, const sk_modal_container_files
     if (bad || (timeout_ms > 0 && sk_timer_start(op->ms->sb->loop, &op->timer, op, (uint64_t)timeout_ms,
                                                  fs_on_deadline) != 0)) {
         fs_op_free(op);
-        *err = modal_oom();
+        *err = sk_modal_oom();
         return NULL;
     }
     fs_acquire(op);

@@ -53,23 +53,23 @@ typedef struct modal_sandbox {
 } modal_sandbox;
 
 /* modal.c: helpers the command and filesystem paths share */
-sk_error *modal_oom(void);
+sk_error *sk_modal_oom(void);
 /* upstream isSandboxDeadError, on a gRPC code and message, or on an error */
-bool modal_dead(int code, const char *message);
-bool modal_error_dead(const sk_error *e);
+bool sk_modal_dead(int code, const char *message);
+bool sk_modal_error_dead(const sk_error *e);
 /* Provisions (or reconnects) the sandbox; fn runs once with the outcome. */
-void modal_provision(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud);
+void sk_modal_provision(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud);
 /* Drops a dead handle, then provisions again. */
-void modal_revive(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud);
+void sk_modal_revive(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud);
 /* Waits until the task id and router are known. */
-void modal_ready(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud);
-sk_modal_kv *modal_env_kvs(const json_t *env, size_t *n);
+void sk_modal_ready(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud);
+sk_modal_kv *sk_modal_env_kvs(const json_t *env, size_t *n);
 
 /* modal_exec.c: the command half of the provider table */
-int modal_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_error **err);
-int modal_exec_kill(sk_process *p, int sig);
-int modal_exec_write_stdin(sk_process *p, const char *data, size_t len, sk_error **err);
-int modal_exec_close_stdin(sk_process *p);
-void modal_exec_release(sk_process *p);
+int sk_modal_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_error **err);
+int sk_modal_exec_kill(sk_process *p, int sig);
+int sk_modal_exec_write_stdin(sk_process *p, const char *data, size_t len, sk_error **err);
+int sk_modal_exec_close_stdin(sk_process *p);
+void sk_modal_exec_release(sk_process *p);
 
 #endif

@@ -90,12 +90,12 @@ static void platform_free_state(platform_sandbox *ps)
     ps->platform_id = ps->provider_resource_id = ps->platform_status = NULL;
 }
 
-void platform_forget(platform_sandbox *ps)
+void sk_platform_forget(platform_sandbox *ps)
 {
     platform_free_state(ps);
     ps->gen++;
     if (ps->lease) {
-        platform_lease_unref(ps->lease);
+        sk_platform_lease_unref(ps->lease);
         ps->lease = NULL;
     }
 }
@@ -105,14 +105,14 @@ static void platform_free(sk_sandbox *sb)
     platform_sandbox *ps = sb->impl;
     if (!ps)
         return;
-    platform_api_cancel(ps->op_call);
+    sk_platform_api_cancel(ps->op_call);
     ps->op_call = NULL;
-    platform_api_cancel(ps->refresh_call);
+    sk_platform_api_cancel(ps->refresh_call);
     ps->refresh_call = NULL;
     sk_timer_close(&ps->op_timer);
-    platform_exec_free_all(ps);
-    platform_forget(ps);
-    platform_api_free(ps->api);
+    sk_platform_exec_free_all(ps);
+    sk_platform_forget(ps);
+    sk_platform_api_free(ps->api);
     free(ps->environment_id);
     free(ps->network_isolation);
     free(ps->working_directory);
@@ -222,7 +222,7 @@ static int platform_init(sk_sandbox *sb, const json_t *o, sk_error **err)
         .max_response_bytes = json_is_number(max_resp) ? (size_t)json_number_value(max_resp) : 0,
         .secret_scope = sb,
     };
-    ps->api = platform_api_new(sb->loop, &cfg);
+    ps->api = sk_platform_api_new(sb->loop, &cfg);
     free(base);
     free(acting);
     base = acting = NULL;
@@ -247,7 +247,7 @@ static void platform_op_complete(platform_sandbox *ps, sk_error *err)
 
 static char *platform_sandbox_path(const char *id, const char *suffix)
 {
-    char *enc = platform_enc(id), *path = NULL;
+    char *enc = sk_platform_enc(id), *path = NULL;
     if (enc && asprintf(&path, "/sandbox/%s%s", enc, suffix ? suffix : "") < 0)
         path = NULL;
     free(enc);
@@ -277,7 +277,7 @@ static int platform_take_record(platform_sandbox *ps, json_t *rec)
     platform_take_string(&ps->provider_resource_id, json_object_get(rec, "providerResourceId"));
     platform_take_string(&ps->platform_status, json_object_get(rec, "status"));
     double created;
-    if (platform_parse_iso(json_string_value(json_object_get(rec, "createdAt")), &created))
+    if (sk_platform_parse_iso(json_string_value(json_object_get(rec, "createdAt")), &created))
         ps->sb->created_at_ms = created;
     return 0;
 }
@@ -341,7 +341,7 @@ static void platform_create_send(platform_sandbox *ps)
     json_object_set(body, "env", sb->env);
     sk_error *err = NULL;
     ps->op_req_t0 = sk_now_ms();
-    ps->op_call = platform_api_call(ps->api, "POST", "/sandbox", body, platform_on_create, ps, &err);
+    ps->op_call = sk_platform_api_call(ps->api, "POST", "/sandbox", body, platform_on_create, ps, &err);
     json_decref(body);
     if (!ps->op_call)
         platform_op_complete(ps, err);
@@ -367,7 +367,7 @@ static void platform_on_reattach(int status, json_t *json, sk_error *err, void *
     if (!err) {
         json_t *destroyed = json_object_get(json, "destroyedAt");
         if (destroyed && !json_is_null(destroyed)) {
-            platform_forget(ps); /* a record of a destroyed sandbox */
+            sk_platform_forget(ps); /* a record of a destroyed sandbox */
             platform_provision(ps);
             return;
         }
@@ -381,7 +381,7 @@ static void platform_on_reattach(int status, json_t *json, sk_error *err, void *
     }
     if (status == 404) {
         sk_error_free(err);
-        platform_forget(ps);
+        sk_platform_forget(ps);
         platform_provision(ps);
         return;
     }
@@ -405,7 +405,7 @@ static void platform_start(sk_sandbox *sb, sk_provider_done done)
         return;
     }
     ps->op_req_t0 = sk_now_ms();
-    ps->op_call = platform_api_call(ps->api, "GET", path, NULL, platform_on_reattach, ps, &err);
+    ps->op_call = sk_platform_api_call(ps->api, "GET", path, NULL, platform_on_reattach, ps, &err);
     free(path);
     if (!ps->op_call)
         platform_op_complete(ps, err);
@@ -418,7 +418,7 @@ static void platform_on_deleted(int status, json_t *json, sk_error *err, void *u
     platform_sandbox *ps = ud;
     ps->op_call = NULL;
     if (!err)
-        platform_forget(ps);
+        sk_platform_forget(ps);
     platform_op_complete(ps, err);
 }
 
@@ -427,7 +427,7 @@ static void platform_on_deleted(int status, json_t *json, sk_error *err, void *u
 static void platform_teardown(sk_sandbox *sb, sk_provider_done done)
 {
     platform_sandbox *ps = sb->impl;
-    platform_exec_reset(ps);
+    sk_platform_exec_reset(ps);
     if (!ps->platform_id) {
         done(sb, NULL);
         return;
@@ -439,7 +439,7 @@ static void platform_teardown(sk_sandbox *sb, sk_provider_done done)
         platform_op_complete(ps, platform_oom());
         return;
     }
-    ps->op_call = platform_api_call(ps->api, "DELETE", path, NULL, platform_on_deleted, ps, &err);
+    ps->op_call = sk_platform_api_call(ps->api, "DELETE", path, NULL, platform_on_deleted, ps, &err);
     free(path);
     if (!ps->op_call)
         platform_op_complete(ps, err);
@@ -483,7 +483,7 @@ static void platform_refresh(sk_sandbox *sb, sk_provider_done done)
     sk_error *err = NULL;
     ps->refresh_done = done;
     ps->refresh_gen = ps->gen;
-    ps->refresh_call = platform_api_call(ps->api, "GET", path, NULL, platform_on_refreshed, ps, &err);
+    ps->refresh_call = sk_platform_api_call(ps->api, "GET", path, NULL, platform_on_refreshed, ps, &err);
     free(path);
     if (!ps->refresh_call) {
         ps->refresh_done = NULL;
@@ -524,11 +524,11 @@ const sk_provider sk_provider_platform = {
     .start = platform_start,
     .stop = platform_teardown,
     .destroy = platform_teardown,
-    .spawn = platform_exec_spawn,
-    .kill = platform_exec_kill,
-    .write_stdin = platform_exec_write_stdin,
-    .close_stdin = platform_exec_close_stdin,
-    .release = platform_exec_release,
+    .spawn = sk_platform_exec_spawn,
+    .kill = sk_platform_exec_kill,
+    .write_stdin = sk_platform_exec_write_stdin,
+    .close_stdin = sk_platform_exec_close_stdin,
+    .release = sk_platform_exec_release,
     .refresh = platform_refresh,
     .metadata = platform_metadata,
     .instructions = platform_instructions,

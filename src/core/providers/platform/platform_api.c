@@ -48,7 +48,7 @@ struct platform_call {
 
 static char *api_strdup(const char *s) { return s ? strdup(s) : NULL; }
 
-char *platform_enc(const char *s)
+char *sk_platform_enc(const char *s)
 {
     static const char hex[] = "0123456789ABCDEF";
     size_t n = strlen(s);
@@ -68,7 +68,7 @@ char *platform_enc(const char *s)
     return out;
 }
 
-double platform_wall_ms(void)
+double sk_platform_wall_ms(void)
 {
     struct timeval tv;
     gettimeofday(&tv, NULL);
@@ -90,7 +90,7 @@ static bool iso_digits(const char **p, int n, int *out)
 
 /* YYYY-MM-DDTHH:MM:SS[.fff...](Z|+HH:MM|-HH:MM), as Date.parse accepts
  * from the proxy (JavaScript toISOString output and offsets). */
-bool platform_parse_iso(const char *s, double *out_ms)
+bool sk_platform_parse_iso(const char *s, double *out_ms)
 {
     if (!s)
         return false;
@@ -144,10 +144,10 @@ bool platform_parse_iso(const char *s, double *out_ms)
     return true;
 }
 
-platform_api *platform_api_new(sk_loop *loop, const platform_api_config *cfg)
+platform_api *sk_platform_api_new(sk_loop *loop, const platform_api_config *cfg)
 {
     platform_api *api = calloc(1, sizeof *api);
-    char *project = platform_enc(cfg->project_id);
+    char *project = sk_platform_enc(cfg->project_id);
     if (!api || !project)
         goto fail;
     api->loop = loop;
@@ -175,11 +175,11 @@ platform_api *platform_api_new(sk_loop *loop, const platform_api_config *cfg)
     return api;
 fail:
     free(project);
-    platform_api_free(api);
+    sk_platform_api_free(api);
     return NULL;
 }
 
-void platform_api_free(platform_api *api)
+void sk_platform_api_free(platform_api *api)
 {
     if (!api)
         return;
@@ -334,7 +334,7 @@ static void call_on_done(sk_http *req, const sk_http_result *res, void *ud)
     call_free(c);
 }
 
-platform_call *platform_api_call(platform_api *api, const char *method, const char *path,
+platform_call *sk_platform_api_call(platform_api *api, const char *method, const char *path,
                                  const json_t *body, platform_call_cb cb, void *ud, sk_error **err)
 {
     platform_call *c = calloc(1, sizeof *c);
@@ -400,7 +400,7 @@ oom:
     return NULL;
 }
 
-void platform_api_cancel(platform_call *c)
+void sk_platform_api_cancel(platform_call *c)
 {
     if (!c || c->in_cb)
         return;

@@ -2,7 +2,7 @@
  * scoped URLs, bearer authentication, the PlatformApiError model, and small
  * helpers (encodeURIComponent, ISO-8601 dates, token redaction).
  *
- * Callbacks run from the loop, never from inside platform_api_call. The
+ * Callbacks run from the loop, never from inside sk_platform_api_call. The
  * access token is only ever placed in the authorization header; every
  * message, field and log line built here has it redacted. */
 #ifndef SK_PLATFORM_API_H
@@ -29,9 +29,9 @@ typedef struct platform_api_config {
     const void *secret_scope;   /* whose env values are redacted too (the sandbox; secrets.h) */
 } platform_api_config;
 
-platform_api *platform_api_new(sk_loop *loop, const platform_api_config *cfg);
+platform_api *sk_platform_api_new(sk_loop *loop, const platform_api_config *cfg);
 /* Calls still in flight must have been cancelled. */
-void platform_api_free(platform_api *api);
+void sk_platform_api_free(platform_api *api);
 
 /* status: the HTTP status (0 when none arrived). json: the parsed body of a
  * 2xx answer (borrowed; NULL for an empty body). err (stolen, NULL on
@@ -44,16 +44,16 @@ typedef void (*platform_call_cb)(int status, json_t *json, sk_error *err, void *
  * body: JSON object sent with content-type application/json, or NULL (no
  * body, no content-type). Returns NULL with *err when the request cannot
  * start. */
-platform_call *platform_api_call(platform_api *api, const char *method, const char *path,
+platform_call *sk_platform_api_call(platform_api *api, const char *method, const char *path,
                                  const json_t *body, platform_call_cb cb, void *ud, sk_error **err);
 /* No callback runs after this; a no-op from inside the call's own callback. */
-void platform_api_cancel(platform_call *call);
+void sk_platform_api_cancel(platform_call *call);
 
 /* JavaScript encodeURIComponent (malloc'd). */
-char *platform_enc(const char *s);
+char *sk_platform_enc(const char *s);
 /* ISO-8601 date-time to ms since the epoch; false when unparseable. */
-bool platform_parse_iso(const char *s, double *out_ms);
+bool sk_platform_parse_iso(const char *s, double *out_ms);
 /* Wall clock, ms since the epoch. */
-double platform_wall_ms(void);
+double sk_platform_wall_ms(void);
 
 #endif

@@ -95,7 +95,7 @@ static void exec_wipe_free(char *s)
     }
 }
 
-void platform_lease_unref(platform_lease *l)
+void sk_platform_lease_unref(platform_lease *l)
 {
     if (!l || --l->refs > 0)
         return;
@@ -115,7 +115,7 @@ static platform_lease *lease_ref(platform_lease *l)
 
 static bool lease_fresh(const platform_lease *l)
 {
-    return l->has_expiry && l->expires_ms - EXEC_LEASE_MARGIN_MS > platform_wall_ms();
+    return l->has_expiry && l->expires_ms - EXEC_LEASE_MARGIN_MS > sk_platform_wall_ms();
 }
 
 static platform_lease *lease_parse(const json_t *j, sk_error **err)
@@ -140,7 +140,7 @@ static platform_lease *lease_parse(const json_t *j, sk_error **err)
         !(l->subprotocol = strdup(proto && *proto ? proto : "railway-shell"))) {
         if (l)
             l->refs = 1;
-        platform_lease_unref(l);
+        sk_platform_lease_unref(l);
         *err = sk_error_new("Error", NULL, "out of memory");
         return NULL;
     }
@@ -148,12 +148,12 @@ static platform_lease *lease_parse(const json_t *j, sk_error **err)
     /* the jwt opens exec on the sandbox: a server echoing the offered
      * subprotocol header (a close reason, an error body) must not show it */
     if (!(l->jwt_held = sk_secret_hold(l->jwt) == 0)) {
-        platform_lease_unref(l);
+        sk_platform_lease_unref(l);
         *err = sk_error_new("Error", NULL, "out of memory");
         return NULL;
     }
     /* null or unparseable expiresAt: never cached, a mint per command */
-    l->has_expiry = platform_parse_iso(json_string_value(json_object_get(j, "expiresAt")), &l->expires_ms);
+    l->has_expiry = sk_platform_parse_iso(json_string_value(json_object_get(j, "expiresAt")), &l->expires_ms);
     return l;
 }
 
@@ -464,14 +464,14 @@ static void exec_join_mint(platform_exec *ex)
     ps->mint_waiters = ex;
     if (ps->mint_call)
         return; /* docs/protocols/platform.md §2.5: concurrent misses share one mint */
-    char *enc = platform_enc(ps->platform_id), *path = NULL;
+    char *enc = sk_platform_enc(ps->platform_id), *path = NULL;
     sk_error *err = NULL;
     if (!enc || asprintf(&path, "/sandbox/%s/exec-lease", enc) < 0) {
         path = NULL;
         err = sk_error_new("Error", NULL, "out of memory");
     } else {
         ps->mint_gen = ps->gen;
-        ps->mint_call = platform_api_call(ps->api, "POST", path, NULL, mint_on_done, ps, &err);
+        ps->mint_call = sk_platform_api_call(ps->api, "POST", path, NULL, mint_on_done, ps, &err);
     }
     free(enc);
     free(path);
@@ -494,7 +494,7 @@ static void mint_on_done(int status, json_t *json, sk_error *err, void *ud)
     if (gone && current) {
         /* docs/protocols/platform.md §3.5: forget the sandbox; the next command provisions afresh */
         gone_id = ps->platform_id ? strdup(ps->platform_id) : NULL;
-        platform_forget(ps);
+        sk_platform_forget(ps);
         if (ps->sb->status == SK_RUNNING)
             ps->sb->status = SK_STOPPED;
         sk_log(SK_LOG_INFO, PLATFORM_ID, "exec-lease answered 410: sandbox %s is gone; status stopped",
@@ -502,7 +502,7 @@ static void mint_on_done(int status, json_t *json, sk_error *err, void *ud)
     } else if (!err) {
         lease = lease_parse(json, &err);
         if (lease && current && lease->has_expiry) {
-            platform_lease_unref(ps->lease);
+            sk_platform_lease_unref(ps->lease);
             ps->lease = lease_ref(lease);
         }
     }
@@ -522,7 +522,7 @@ static void mint_on_done(int status, json_t *json, sk_error *err, void *ud)
     }
     free(gone_id);
     sk_error_free(err);
-    platform_lease_unref(lease);
+    sk_platform_lease_unref(lease);
 }
 
 static void exec_begin_attempt(platform_exec *ex)
@@ -535,7 +535,7 @@ static void exec_begin_attempt(platform_exec *ex)
     ex->http_status = 0;
     free(ex->ws_error);
     ex->ws_error = NULL;
-    platform_lease_unref(ex->lease);
+    sk_platform_lease_unref(ex->lease);
     ex->lease = NULL;
     if (ex->attempt > 1 && ex->p->capture) {
         /* the result is the retry's alone, as upstream */
@@ -561,7 +561,7 @@ static void exec_attempt_failed(platform_exec *ex)
     exec_stop_deadline(ex);
     /* docs/protocols/platform.md §2.5: drop the cached lease only if it is still the one we used */
     if (ex->lease && ps->lease == ex->lease) {
-        platform_lease_unref(ps->lease);
+        sk_platform_lease_unref(ps->lease);
         ps->lease = NULL;
     }
     if (ex->attempt < 2) {
@@ -603,7 +603,7 @@ static char *exec_init_frame(const char *command, const char *cwd, json_t *env)
     return text;
 }
 
-int platform_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_error **err)
+int sk_platform_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_error **err)
 {
     platform_sandbox *ps = sb->impl;
     if (!ps->platform_id) {
@@ -644,7 +644,7 @@ int platform_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, s
         goto oom;
     /* upstream: platform-proc-<ms base36>-<counter base36> */
     char ms36[SK_BASE36_MAX], n36[SK_BASE36_MAX];
-    sk_base36((unsigned long long)platform_wall_ms(), ms36);
+    sk_base36((unsigned long long)sk_platform_wall_ms(), ms36);
     sk_base36(++ps->proc_counter, n36);
     char pid[64];
     snprintf(pid, sizeof pid, "platform-proc-%s-%s", ms36, n36);
@@ -660,7 +660,7 @@ oom:
     return -1;
 }
 
-int platform_exec_kill(sk_process *p, int sig)
+int sk_platform_exec_kill(sk_process *p, int sig)
 {
     platform_exec *ex = p->impl;
     if (!ex || ex->settled)
@@ -671,7 +671,7 @@ int platform_exec_kill(sk_process *p, int sig)
     return 0;
 }
 
-int platform_exec_write_stdin(sk_process *p, const char *data, size_t len, sk_error **err)
+int sk_platform_exec_write_stdin(sk_process *p, const char *data, size_t len, sk_error **err)
 {
     platform_exec *ex = p->impl;
     if (!ex || ex->settled) {
@@ -695,7 +695,7 @@ int platform_exec_write_stdin(sk_process *p, const char *data, size_t len, sk_er
     return 0;
 }
 
-int platform_exec_close_stdin(sk_process *p)
+int sk_platform_exec_close_stdin(sk_process *p)
 {
     platform_exec *ex = p->impl;
     if (!ex || ex->settled)
@@ -714,7 +714,7 @@ static void exec_free(platform_exec *ex)
     exec_orphan_conn(ex);
     sk_timer_close(&ex->deadline);
     sk_timer_close(&ex->defer);
-    platform_lease_unref(ex->lease);
+    sk_platform_lease_unref(ex->lease);
     free(ex->command);
     exec_wipe_free(ex->init_text);
     if (ex->stdin_sent.data)
@@ -726,7 +726,7 @@ static void exec_free(platform_exec *ex)
     free(ex);
 }
 
-void platform_exec_release(sk_process *p)
+void sk_platform_exec_release(sk_process *p)
 {
     platform_exec *ex = p->impl;
     if (!ex)
@@ -735,12 +735,12 @@ void platform_exec_release(sk_process *p)
     exec_free(ex);
 }
 
-void platform_exec_reset(platform_sandbox *ps)
+void sk_platform_exec_reset(platform_sandbox *ps)
 {
-    platform_lease_unref(ps->lease);
+    sk_platform_lease_unref(ps->lease);
     ps->lease = NULL;
     if (ps->mint_call) {
-        platform_api_cancel(ps->mint_call);
+        sk_platform_api_cancel(ps->mint_call);
         ps->mint_call = NULL;
     }
     /* commands still waiting (none: the sandbox layer kills them first) */
@@ -755,10 +755,10 @@ void platform_exec_reset(platform_sandbox *ps)
     }
 }
 
-void platform_exec_free_all(platform_sandbox *ps)
+void sk_platform_exec_free_all(platform_sandbox *ps)
 {
     if (ps->mint_call) {
-        platform_api_cancel(ps->mint_call);
+        sk_platform_api_cancel(ps->mint_call);
         ps->mint_call = NULL;
     }
     for (platform_exec *w = ps->mint_waiters; w; w = w->mint_next)

@@ -70,18 +70,18 @@ typedef struct platform_sandbox {
 } platform_sandbox;
 
 /* platform.c: forget the platform sandbox (id, record, cached lease). */
-void platform_forget(platform_sandbox *ps);
+void sk_platform_forget(platform_sandbox *ps);
 
 /* platform_exec.c */
-int platform_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_error **err);
-int platform_exec_kill(sk_process *p, int sig);
-int platform_exec_write_stdin(sk_process *p, const char *data, size_t len, sk_error **err);
-int platform_exec_close_stdin(sk_process *p);
-void platform_exec_release(sk_process *p);
+int sk_platform_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_error **err);
+int sk_platform_exec_kill(sk_process *p, int sig);
+int sk_platform_exec_write_stdin(sk_process *p, const char *data, size_t len, sk_error **err);
+int sk_platform_exec_close_stdin(sk_process *p);
+void sk_platform_exec_release(sk_process *p);
 /* Drops the cached lease and cancels an in-flight mint (teardown). */
-void platform_exec_reset(platform_sandbox *ps);
+void sk_platform_exec_reset(platform_sandbox *ps);
 /* Synchronous: also drops every socket still closing. */
-void platform_exec_free_all(platform_sandbox *ps);
-void platform_lease_unref(platform_lease *l);
+void sk_platform_exec_free_all(platform_sandbox *ps);
+void sk_platform_lease_unref(platform_lease *l);
 
 #endif
