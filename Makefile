@@ -82,7 +82,7 @@ demo: deps
 	@LUA_CPATH='build/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;' $(LUA) examples/demo.lua
 
 rock: deps
-	luarocks --lua-version=5.4 make --deps-mode=none rockspec/sandkit-scm-1.rockspec CFLAGS="-O2 -fPIC -std=c11"
+	luarocks --lua-version=5.4 make --deps-mode=none rockspec/sandkit-scm-1.rockspec CFLAGS="-O2 -fPIC -std=c11 -fvisibility=hidden"
 
 clean:
 	rm -rf build

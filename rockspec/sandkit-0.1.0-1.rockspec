@@ -65,7 +65,7 @@ external_dependencies = {
 }
 
 -- Compiler flags are luarocks' (default "-O2 -fPIC"; never -Werror, which
--- only `make test` uses); CFLAGS="-O2 -fPIC -std=c11" on the command line
+-- only `make test` uses); CFLAGS="-O2 -fPIC -std=c11 -fvisibility=hidden" on the command line
 -- gives strict C11. `defines` adds -D_GNU_SOURCE either way.
 
 build = {

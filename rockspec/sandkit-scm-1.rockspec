@@ -61,7 +61,7 @@ external_dependencies = {
 -- configuration only (a rockspec has no `variables` field; luarocks rejects
 -- one), so the C11 flags are given on the command line:
 --   luarocks --lua-version=5.4 make --deps-mode=none rockspec/sandkit-scm-1.rockspec \
---     CFLAGS="-O2 -fPIC -std=c11"
+--     CFLAGS="-O2 -fPIC -std=c11 -fvisibility=hidden"
 -- `defines` below adds -D_GNU_SOURCE either way. Without CFLAGS the core
 -- still builds (luarocks' default "-O2 -fPIC", gcc's gnu17 dialect).
 

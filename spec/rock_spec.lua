@@ -26,7 +26,7 @@ describe("the rock", function()
     assert(os.execute("mkdir -p " .. q(tmp .. "/src") .. " && cp -R src lua bin rockspec docs " .. q(tmp .. "/src")))
     build_code, build_out = run("cd " .. q(tmp .. "/src") .. " && " .. TIMEOUT ..
       "luarocks --lua-version=5.4 --tree=" .. q(tree) ..
-      " make --deps-mode=none rockspec/sandkit-scm-1.rockspec CFLAGS='-O2 -fPIC -std=c11'")
+      " make --deps-mode=none rockspec/sandkit-scm-1.rockspec CFLAGS='-O2 -fPIC -std=c11 -fvisibility=hidden'")
     lua_path = table.concat({ tree .. "/share/lua/5.4/?.lua", tree .. "/share/lua/5.4/?/init.lua" }, ";") .. ";;"
     lua_cpath = tree .. "/lib/lua/5.4/?.so;;"
   end)
@@ -48,6 +48,15 @@ describe("the rock", function()
     assert.is_truthy(io.open(tree .. "/share/lua/5.4/sandkit/init.lua")):close()
     assert.is_truthy(io.open(tree .. "/share/lua/5.4/sandkit/cli.lua")):close()
     assert.is_truthy(io.open(tree .. "/bin/sandkit")):close()
+  end)
+
+  it("exports the module's entry point alone (-fvisibility=hidden)", function()
+    assert.are.equal(0, build_code, build_out)
+    local code, out = run("nm -D --defined-only " .. q(tree .. "/lib/lua/5.4/sandkit/core.so"))
+    assert.are.equal(0, code, out)
+    local names = {}
+    for name in out:gmatch("%S+ %a (%S+)") do names[#names + 1] = name end
+    assert.are.same({ "luaopen_sandkit_core" }, names)
   end)
 
   it("loads the installed module, not the source tree's, and runs a command", function()
