@@ -221,6 +221,46 @@ static void test_get_post(sk_loop *loop, const echo_server *s)
  * at the headers, a chunked body when it passes the cap, a header block
  * past SK_HTTP_MAX_HEADER_BYTES; each as SK_HTTP_ERR_TOO_LARGE naming the
  * limit, with no body handed over. */
+/* A small receive buffer (recv_buffer_bytes) on h2c. libcurl 7.88 hands a
+ * header block over in pieces of it and could stall between them
+ * (http_on_kick); a body bigger than curl's 16 KiB upload buffer is sent
+ * through it in turns, and http_drop_upload_buffers must free it only once
+ * the last byte is out. */
+static void test_small_buffers(sk_loop *loop, const echo_server *s)
+{
+    char url[256];
+    call c = { 0 };
+    snprintf(url, sizeof url, "%s/headers?n=20", s->base);
+    sk_http_request q = { .url = url, .version = SK_HTTP_2_PRIOR_KNOWLEDGE, .recv_buffer_bytes = 1024 };
+    bool fin = fetch(loop, &c, &q);
+    tap(fin && c.err == SK_HTTP_OK && c.status == 200 && c.http_version == 20 && c.body.len == 2 &&
+            memcmp(c.body.data, "ok", 2) == 0,
+        "h2c: a 4 KiB header block through a 1 KiB receive buffer (%s)", c.error);
+
+    snprintf(url, sizeof url, "%s/grpc/trailers-only?pad=3000", s->base);
+    q = (sk_http_request){ .url = url, .version = SK_HTTP_2_PRIOR_KNOWLEDGE, .recv_buffer_bytes = 1024 };
+    fin = fetch(loop, &c, &q);
+    tap(fin && c.err == SK_HTTP_OK && c.status == 200 && strcmp(c.grpc_status_header, "5") == 0,
+        "h2c: a trailers-only answer with a 3000-byte grpc-message through a 1 KiB receive buffer (%s)",
+        fin ? c.error : "hung");
+
+    enum { BIG = 40000 };
+    char *body = malloc(BIG);
+    for (size_t i = 0; i < BIG; i++)
+        body[i] = (char)('a' + i % 23);
+    snprintf(url, sizeof url, "%s/grpc/echo", s->base);
+    sk_http_header hs[] = { { "content-type", "application/grpc" }, { "te", "trailers" } };
+    q = (sk_http_request){ .method = "POST", .url = url, .headers = hs, .n_headers = 2, .body = body,
+                           .body_len = BIG, .version = SK_HTTP_2_PRIOR_KNOWLEDGE, .recv_buffer_bytes = 1024 };
+    fin = fetch(loop, &c, &q);
+    tap(fin && c.err == SK_HTTP_OK && c.body.len == BIG && memcmp(c.body.data, body, BIG) == 0 &&
+            strcmp(c.grpc_status_trailer, "0") == 0,
+        "h2c: a 40000-byte body echoed whole through 1 KiB receive buffers (%zu bytes back; %s)", c.body.len,
+        c.error);
+    free(body);
+    call_reset(&c);
+}
+
 static void test_caps(sk_loop *loop, const echo_server *s)
 {
     char url[256];
@@ -614,6 +654,7 @@ int main(void)
     test_get_post(loop, &s);
     test_streaming(loop, &s);
     test_caps(loop, &s);
+    test_small_buffers(loop, &s);
     test_reuse(loop, &s);
     test_failures(loop, &s);
     test_cancel(loop, &s);

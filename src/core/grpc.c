@@ -226,6 +226,7 @@ sk_grpc_call *sk_grpc_start(sk_loop *loop, const sk_grpc_request *q, const sk_gr
         .body_len = body.len,
         .timeout_ms = q->timeout_ms > 0 ? (long)q->timeout_ms : -1,
         .ca_file = q->ca_file,
+        .recv_buffer_bytes = q->recv_buffer_bytes,
         .version = SK_HTTP_2_PRIOR_KNOWLEDGE,
     };
     c->http = sk_http_start(loop, &hr, &grpc_http_callbacks, c, &err);

@@ -35,6 +35,7 @@ typedef struct sk_grpc_request {
     size_t message_len;
     int64_t timeout_ms;             /* deadline; <= 0: none. Sent as grpc-timeout too */
     const char *ca_file;            /* TLS: PEM bundle; NULL = system roots */
+    size_t recv_buffer_bytes;       /* libcurl's receive buffer; 0 = its default (sk_http_request) */
     size_t max_message_bytes;       /* per response message; 0 = SK_GRPC_MAX_MESSAGE. A length
                                      * prefix above it ends the call at once (too_large) */
 } sk_grpc_request;

@@ -13,6 +13,7 @@
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 
 #define HTTP_DEFAULT_TIMEOUT_MS 60000L
 #define HTTP_MAX_STREAMS 10000L /* per connection; see http_svc_get */
+#define HTTP_UPLOAD_BUFFER 16384L /* curl's least; see http_setup */
 
 typedef struct http_svc http_svc;
 typedef struct http_pool http_pool;
@@ -59,6 +61,7 @@ struct http_svc {
     http_pool pools[HTTP_POOL_COUNT];
     sk_http *reqs;     /* in flight, added to the multi */
     sk_http *pending;  /* started while curl was running, not yet added */
+    sk_http *sending;  /* whose body curl may still be sending; see http_drop_upload_buffers */
     int depth;         /* > 0 while inside curl_multi_socket_action */
     bool closing;
 };
@@ -79,6 +82,7 @@ struct sk_http {
     enum http_phase phase;
     http_hdrs headers, trailers;
     sk_buf acc;  /* accumulated body (no data callback) */
+    curl_off_t body_len;
     size_t max_body;
     size_t header_bytes; /* of the current header block, or of the trailers */
     bool too_large;      /* the body or headers passed their cap: aborted */
@@ -86,7 +90,9 @@ struct sk_http {
     bool added;      /* handed to curl_multi_add_handle */
     bool cancelled;
     bool in_done;
+    bool sending;    /* on svc->sending */
     sk_http *prev, *next; /* in svc->reqs or svc->pending */
+    sk_http *sprev, *snext; /* in svc->sending */
 };
 
 static pthread_once_t http_global_once = PTHREAD_ONCE_INIT;
@@ -114,6 +120,30 @@ static void http_list_unlink(sk_http **head, sk_http *r)
     if (r->next)
         r->next->prev = r->prev;
     r->prev = r->next = NULL;
+}
+
+static void http_sending_push(http_svc *svc, sk_http *r)
+{
+    r->sprev = NULL;
+    r->snext = svc->sending;
+    if (svc->sending)
+        svc->sending->sprev = r;
+    svc->sending = r;
+    r->sending = true;
+}
+
+static void http_sending_unlink(http_svc *svc, sk_http *r)
+{
+    if (!r->sending)
+        return;
+    if (r->sprev)
+        r->sprev->snext = r->snext;
+    else
+        svc->sending = r->snext;
+    if (r->snext)
+        r->snext->sprev = r->sprev;
+    r->sprev = r->snext = NULL;
+    r->sending = false;
 }
 
 static void http_hdrs_free(http_hdrs *h)
@@ -258,6 +288,8 @@ static char *http_describe(const char *method, const char *url)
 
 static void http_req_free(sk_http *r)
 {
+    if (r->svc)
+        http_sending_unlink(r->svc, r);
     if (r->easy)
         curl_easy_cleanup(r->easy);
     curl_slist_free_all(r->hdr_list);
@@ -407,6 +439,38 @@ static void http_svc_flush(http_svc *svc)
     }
 }
 
+/* libcurl 7.88 keeps a transfer's upload buffer (16 KiB at the least,
+ * CURLOPT_UPLOAD_BUFFERSIZE) until the transfer ends, though a request body
+ * passes through it once: a gRPC stream waiting minutes for a command's
+ * output held 16 KiB for a body of a hundred bytes, and such buffers were
+ * the largest part of a Modal exec in flight (bench/scale.lua). Setting the
+ * option again frees the buffer (setopt.c, "force a realloc next
+ * opportunity"). We do that once curl counts the whole body as sent: it
+ * then has stopped sending (transfer.c, readwrite_upload ends with
+ * Curl_done_sending), the bytes were copied on (to the socket, or into
+ * nghttp2's frames) and nothing points into the buffer; should curl send
+ * again (a retried request) it allocates a new one. Checked against 7.88's
+ * sources only, hence the version test. Runs at depth 0 after every
+ * action; the list holds only transfers still sending, which is brief. */
+static bool http_upload_buffer_held(void)
+{
+    unsigned v = curl_version_info(CURLVERSION_NOW)->version_num;
+    return v >= 0x075800 && v < 0x080000;
+}
+
+static void http_drop_upload_buffers(http_svc *svc)
+{
+    for (sk_http *r = svc->sending, *next; r; r = next) {
+        next = r->snext;
+        curl_off_t sent = 0;
+        if (!r->added || r->cancelled ||
+            curl_easy_getinfo(r->easy, CURLINFO_SIZE_UPLOAD_T, &sent) != CURLE_OK || sent < r->body_len)
+            continue;
+        curl_easy_setopt(r->easy, CURLOPT_UPLOAD_BUFFERSIZE, HTTP_UPLOAD_BUFFER);
+        http_sending_unlink(svc, r);
+    }
+}
+
 /* ---- curl <-> libuv glue --------------------------------------------- */
 
 static void http_socket_action(http_pool *pool, curl_socket_t fd, int flags);
@@ -424,7 +488,9 @@ static void http_on_timer(uv_timer_t *t);
  * expired, not the one holding the bytes. So after every action that
  * delivered body bytes we report each watched socket readable once more
  * (every transfer on it runs); spurious readiness is harmless to curl (it
- * reads EAGAIN). docs/reliability.md §"HTTP/2 stalls in libcurl 7.88". */
+ * reads EAGAIN). Header blocks count as delivered bytes too (a block larger
+ * than the receive buffer stalls the same way).
+ * docs/reliability.md §"HTTP/2 stalls in libcurl 7.88". */
 static void http_on_kick(uv_timer_t *t)
 {
     http_pool *pool = t->data;
@@ -462,6 +528,8 @@ static void http_socket_action(http_pool *pool, curl_socket_t fd, int flags)
         pool->kick_armed = true;
         uv_timer_start(&pool->kick, http_on_kick, 0, 0);
     }
+    if (svc->sending && svc->depth == 0)
+        http_drop_upload_buffers(svc);
     http_svc_flush(svc);
 }
 
@@ -647,6 +715,11 @@ static size_t http_on_header(char *buf, size_t size, size_t nitems, void *userp)
     size_t len = size * nitems;
     if (r->cancelled)
         return 0; /* aborts the transfer */
+    /* 7.88 copies an HTTP/2 header block (trailers too) into the receive
+     * buffer in pieces and stalls between them as it does with bodies: a
+     * grpc-message longer than a 1 KiB buffer hung the call. See
+     * http_on_kick. */
+    r->pool->delivered = true;
     if (len >= 5 && memcmp(buf, "HTTP/", 5) == 0) {
         /* A new response block (after 1xx, or the first one). */
         const char *sp = memchr(buf, ' ', len);
@@ -778,7 +851,9 @@ static const char *http_setup(sk_http *r, const sk_http_request *q)
     /* Bodies are handed over whole (POSTFIELDS) and HTTP/2 frames are 16 KiB:
      * curl's default 64 KiB upload buffer per transfer only cost memory
      * (about half the heap of a Modal exec in flight, bench/scale.lua). */
-    curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
+    curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, HTTP_UPLOAD_BUFFER);
+    if (q->recv_buffer_bytes)
+        curl_easy_setopt(e, CURLOPT_BUFFERSIZE, q->recv_buffer_bytes > LONG_MAX ? LONG_MAX : (long)q->recv_buffer_bytes);
     long timeout = q->timeout_ms == 0 ? HTTP_DEFAULT_TIMEOUT_MS : q->timeout_ms < 0 ? 0 : q->timeout_ms;
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout);
     r->max_body = q->max_body_bytes ? q->max_body_bytes : SK_HTTP_DEFAULT_MAX_BODY;
@@ -790,6 +865,7 @@ static const char *http_setup(sk_http *r, const sk_http_request *q)
         memcpy(r->body, q->body, q->body_len);
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->body_len);
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
+        r->body_len = (curl_off_t)q->body_len;
         if (strcmp(method, "POST") != 0)
             curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
     } else if (strcmp(method, "POST") == 0) {
@@ -866,6 +942,8 @@ sk_http *sk_http_start(sk_loop *loop, const sk_http_request *q, const sk_http_ca
     r->ud = ud;
     if ((err = http_setup(r, q)))
         goto fail;
+    if (r->body_len > 0 && http_upload_buffer_held())
+        http_sending_push(svc, r);
     if (svc->depth > 0) {
         http_list_push(&svc->pending, r);
         return r;

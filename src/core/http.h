@@ -66,6 +66,10 @@ typedef struct sk_http_request {
     const char *ca_file;               /* PEM bundle to verify against; NULL = system roots */
     bool insecure_skip_verify;         /* no peer or host name verification */
     sk_http_version version;
+    size_t recv_buffer_bytes;          /* curl's receive buffer (CURLOPT_BUFFERSIZE), at least
+                                        * 1024; 0 = curl's default, 16 KiB. Held while the
+                                        * request is in flight: small for many small
+                                        * responses, large for bulk (fewer calls per byte) */
     size_t max_body_bytes;             /* accumulated body (no data callback) over this, or a
                                         * Content-Length over it: SK_HTTP_ERR_TOO_LARGE;
                                         * 0 = SK_HTTP_DEFAULT_MAX_BODY. A data callback

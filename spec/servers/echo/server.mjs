@@ -151,7 +151,9 @@ async function route(req, res, url, body) {
 function grpc(req, res, name, q, body) {
   const h2 = req.httpVersionMajor === 2;
   if (name === 'trailers-only') {
-    const headers = { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '5', 'grpc-message': 'not%20found' };
+    // ?pad=N: a grpc-message of N bytes (a header block larger than a small receive buffer)
+    const message = q.get('pad') ? 'x'.repeat(Math.min(Number(q.get('pad')), 65536)) : 'not%20found';
+    const headers = { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '5', 'grpc-message': message };
     if (h2) return req.stream.respond(headers, { endStream: true });
     delete headers[':status'];
     res.writeHead(200, headers);

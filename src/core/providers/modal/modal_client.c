@@ -35,6 +35,10 @@ enum {
  * an int64 (a float from the wire reaches 3.4e38 s). */
 #define MC_SERVER_RETRY_MAX_MS 9007199254740992.0
 
+/* Receive buffers of router calls; see call_attempt. */
+#define MC_ROUTER_RECV_BUFFER 1024
+#define MC_STDIO_RECV_BUFFER 4096
+
 const mc_retry sk_mc_retry_router = { .base_ms = 10, .factor = 2, .max_retries = 10 };
 
 typedef enum { MC_CP, MC_CP_STREAM, MC_ROUTER, MC_STDIO } mc_kind;
@@ -577,6 +581,15 @@ static void call_attempt(mc_call *call)
     q.metadata = h;
     q.n_metadata = n;
     q.max_message_bytes = c->max_message;
+    /* libcurl's receive buffer is held for the whole call, and an exec keeps
+     * four calls in flight (bench/scale.lua). A router unary answer is a few
+     * bytes; stdio carries bulk output, where 4 KiB costs no more CPU per
+     * 10 MiB than curl's 16 KiB (1 KiB cost a fifth more). Control-plane
+     * calls keep the default. */
+    if (call->kind == MC_ROUTER)
+        q.recv_buffer_bytes = MC_ROUTER_RECV_BUFFER;
+    else if (call->kind == MC_STDIO)
+        q.recv_buffer_bytes = MC_STDIO_RECV_BUFFER;
     const char *err = NULL;
     static const sk_grpc_callbacks cp_cb = { .done = call_on_grpc_done };
     static const sk_grpc_callbacks stream_cb = { .message = call_on_grpc_message, .done = call_on_grpc_done };
