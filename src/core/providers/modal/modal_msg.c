@@ -73,6 +73,8 @@ struct req_type {
 #define W_SUBS(T, n, m, count, E, type) \
     {.num = n, .kind = REQ_SUBS, .off = offsetof(T, m), .aux = offsetof(T, count), .size = sizeof(E), .sub = &type}
 
+/* The member at off, read through a const T *: a `const char *` member is
+ * named `char *` here (the macro adds the const). */
 #define REQ_AT(p, off, T) ((const T *)(const void *)((const char *)(p) + (off)))
 
 /* A message with no fields the client sets; written empty. */
@@ -107,7 +109,7 @@ static int req_put(const req_field *w, sk_buf *b, const void *m)
     const void *p;
     switch (w->kind) {
     case REQ_STR:
-        return sk_pb_put_string(b, w->num, *REQ_AT(m, w->off, const char *), w->presence);
+        return sk_pb_put_string(b, w->num, *REQ_AT(m, w->off, char *), w->presence);
     case REQ_INT32:
         return sk_pb_put_int32(b, w->num, *REQ_AT(m, w->off, int32_t), w->presence);
     case REQ_INT64:
@@ -121,7 +123,7 @@ static int req_put(const req_field *w, sk_buf *b, const void *m)
     case REQ_FLOAT:
         return sk_pb_put_float(b, w->num, *REQ_AT(m, w->off, float), w->presence);
     case REQ_BYTES:
-        return sk_pb_put_bytes(b, w->num, *REQ_AT(m, w->off, const void *), *REQ_AT(m, w->aux, size_t),
+        return sk_pb_put_bytes(b, w->num, *REQ_AT(m, w->off, void *), *REQ_AT(m, w->aux, size_t),
                                w->presence);
     case REQ_STRS:
         return msg_put_strs(b, w->num, *REQ_AT(m, w->off, sk_modal_strs));
