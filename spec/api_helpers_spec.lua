@@ -4,6 +4,8 @@
 -- operations cqueues can poll, and the luv and busted examples.
 local sandkit = require "sandkit"
 local errors = sandkit.errors
+local child = require "helpers.child"
+local sh = require "helpers.sh"
 local tmp = require "helpers.tmp"
 
 teardown(tmp.cleanup)
@@ -23,18 +25,9 @@ local function raised(fn)
   return err
 end
 
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-
-local function capture(cmd)
-  local p = assert(io.popen(cmd))
-  local out = p:read("a")
-  local _, _, code = p:close()
-  return out, code
-end
-
-local ROOT = capture("pwd"):gsub("\n$", "")
-local ENV = ("LUA_PATH=%s LUA_CPATH=%s"):format(
-  q(ROOT .. "/lua/?.lua;" .. ROOT .. "/lua/?/init.lua;;"), q(ROOT .. "/build/?.so;;"))
+local q = sh.quote
+local capture = sh.capture
+local ROOT, ENV = child.ROOT, child.LUA_ENV
 
 -- ---- item 1: units ---------------------------------------------------------
 

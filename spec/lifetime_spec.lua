@@ -11,7 +11,7 @@ local tmp = require "helpers.tmp"
 
 teardown(tmp.cleanup)
 
-local HAVE_BWRAP = os.execute("bwrap --ro-bind / / true >/dev/null 2>&1") == true
+local HAVE_BWRAP = require("helpers.sh").have_bwrap()
 local ISOLATIONS = HAVE_BWRAP and { "none", "bwrap" } or { "none" }
 
 local counter = 0

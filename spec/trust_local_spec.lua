@@ -11,7 +11,7 @@ local tmp = require "helpers.tmp"
 
 teardown(tmp.cleanup)
 
-local HAVE_BWRAP = os.execute("bwrap --ro-bind / / true >/dev/null 2>&1") == true
+local HAVE_BWRAP = require("helpers.sh").have_bwrap()
 local IS_ROOT = io.popen("id -u"):read("l") == "0"
 local NOBODY = 65534
 
@@ -23,12 +23,7 @@ local write_file = files.write
 
 local function exists(path) return read_file(path) ~= nil or os.execute("test -e " .. sh_quote(path)) == true end
 
-local function capture(cmd)
-  local p = io.popen(cmd)
-  local out = p:read("a")
-  p:close()
-  return out
-end
+local capture = require("helpers.sh").capture
 
 local counter = 0 -- numbers the sleep markers below
 local unique = procs.unique
