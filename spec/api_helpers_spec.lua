@@ -67,14 +67,7 @@ describe("timeouts are whole milliseconds", function()
   end)
 
   -- every provider option that is a timeout or a delay in ms
-  local BASE = {
-    ["local"] = function() return { working_directory = tmp.dir() } end,
-    platform = function()
-      return { access_token = "t", project_id = "p", environment_id = "e", base_url = "http://127.0.0.1:9" }
-    end,
-    modal = function() return { token_id = "i", token_secret = "s", server_url = "http://127.0.0.1:9" } end,
-    ["apple-container"] = function() return { container_binary = "/nonexistent/container" } end,
-  }
+  local BASE = require "helpers.offline_options"
   local checked = 0
   for _, d in ipairs(sandkit.providers()) do
     for key, spec in pairs(d.options) do

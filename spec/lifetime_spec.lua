@@ -14,12 +14,8 @@ teardown(tmp.cleanup)
 local HAVE_BWRAP = require("helpers.sh").have_bwrap()
 local ISOLATIONS = HAVE_BWRAP and { "none", "bwrap" } or { "none" }
 
-local counter = 0
 -- A sleep no other process on the machine runs: the needle for /proc.
-local function marker()
-  counter = counter + 1
-  return ("sleep %d.%s%d"):format(700 + counter, procs.self_pid(), counter)
-end
+local function marker() return procs.sleep_marker(700) end
 
 local gone, kill_leftovers = procs.gone, procs.kill_matching
 

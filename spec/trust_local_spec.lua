@@ -36,14 +36,7 @@ local function it_bwrap(name, fn)
   if HAVE_BWRAP then it(name, fn) else pending(name .. " (bubblewrap cannot run here)") end
 end
 
-local function bwrap_sandbox(opts)
-  opts = opts or {}
-  opts.isolation = opts.isolation or "bwrap"
-  opts.working_directory = opts.working_directory or tmp.dir() .. "/ws"
-  local sb = sandkit.LocalSandbox(opts)
-  assert(sb:start())
-  return sb, opts.working_directory
-end
+local bwrap_sandbox = require("helpers.bwrap").sandbox
 
 --- The host directory behind a sandbox's private /tmp, found by a marker
 -- the sandbox writes there (other runs on the machine have their own).

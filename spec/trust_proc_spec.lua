@@ -14,12 +14,8 @@ teardown(tmp.cleanup)
 local HAVE_BWRAP = require("helpers.sh").have_bwrap()
 local MiB = 1024 * 1024
 
-local counter = 0
 -- A sleep no other process runs: the needle to find (or miss) in /proc.
-local function marker()
-  counter = counter + 1
-  return ("sleep %d.%s%d"):format(3000 + counter, procs.self_pid(), counter)
-end
+local function marker() return procs.sleep_marker(3000) end
 
 local gone, kill_leftovers = procs.gone, procs.kill_matching
 
