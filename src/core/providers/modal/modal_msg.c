@@ -34,12 +34,14 @@ typedef enum req_kind {
 } req_kind;
 
 typedef struct req_type req_type;
+/* Offsets and sizes are within request structs of a few hundred bytes
+ * (a value that did not fit would be a constant-overflow error). */
 typedef struct req_field {
     uint32_t num;
-    req_kind kind;
-    sk_pb_presence presence;
-    size_t off, aux, size;
-    size_t has; /* offset + 1 of the bool that guards the field; 0: none */
+    uint8_t kind;     /* req_kind */
+    uint8_t presence; /* sk_pb_presence */
+    uint16_t off, aux, size;
+    uint16_t has; /* offset + 1 of the bool that guards the field; 0: none */
     const req_type *sub;
 } req_field;
 
@@ -106,25 +108,25 @@ static int req_put_sub(sk_buf *b, uint32_t field, const req_type *t, const void 
 
 static int req_put(const req_field *w, sk_buf *b, const void *m)
 {
+    sk_pb_presence pr = (sk_pb_presence)w->presence;
     const void *p;
-    switch (w->kind) {
+    switch ((req_kind)w->kind) {
     case REQ_STR:
-        return sk_pb_put_string(b, w->num, *REQ_AT(m, w->off, char *), w->presence);
+        return sk_pb_put_string(b, w->num, *REQ_AT(m, w->off, char *), pr);
     case REQ_INT32:
-        return sk_pb_put_int32(b, w->num, *REQ_AT(m, w->off, int32_t), w->presence);
+        return sk_pb_put_int32(b, w->num, *REQ_AT(m, w->off, int32_t), pr);
     case REQ_INT64:
-        return sk_pb_put_int64(b, w->num, *REQ_AT(m, w->off, int64_t), w->presence);
+        return sk_pb_put_int64(b, w->num, *REQ_AT(m, w->off, int64_t), pr);
     case REQ_UINT32:
-        return sk_pb_put_uint64(b, w->num, *REQ_AT(m, w->off, uint32_t), w->presence);
+        return sk_pb_put_uint64(b, w->num, *REQ_AT(m, w->off, uint32_t), pr);
     case REQ_UINT64:
-        return sk_pb_put_uint64(b, w->num, *REQ_AT(m, w->off, uint64_t), w->presence);
+        return sk_pb_put_uint64(b, w->num, *REQ_AT(m, w->off, uint64_t), pr);
     case REQ_BOOL:
-        return sk_pb_put_bool(b, w->num, *REQ_AT(m, w->off, bool), w->presence);
+        return sk_pb_put_bool(b, w->num, *REQ_AT(m, w->off, bool), pr);
     case REQ_FLOAT:
-        return sk_pb_put_float(b, w->num, *REQ_AT(m, w->off, float), w->presence);
+        return sk_pb_put_float(b, w->num, *REQ_AT(m, w->off, float), pr);
     case REQ_BYTES:
-        return sk_pb_put_bytes(b, w->num, *REQ_AT(m, w->off, void *), *REQ_AT(m, w->aux, size_t),
-                               w->presence);
+        return sk_pb_put_bytes(b, w->num, *REQ_AT(m, w->off, void *), *REQ_AT(m, w->aux, size_t), pr);
     case REQ_STRS:
         return msg_put_strs(b, w->num, *REQ_AT(m, w->off, sk_modal_strs));
     case REQ_SUB:
