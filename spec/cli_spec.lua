@@ -20,12 +20,7 @@ end
 
 local scratch -- TMPDIR of every run: the tool's temporary directories go here
 
-local function slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local slurp = require("helpers.files").must_read
 
 -- Runs `sandkit <args>` (a list, each quoted) with an optional variable
 -- assignment prefix (e.g. "VAR=x") and stdin text (default: empty);
