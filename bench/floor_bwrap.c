@@ -30,10 +30,8 @@ int main(int argc, char **argv)
     }
     int n = atoi(argv[1]), warmup = atoi(argv[2]), failures = 0, st = 0;
     char **cmd = argv + 4; /* argv is NULL-terminated, so cmd is too */
-    char path_env[4096];
-    snprintf(path_env, sizeof path_env, "PATH=%s",
-             getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
-    char *envp[] = { path_env, NULL };
+    floor_env env;
+    char **envp = floor_env_init(&env);
 
     double *s = malloc(sizeof *s * (size_t)n);
     if (!s)
@@ -49,12 +47,7 @@ int main(int argc, char **argv)
         failures += st != 0;
     }
     printf("{\"bench\":\"floor_bwrap\",\"n\":%d,\"failures\":%d,", n, failures);
-    printf("\"samples_us\":[");
-    for (int i = 0; i < n; i++)
-        printf("%s%.1f", i ? "," : "", s[i]);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    printf("],\"median_us\":%.1f,\"p90_us\":%.1f,\"min_us\":%.1f}\n",
-           s[n / 2], s[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1], s[0]);
+    floor_print_samples_us(s, n);
     free(s);
     return 0;
 fail:

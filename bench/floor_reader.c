@@ -31,8 +31,9 @@ typedef struct reader_sink {
     size_t len, cap;
 } reader_sink;
 
-static int sink_append(reader_sink *k, const char *p, size_t n)
+static int sink_append(void *ud, const char *p, size_t n)
 {
+    reader_sink *k = ud;
     if (k->keep && k->len + n > k->cap) {
         size_t cap = k->cap ? k->cap : 65536;
         while (cap < k->len + n)
@@ -52,68 +53,13 @@ static int sink_append(reader_sink *k, const char *p, size_t n)
 /* One run: spawn, drain (stdout into the sink, stderr dropped), reap. */
 static int reader_run(const char *script, char *const envp[], reader_sink *k)
 {
-    int out[2] = { -1, -1 }, err[2] = { -1, -1 };
     char *argv[] = { "/bin/sh", "-c", (char *)script, NULL };
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
+    int rd[2];
     pid_t pid;
-    int rc = -1;
-
-    if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)
-        goto done;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-    posix_spawnattr_init(&at);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID);
-    errno = posix_spawn(&pid, argv[0], &fa, &at, argv, envp);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
-    if (errno != 0)
-        goto done;
-    close(out[1]);
-    close(err[1]);
-    out[1] = err[1] = -1;
-
-    struct pollfd pf[2] = { { out[0], POLLIN, 0 }, { err[0], POLLIN, 0 } };
-    int *owner[2] = { &out[0], &err[0] };
-    int open_fds = 2;
-    static char buf[65536];
-    while (open_fds > 0) {
-        if (poll(pf, 2, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            goto reap;
-        }
-        for (int i = 0; i < 2; i++) {
-            if (pf[i].fd < 0 || pf[i].revents == 0)
-                continue;
-            ssize_t n = read(pf[i].fd, buf, sizeof buf);
-            if (n > 0) {
-                if (i == 0 && sink_append(k, buf, (size_t)n) != 0)
-                    goto reap;
-                continue;
-            }
-            if (n < 0 && errno == EINTR)
-                continue;
-            close(pf[i].fd);
-            *owner[i] = -1;
-            pf[i].fd = -1;
-            open_fds--;
-        }
-    }
-    rc = 0;
-reap:
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-        ;
-done:
-    for (int i = 0; i < 2; i++) {
-        if (out[i] >= 0)
-            close(out[i]);
-        if (err[i] >= 0)
-            close(err[i]);
-    }
+    if (floor_spawn_piped(&pid, argv, envp, NULL, rd) != 0)
+        return -1;
+    int rc = floor_drain(rd, sink_append, k);
+    floor_reap(pid, NULL);
     return rc;
 }
 
@@ -131,10 +77,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: floor_reader ROUNDS [--keep] [CMD]\n");
         return 2;
     }
-    char path_env[4096];
-    snprintf(path_env, sizeof path_env, "PATH=%s",
-             getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
-    char *envp[] = { path_env, NULL };
+    floor_env env;
+    char **envp = floor_env_init(&env);
     double *s = malloc(sizeof *s * (size_t)rounds);
     size_t bytes = 0;
     if (!s)
@@ -154,12 +98,9 @@ int main(int argc, char **argv)
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("{\"bench\":\"floor_reader\",\"rounds\":%d,\"keep\":%s,\"bytes\":%zu,\"maxrss_kb\":%ld,\"samples_ms\":[",
+    printf("{\"bench\":\"floor_reader\",\"rounds\":%d,\"keep\":%s,\"bytes\":%zu,\"maxrss_kb\":%ld,",
            rounds, keep ? "true" : "false", bytes, ru.ru_maxrss);
-    for (int i = 0; i < rounds; i++)
-        printf("%s%.3f", i ? "," : "", s[i]);
-    qsort(s, (size_t)rounds, sizeof *s, cmp_double);
-    printf("],\"median_ms\":%.3f,\"min_ms\":%.3f}\n", s[rounds / 2], s[0]);
+    floor_print_samples_ms(s, rounds);
     free(s);
     return 0;
 }

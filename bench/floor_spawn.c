@@ -29,10 +29,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: floor_spawn N [WARMUP]\n");
         return 2;
     }
-    char path_env[4096];
-    snprintf(path_env, sizeof path_env, "PATH=%s",
-             getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
-    char *envp[] = { path_env, NULL };
+    floor_env env;
+    char **envp = floor_env_init(&env);
     char *cmd[] = { "/bin/sh", "-c", "true", NULL };
 
     double *s = malloc(sizeof *s * (size_t)n);
@@ -48,12 +46,7 @@ int main(int argc, char **argv)
         s[i] = clock_us() - t0;
     }
     printf("{\"bench\":\"floor_spawn\",\"n\":%d,", n);
-    printf("\"samples_us\":[");
-    for (int i = 0; i < n; i++)
-        printf("%s%.1f", i ? "," : "", s[i]);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    printf("],\"median_us\":%.1f,\"p90_us\":%.1f,\"min_us\":%.1f}\n",
-           s[n / 2], s[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1], s[0]);
+    floor_print_samples_us(s, n);
     free(s);
     return 0;
 fail:

@@ -4,6 +4,8 @@
 -- operations cqueues can poll, and the luv and busted examples.
 local sandkit = require "sandkit"
 local errors = sandkit.errors
+local child = require "helpers.child"
+local sh = require "helpers.sh"
 local tmp = require "helpers.tmp"
 
 teardown(tmp.cleanup)
@@ -23,18 +25,9 @@ local function raised(fn)
   return err
 end
 
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-
-local function capture(cmd)
-  local p = assert(io.popen(cmd))
-  local out = p:read("a")
-  local _, _, code = p:close()
-  return out, code
-end
-
-local ROOT = capture("pwd"):gsub("\n$", "")
-local ENV = ("LUA_PATH=%s LUA_CPATH=%s"):format(
-  q(ROOT .. "/lua/?.lua;" .. ROOT .. "/lua/?/init.lua;;"), q(ROOT .. "/build/?.so;;"))
+local q = sh.quote
+local capture = sh.capture
+local ROOT, ENV = child.ROOT, child.LUA_ENV
 
 -- ---- item 1: units ---------------------------------------------------------
 
@@ -74,14 +67,7 @@ describe("timeouts are whole milliseconds", function()
   end)
 
   -- every provider option that is a timeout or a delay in ms
-  local BASE = {
-    ["local"] = function() return { working_directory = tmp.dir() } end,
-    platform = function()
-      return { access_token = "t", project_id = "p", environment_id = "e", base_url = "http://127.0.0.1:9" }
-    end,
-    modal = function() return { token_id = "i", token_secret = "s", server_url = "http://127.0.0.1:9" } end,
-    ["apple-container"] = function() return { container_binary = "/nonexistent/container" } end,
-  }
+  local BASE = require "helpers.offline_options"
   local checked = 0
   for _, d in ipairs(sandkit.providers()) do
     for key, spec in pairs(d.options) do

@@ -6,17 +6,12 @@ local tmp = require "helpers.tmp"
 
 teardown(tmp.cleanup)
 
-local HAVE_BWRAP = os.execute("bwrap --ro-bind / / true >/dev/null 2>&1") == true
+local HAVE_BWRAP = require("helpers.sh").have_bwrap()
 local IS_ROOT = io.popen("id -u"):read("l") == "0"
 
-local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local sh_quote = require("helpers.sh").quote
 
-local function capture(cmd)
-  local p = io.popen(cmd)
-  local out = p:read("a")
-  p:close()
-  return out
-end
+local capture = require("helpers.sh").capture
 
 local function owner(path) return capture("stat -c %u " .. sh_quote(path)):match("%d+") end
 

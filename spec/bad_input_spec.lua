@@ -19,14 +19,7 @@ local NAN, INF = 0 / 0, math.huge
 -- Options that construct without I/O and without credentials from the
 -- environment, per provider; the key under test is set on top. A provider
 -- without a row here is checked with {} for its must-fail rows only.
-local BASE = {
-  ["local"] = function() return { working_directory = tmp.dir() } end,
-  platform = function()
-    return { access_token = "t", project_id = "p", environment_id = "e", base_url = "http://127.0.0.1:9" }
-  end,
-  modal = function() return { token_id = "i", token_secret = "s", server_url = "http://127.0.0.1:9" } end,
-  ["apple-container"] = function() return { container_binary = "/nonexistent/container" } end,
-}
+local BASE = require "helpers.offline_options"
 
 local function message_of(err)
   if errors.is(err) then return err.kind .. ": " .. tostring(err.message) end

@@ -4,18 +4,12 @@
 -- exit 0.
 local cli = require "sandkit.cli"
 
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local child = require "helpers.child"
+local sh = require "helpers.sh"
 
-local function capture(cmd)
-  local p = assert(io.popen(cmd))
-  local out = p:read("a")
-  p:close()
-  return out
-end
-
-local ROOT = capture("pwd"):gsub("\n$", "")
-local ENV = ("LUA_PATH=%s LUA_CPATH=%s"):format(
-  q(ROOT .. "/lua/?.lua;" .. ROOT .. "/lua/?/init.lua;;"), q(ROOT .. "/build/?.so;;"))
+local q = sh.quote
+local capture = sh.capture
+local ROOT, ENV = child.ROOT, child.LUA_ENV
 local BIN = ROOT .. "/bin/sandkit"
 
 local function mktemp()
@@ -26,12 +20,7 @@ end
 
 local scratch -- TMPDIR of every run: the tool's temporary directories go here
 
-local function slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local slurp = require("helpers.files").must_read
 
 -- Runs `sandkit <args>` (a list, each quoted) with an optional variable
 -- assignment prefix (e.g. "VAR=x") and stdin text (default: empty);
@@ -219,7 +208,7 @@ describe("sandkit CLI", function()
     end)
 
     it("runs under bubblewrap with --isolation bwrap", function()
-      if not os.execute("bwrap --ro-bind / / true >/dev/null 2>&1") then
+      if not sh.have_bwrap() then
         pending("bubblewrap cannot run here")
         return
       end

@@ -4,21 +4,15 @@
 
 local cjson = require("cjson")
 
-local SPEC_DIR = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "spec"
-if SPEC_DIR:sub(1, 1) ~= "/" then SPEC_DIR = (os.getenv("PWD") or ".") .. "/" .. SPEC_DIR end
-local CLI = SPEC_DIR .. "/servers/container/container"
+local ac = require "helpers.apple_container"
+local CLI = ac.EMULATOR
 
 local q = require("helpers.sh").quote
 
 local files = require "helpers.files"
 local read_file, write_file = files.read, files.write
 
-local function sh(cmd)
-  local f = io.popen(cmd, "r")
-  local out = f:read("a")
-  f:close()
-  return out
-end
+local sh = require("helpers.sh").capture
 
 local STATE = sh("mktemp -d /tmp/sandkit-container-spec.XXXXXX"):gsub("%s+$", "")
 local SCRATCH = STATE .. "-scratch"
@@ -95,20 +89,7 @@ local function eventually(fn, seconds)
 end
 
 -- Live (non-zombie) processes whose command line contains `needle`.
-local function live_processes(needle)
-  local found = {}
-  for pid in sh("ls /proc"):gmatch("%d+") do
-    local cmdline = read_file("/proc/" .. pid .. "/cmdline")
-    local stat = read_file("/proc/" .. pid .. "/stat")
-    if cmdline and stat and cmdline:gsub("%z", " "):find(needle, 1, true) then
-      local st = stat:match("^%d+ %(.*%) (%a)")
-      if st ~= "Z" then
-        found[#found + 1] = pid .. ": " .. cmdline:gsub("%z", " ")
-      end
-    end
-  end
-  return found
-end
+local live_processes = ac.live_processes
 
 local function run_container(name, extra)
   local args = { "run", "-d", "--name", name, "--workdir", "/workspace" }

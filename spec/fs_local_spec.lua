@@ -98,7 +98,7 @@ end)
 -- (option `user`, default 65534): sb.fs does its system calls as that user
 -- too (per-thread fsuid/fsgid, no supplementary groups; src/lua/fs_ud.c).
 describe("LocalSandbox sb.fs as the sandbox user (root caller, bwrap)", function()
-  local HAVE_BWRAP = os.execute("bwrap --ro-bind / / true >/dev/null 2>&1") == true
+  local HAVE_BWRAP = require("helpers.sh").have_bwrap()
   local IS_ROOT = io.popen("id -u"):read("l") == "0"
   local function it_root_bwrap(name, fn)
     if HAVE_BWRAP and IS_ROOT then it(name, fn) else pending(name .. " (needs root and bubblewrap)") end

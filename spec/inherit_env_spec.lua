@@ -8,7 +8,7 @@ local tmp = require "helpers.tmp"
 
 teardown(tmp.cleanup)
 
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local q = require("helpers.sh").quote
 
 -- Runs script in a fresh lua5.4 whose whole environment is host (plus the
 -- module paths); returns its stdout and exit status.

@@ -13,9 +13,9 @@ local tmp = require "helpers.tmp"
 
 teardown(tmp.cleanup)
 
-local HAVE_BWRAP = os.execute("bwrap --ro-bind / / true >/dev/null 2>&1") == true
+local HAVE_BWRAP = require("helpers.sh").have_bwrap()
 
-local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local sh_quote = require("helpers.sh").quote
 
 local function exists(path)
   local f = io.open(path, "rb")
@@ -41,14 +41,7 @@ local function it_bwrap(name, fn)
   if HAVE_BWRAP then it(name, fn) else pending(name .. " (bubblewrap cannot run here)") end
 end
 
-local function bwrap_sandbox(opts)
-  opts = opts or {}
-  opts.isolation = "bwrap"
-  opts.working_directory = opts.working_directory or tmp.dir() .. "/ws"
-  local sb = sandkit.LocalSandbox(opts)
-  assert(sb:start())
-  return sb
-end
+local bwrap_sandbox = require("helpers.bwrap").sandbox
 
 describe("bwrap: writing outside", function()
   local sb, outside

@@ -11,15 +11,11 @@ local tmp = require "helpers.tmp"
 
 teardown(tmp.cleanup)
 
-local HAVE_BWRAP = os.execute("bwrap --ro-bind / / true >/dev/null 2>&1") == true
+local HAVE_BWRAP = require("helpers.sh").have_bwrap()
 local ISOLATIONS = HAVE_BWRAP and { "none", "bwrap" } or { "none" }
 
-local counter = 0
 -- A sleep no other process on the machine runs: the needle for /proc.
-local function marker()
-  counter = counter + 1
-  return ("sleep %d.%s%d"):format(700 + counter, procs.self_pid(), counter)
-end
+local function marker() return procs.sleep_marker(700) end
 
 local gone, kill_leftovers = procs.gone, procs.kill_matching
 

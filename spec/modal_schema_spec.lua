@@ -23,12 +23,7 @@ local function find_protoc()
   end
 end
 
-local function read_file(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read_file = require("helpers.files").must_read
 
 -- { type, text, name, bytes } for every golden that has a text input.
 local function goldens()

@@ -10,7 +10,7 @@ local server = require "helpers.server"
 local CP = "/modal.client.ModalClient/"
 local ROUTER = "/modal.task_command_router.TaskCommandRouter/"
 
-local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local sh_quote = require("helpers.sh").quote
 
 local function tmpdir()
   local p = os.tmpname()

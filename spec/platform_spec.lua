@@ -17,7 +17,7 @@ local NONE = {} -- in an option override: remove the key
 
 local function now() return sandkit.now() end
 
-local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local sh_quote = require("helpers.sh").quote
 
 local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
 

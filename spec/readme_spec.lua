@@ -17,7 +17,7 @@ local apple = require "helpers.apple_container"
 
 local ROOT = os.getenv("R") or (io.popen("pwd"):read("l"))
 
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local q = require("helpers.sh").quote
 
 local function run(cmd)
   local p = assert(io.popen(cmd))

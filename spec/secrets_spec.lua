@@ -12,7 +12,7 @@ local tmp = require "helpers.tmp"
 
 teardown(tmp.cleanup)
 
-local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local sh_quote = require("helpers.sh").quote
 
 local counter = 0
 local function canary(what)
@@ -41,7 +41,7 @@ local ROWS = {
   },
   {
     id = "local", name = "LocalSandbox under bwrap",
-    available = function() return os.execute("bwrap --ro-bind / / true >/dev/null 2>&1") == true end,
+    available = function() return require("helpers.sh").have_bwrap() end,
     options = function(c)
       return { working_directory = tmp.dir(), isolation = "bwrap", env = { SK_SECRET = c.env } }
     end,

@@ -20,7 +20,7 @@ local TUNABLES = "glibc.malloc.mmap_threshold=65536:glibc.malloc.trim_threshold=
 local INSTRUMENTED = require("helpers.procs").instrumented()
 local RSS_SLACK_KIB = 8 * 1024
 
-local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local sh_quote = require("helpers.sh").quote
 
 local function show(label, s)
   print(("# soak %s: %d descriptors, %d children (%d zombies), RSS %d KiB, Lua heap %d KiB"):format(

@@ -11,7 +11,7 @@ local tmp = require "helpers.tmp"
 
 teardown(tmp.cleanup)
 
-local HAVE_BWRAP = os.execute("bwrap --ro-bind / / true >/dev/null 2>&1") == true
+local HAVE_BWRAP = require("helpers.sh").have_bwrap()
 local IS_ROOT = io.popen("id -u"):read("l") == "0"
 local NOBODY = 65534
 
@@ -23,12 +23,7 @@ local write_file = files.write
 
 local function exists(path) return read_file(path) ~= nil or os.execute("test -e " .. sh_quote(path)) == true end
 
-local function capture(cmd)
-  local p = io.popen(cmd)
-  local out = p:read("a")
-  p:close()
-  return out
-end
+local capture = require("helpers.sh").capture
 
 local counter = 0 -- numbers the sleep markers below
 local unique = procs.unique
@@ -41,14 +36,7 @@ local function it_bwrap(name, fn)
   if HAVE_BWRAP then it(name, fn) else pending(name .. " (bubblewrap cannot run here)") end
 end
 
-local function bwrap_sandbox(opts)
-  opts = opts or {}
-  opts.isolation = opts.isolation or "bwrap"
-  opts.working_directory = opts.working_directory or tmp.dir() .. "/ws"
-  local sb = sandkit.LocalSandbox(opts)
-  assert(sb:start())
-  return sb, opts.working_directory
-end
+local bwrap_sandbox = require("helpers.bwrap").sandbox
 
 --- The host directory behind a sandbox's private /tmp, found by a marker
 -- the sandbox writes there (other runs on the machine have their own).

@@ -11,15 +11,11 @@ local tmp = require "helpers.tmp"
 
 teardown(tmp.cleanup)
 
-local HAVE_BWRAP = os.execute("bwrap --ro-bind / / true >/dev/null 2>&1") == true
+local HAVE_BWRAP = require("helpers.sh").have_bwrap()
 local MiB = 1024 * 1024
 
-local counter = 0
 -- A sleep no other process runs: the needle to find (or miss) in /proc.
-local function marker()
-  counter = counter + 1
-  return ("sleep %d.%s%d"):format(3000 + counter, procs.self_pid(), counter)
-end
+local function marker() return procs.sleep_marker(3000) end
 
 local gone, kill_leftovers = procs.gone, procs.kill_matching
 
@@ -27,7 +23,7 @@ local function is_dir(path)
   return os.execute("test -d '" .. path .. "'") == true
 end
 
-local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local sh_quote = require("helpers.sh").quote
 
 local function status_kb(field)
   for line in io.lines("/proc/self/status") do

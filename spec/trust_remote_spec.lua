@@ -26,7 +26,7 @@ local tmp = require "helpers.tmp"
 
 teardown(tmp.cleanup)
 
-local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local sh_quote = require("helpers.sh").quote
 
 local function have_provider(id)
   for _, d in ipairs(sandkit.providers()) do if d.id == id then return true end end
@@ -519,7 +519,7 @@ describe("secrets in what the user sees", function()
     if not ok then error(e, 0) end
   end)
 
-  local ac_usable = have_provider("apple-container") and os.execute("bwrap --ro-bind / / true >/dev/null 2>&1") == true
+  local ac_usable = have_provider("apple-container") and require("helpers.sh").have_bwrap()
   ;(ac_usable and it or pending)("an Apple container CLI echoing --env values on failure shows none of them", function()
     local ac = require "helpers.apple_container"
     local emu = ac.new()

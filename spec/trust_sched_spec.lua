@@ -5,18 +5,12 @@
 -- hang at 100 % CPU; the CPU time the process used is asserted too.
 -- Waiting itself never spins: CPU time while tasks sleep stays near zero.
 
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local child = require "helpers.child"
+local sh = require "helpers.sh"
 
-local function capture(cmd)
-  local p = assert(io.popen(cmd))
-  local out = p:read("a")
-  local _, _, code = p:close()
-  return out, code
-end
-
-local ROOT = capture("pwd"):gsub("\n$", "")
-local ENV = ("LUA_PATH=%s LUA_CPATH=%s"):format(
-  q(ROOT .. "/lua/?.lua;" .. ROOT .. "/lua/?/init.lua;;"), q(ROOT .. "/build/?.so;;"))
+local q = sh.quote
+local capture = sh.capture
+local ROOT, ENV = child.ROOT, child.LUA_ENV
 -- Generous: the cases finish in milliseconds; the bound only stops a hang.
 local HANG_GUARD_S = 30
 

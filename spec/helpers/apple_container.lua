@@ -4,6 +4,7 @@
 -- `container_binary`), direct CLI calls, the argv log, fault rules, and a
 -- teardown that leaves no container process behind.
 local cjson = require "cjson"
+local files = require "helpers.files"
 
 local M = {}
 
@@ -14,19 +15,11 @@ M.EMULATOR = SPEC_DIR .. "/servers/container/container"
 local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 M.q = q
 
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read_file = files.read
 M.read_file = read_file
 
 local function write_file(path, s, mode)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
+  files.write(path, s)
   if mode then os.execute("chmod " .. mode .. " " .. q(path)) end
 end
 

@@ -2,10 +2,17 @@
 -- whole process prints or leaves behind (secrets on stdout/stderr, memory
 -- at exit). Configuration goes through a 0600 file, never argv.
 local cjson = require "cjson"
-local quote = require("helpers.sh").quote
+local sh = require "helpers.sh"
 local tmp = require "helpers.tmp"
 
+local quote = sh.quote
 local M = {}
+
+--- The checkout's root (where busted runs), and the environment words (for
+-- `env`) that make a child lua5.4 load this checkout's modules.
+M.ROOT = sh.capture("pwd"):gsub("\n$", "")
+M.LUA_ENV = ("LUA_PATH=%s LUA_CPATH=%s"):format(
+  quote(M.ROOT .. "/lua/?.lua;" .. M.ROOT .. "/lua/?/init.lua;;"), quote(M.ROOT .. "/build/?.so;;"))
 
 --- Writes `s` to `path` readable by its owner only.
 function M.write_private(path, s)

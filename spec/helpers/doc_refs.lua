@@ -33,13 +33,7 @@ local OUTSIDE = { "DESIGN" .. ".md", "STYLE" .. ".md", "shared" .. "/specs", "sh
 local TOP_DIRS = { docs = true, spec = true, bench = true, examples = true, src = true, lua = true, mk = true,
   rockspec = true }
 
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read = require("helpers.files").read
 
 -- { numbers = { ["2.5"] = true }, titles = { ["Secrets"] = true } } of a
 -- Markdown file (headings outside fenced code), or nil when unreadable.

@@ -10,6 +10,14 @@ function M.read(path)
   return s
 end
 
+--- The contents of `path`; raises, naming it, when it cannot be opened.
+function M.must_read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
 --- Writes `s` to `path` (replacing it); raises when it cannot.
 function M.write(path, s)
   local f = assert(io.open(path, "wb"))

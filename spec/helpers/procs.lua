@@ -91,6 +91,15 @@ function M.wait_gone(needle, seconds)
   return left
 end
 
+local marker_count = 0
+--- A `sleep` command line no other process on the machine runs, the
+-- needle to find (or miss) in /proc: base plus a counter seconds, our pid
+-- and the counter in the fraction.
+function M.sleep_marker(base)
+  marker_count = marker_count + 1
+  return ("sleep %d.%s%d"):format(base + marker_count, M.self_pid(), marker_count)
+end
+
 local unique_count = 0
 --- `prefix` made unique to this run and call (our pid and a counter): a
 -- name or marker no other process on the machine uses.

@@ -2,11 +2,12 @@
 #include "buf.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int sk_buf_reserve(sk_buf *b, size_t extra)
+int sk_buf_reserve_within(sk_buf *b, size_t extra, size_t limit)
 {
     if (extra > (size_t)-1 / 2 - b->len)
         return -1;
@@ -16,6 +17,8 @@ int sk_buf_reserve(sk_buf *b, size_t extra)
     size_t cap = b->cap ? b->cap : 256;
     while (cap < need)
         cap *= 2;
+    if (cap > limit)
+        cap = need > limit ? need : limit;
     char *d = realloc(b->data, cap);
     if (!d)
         return -1;
@@ -23,6 +26,8 @@ int sk_buf_reserve(sk_buf *b, size_t extra)
     b->cap = cap;
     return 0;
 }
+
+int sk_buf_reserve(sk_buf *b, size_t extra) { return sk_buf_reserve_within(b, extra, SIZE_MAX); }
 
 int sk_buf_append(sk_buf *b, const void *data, size_t len)
 {

@@ -52,6 +52,18 @@ const char *sk_status_name(sk_status s)
 
 static sk_error *sandbox_oom(void) { return sk_error_new("OutOfMemoryError", NULL, "out of memory"); }
 
+/* What sk_sandbox_new built around the provider's part, and sb itself. */
+static void sandbox_free_own(sk_sandbox *sb)
+{
+    if (sb->env_held)
+        sk_secret_release_env(sb, sb->env);
+    json_decref(sb->options);
+    json_decref(sb->env);
+    free(sb->id);
+    free(sb->name);
+    free(sb);
+}
+
 sk_sandbox *sk_sandbox_new(sk_loop *loop, const sk_provider *provider, const json_t *options,
                            sk_error **err)
 {
@@ -98,13 +110,7 @@ sk_sandbox *sk_sandbox_new(sk_loop *loop, const sk_provider *provider, const jso
 fail:
     if (sb->impl && provider->free)
         provider->free(sb);
-    if (sb->env_held)
-        sk_secret_release_env(sb, sb->env);
-    json_decref(sb->options);
-    json_decref(sb->env);
-    free(sb->id);
-    free(sb->name);
-    free(sb);
+    sandbox_free_own(sb);
     return NULL;
 }
 
@@ -513,21 +519,7 @@ sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracke
  * it (the timeout note) exactly. */
 static int process_reserve(sk_process *p, sk_buf *b, size_t extra)
 {
-    size_t need = b->len + extra + 1;
-    if (need <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < need)
-        cap *= 2;
-    size_t limit = p->max_output + 1;
-    if (cap > limit)
-        cap = need > limit ? need : limit;
-    char *d = realloc(b->data, cap);
-    if (!d)
-        return -1;
-    b->data = d;
-    b->cap = cap;
-    return 0;
+    return sk_buf_reserve_within(b, extra, p->max_output + 1);
 }
 
 /* Out of memory while capturing: what was kept goes (the result becomes
@@ -749,11 +741,5 @@ void sk_sandbox_free(sk_sandbox *sb)
     sk_error_free(closed);
     if (sb->provider->free)
         sb->provider->free(sb);
-    if (sb->env_held)
-        sk_secret_release_env(sb, sb->env);
-    json_decref(sb->options);
-    json_decref(sb->env);
-    free(sb->id);
-    free(sb->name);
-    free(sb);
+    sandbox_free_own(sb);
 }

@@ -1,7 +1,8 @@
 /* Modal request encoders and response decoders; see modal_msg.h. Requests
- * are written field by field in field-number order, as ts-proto writes
- * them, so the bytes match the JS SDK's for the same values. Responses are
- * read by one decoder driven by a field table per message. */
+ * are written by one encoder driven by a field table per message, field by
+ * field in field-number order, as ts-proto writes them, so the bytes match
+ * the JS SDK's for the same values. Responses are read by one decoder
+ * driven by a field table per message. */
 #include "modal_msg.h"
 
 #include <errno.h>
@@ -11,13 +12,80 @@
 
 #include "pb.h"
 
-#define TRY(x)              \
-    do {                    \
-        if ((x) != 0)       \
-            goto fail;      \
-    } while (0)
+/* ---- requests: one encoder driven by a table per message ----
+ *
+ * A table lists a request's fields in the order they are written (field
+ * number order, docs/protocols/modal.md §2.1): number, kind, presence, and
+ * where the value is in the caller's struct. A field guarded by a has_ flag
+ * is written (with explicit presence) only when the flag is set. */
 
-/* ---- requests ---- */
+typedef enum req_kind {
+    REQ_STR,    /* const char *; NULL is never written */
+    REQ_INT32,  /* int32_t (enums too) */
+    REQ_INT64,  /* int64_t */
+    REQ_UINT32, /* uint32_t, written as uint64 */
+    REQ_UINT64, /* uint64_t */
+    REQ_BOOL,   /* bool */
+    REQ_FLOAT,  /* float */
+    REQ_BYTES,  /* const void *; length (size_t) at aux */
+    REQ_STRS,   /* sk_modal_strs: a repeated string */
+    REQ_SUB,    /* sub-message of type sub, read from the struct at off; always written */
+    REQ_SUBS,   /* repeated sub-message: array pointer at off, count (size_t) at aux, elements of size */
+} req_kind;
+
+typedef struct req_type req_type;
+/* Offsets and sizes are within request structs of a few hundred bytes
+ * (a value that did not fit would be a constant-overflow error). */
+typedef struct req_field {
+    uint32_t num;
+    uint8_t kind;     /* req_kind */
+    uint8_t presence; /* sk_pb_presence */
+    uint16_t off, aux, size;
+    uint16_t has; /* offset + 1 of the bool that guards the field; 0: none */
+    const req_type *sub;
+} req_field;
+
+struct req_type {
+    const req_field *fields;
+    size_t n;
+};
+
+#define REQ_TYPE(name, ...)                                \
+    static const req_field name##_FIELDS[] = {__VA_ARGS__}; \
+    static const req_type name = {name##_FIELDS, sizeof name##_FIELDS / sizeof name##_FIELDS[0]}
+
+/* Implicit presence: left out when it holds the default. */
+#define W_STR(T, n, m) {.num = n, .kind = REQ_STR, .off = offsetof(T, m)}
+#define W_INT32(T, n, m) {.num = n, .kind = REQ_INT32, .off = offsetof(T, m)}
+#define W_INT64(T, n, m) {.num = n, .kind = REQ_INT64, .off = offsetof(T, m)}
+#define W_UINT32(T, n, m) {.num = n, .kind = REQ_UINT32, .off = offsetof(T, m)}
+#define W_UINT64(T, n, m) {.num = n, .kind = REQ_UINT64, .off = offsetof(T, m)}
+#define W_BOOL(T, n, m) {.num = n, .kind = REQ_BOOL, .off = offsetof(T, m)}
+#define W_FLOAT(T, n, m) {.num = n, .kind = REQ_FLOAT, .off = offsetof(T, m)}
+#define W_BYTES(T, n, m, len) {.num = n, .kind = REQ_BYTES, .off = offsetof(T, m), .aux = offsetof(T, len)}
+/* `optional` string: NULL is unset, "" is written. */
+#define W_OPT_STR(T, n, m) {.num = n, .kind = REQ_STR, .presence = SK_PB_EXPLICIT, .off = offsetof(T, m)}
+/* `optional` scalar of kind K, written whenever the bool `flag` is set. */
+#define W_HAS(T, n, K, m, flag) \
+    {.num = n, .kind = REQ_##K, .presence = SK_PB_EXPLICIT, .off = offsetof(T, m), .has = offsetof(T, flag) + 1}
+#define W_STRS(T, n, m) {.num = n, .kind = REQ_STRS, .off = offsetof(T, m)}
+/* A sub-message whose fields are in the member m, or (W_NEST) in the same struct. */
+#define W_SUB(T, n, m, type) {.num = n, .kind = REQ_SUB, .off = offsetof(T, m), .sub = &type}
+#define W_NEST(n, type) {.num = n, .kind = REQ_SUB, .sub = &type}
+#define W_SUBS(T, n, m, count, E, type) \
+    {.num = n, .kind = REQ_SUBS, .off = offsetof(T, m), .aux = offsetof(T, count), .size = sizeof(E), .sub = &type}
+
+/* The member at off, read through a const T *: a `const char *` member is
+ * named `char *` here (the macro adds the const). */
+#define REQ_AT(p, off, T) ((const T *)(const void *)((const char *)(p) + (off)))
+
+/* A message with no fields the client sets; written empty. */
+static const req_type EMPTY_REQ = {NULL, 0};
+
+/* map<string,string> and SandboxTag entries: key = 1, value = 2. Empty
+ * strings are left out of an entry, as ts-proto's entry encoders do. */
+REQ_TYPE(KV_REQ, W_STR(sk_modal_kv, 1, key), W_STR(sk_modal_kv, 2, value));
+#define W_KVS(T, num, m) W_SUBS(T, num, m.v, m.n, sk_modal_kv, KV_REQ)
 
 /* Elements of a repeated string have no presence: "" is written too. */
 static int msg_put_strs(sk_buf *b, uint32_t field, sk_modal_strs s)
@@ -28,16 +96,60 @@ static int msg_put_strs(sk_buf *b, uint32_t field, sk_modal_strs s)
     return 0;
 }
 
-/* map<string,string> and SandboxTag entries: key = 1, value = 2. Empty
- * strings are left out of an entry, as ts-proto's entry encoders do. */
-static int msg_put_kvs(sk_buf *b, uint32_t field, sk_modal_kvs kv)
+static int req_write(const req_type *t, sk_buf *b, const void *m);
+
+static int req_put_sub(sk_buf *b, uint32_t field, const req_type *t, const void *m)
 {
-    for (size_t i = 0; i < kv.n; i++) {
-        size_t mark;
-        if (sk_pb_begin(b, field, &mark) != 0 ||
-            sk_pb_put_string(b, 1, kv.v[i].key, SK_PB_IMPLICIT) != 0 ||
-            sk_pb_put_string(b, 2, kv.v[i].value, SK_PB_IMPLICIT) != 0 ||
-            sk_pb_end(b, mark) != 0)
+    size_t mark;
+    if (sk_pb_begin(b, field, &mark) != 0 || req_write(t, b, m) != 0)
+        return -1;
+    return sk_pb_end(b, mark);
+}
+
+static int req_put(const req_field *w, sk_buf *b, const void *m)
+{
+    sk_pb_presence pr = (sk_pb_presence)w->presence;
+    const void *p;
+    switch ((req_kind)w->kind) {
+    case REQ_STR:
+        return sk_pb_put_string(b, w->num, *REQ_AT(m, w->off, char *), pr);
+    case REQ_INT32:
+        return sk_pb_put_int32(b, w->num, *REQ_AT(m, w->off, int32_t), pr);
+    case REQ_INT64:
+        return sk_pb_put_int64(b, w->num, *REQ_AT(m, w->off, int64_t), pr);
+    case REQ_UINT32:
+        return sk_pb_put_uint64(b, w->num, *REQ_AT(m, w->off, uint32_t), pr);
+    case REQ_UINT64:
+        return sk_pb_put_uint64(b, w->num, *REQ_AT(m, w->off, uint64_t), pr);
+    case REQ_BOOL:
+        return sk_pb_put_bool(b, w->num, *REQ_AT(m, w->off, bool), pr);
+    case REQ_FLOAT:
+        return sk_pb_put_float(b, w->num, *REQ_AT(m, w->off, float), pr);
+    case REQ_BYTES:
+        return sk_pb_put_bytes(b, w->num, *REQ_AT(m, w->off, void *), *REQ_AT(m, w->aux, size_t), pr);
+    case REQ_STRS:
+        return msg_put_strs(b, w->num, *REQ_AT(m, w->off, sk_modal_strs));
+    case REQ_SUB:
+        return req_put_sub(b, w->num, w->sub, REQ_AT(m, w->off, char));
+    case REQ_SUBS:
+        /* The member is a pointer to the element type; copied, not read
+         * through a pointer of another type. */
+        memcpy(&p, REQ_AT(m, w->off, char), sizeof p);
+        for (size_t i = 0; i < *REQ_AT(m, w->aux, size_t); i++)
+            if (req_put_sub(b, w->num, w->sub, (const char *)p + i * w->size) != 0)
+                return -1;
+        return 0;
+    }
+    return -1;
+}
+
+static int req_write(const req_type *t, sk_buf *b, const void *m)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        const req_field *w = &t->fields[i];
+        if (w->has && !*REQ_AT(m, w->has - 1, bool))
+            continue;
+        if (req_put(w, b, m) != 0)
             return -1;
     }
     return 0;
@@ -53,277 +165,211 @@ static int msg_encode_fail(sk_buf *out, size_t start)
     return -1;
 }
 
-int sk_modal_encode_app_get_or_create(sk_buf *out, const sk_modal_app_get_or_create_req *m)
+static int req_encode(const req_type *t, sk_buf *out, const void *m)
 {
     size_t start = out->len;
-    TRY(sk_pb_put_string(out, 1, m->app_name, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_string(out, 2, m->environment_name, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_int32(out, 3, m->object_creation_type, SK_PB_IMPLICIT));
-    return 0;
-fail:
-    return msg_encode_fail(out, start);
+    return req_write(t, out, m) == 0 ? 0 : msg_encode_fail(out, start);
 }
 
-int sk_modal_encode_image_get_or_create(sk_buf *out, const sk_modal_image_get_or_create_req *m)
-{
-    size_t start = out->len, image, base;
-    TRY(sk_pb_begin(out, 2, &image));
-    for (size_t i = 0; i < m->n_base_images; i++) {
-        TRY(sk_pb_begin(out, 5, &base));
-        TRY(sk_pb_put_string(out, 1, m->base_images[i].image_id, SK_PB_IMPLICIT));
-        TRY(sk_pb_put_string(out, 2, m->base_images[i].docker_tag, SK_PB_IMPLICIT));
-        TRY(sk_pb_end(out, base));
+/* The public encoder for request type T: sk_modal_encode_<name>. */
+#define REQ_ENCODER(name, T, type)                             \
+    int sk_modal_encode_##name(sk_buf *out, const T *m)        \
+    {                                                          \
+        return req_encode(&type, out, m);                      \
     }
-    TRY(msg_put_strs(out, 6, m->dockerfile_commands));
-    TRY(msg_put_strs(out, 12, m->secret_ids));
-    TRY(sk_pb_end(out, image));
-    TRY(sk_pb_put_string(out, 4, m->app_id, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_bool(out, 7, m->force_build, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_string(out, 9, m->builder_version, SK_PB_IMPLICIT));
-    return 0;
-fail:
-    return msg_encode_fail(out, start);
-}
 
-int sk_modal_encode_image_join_streaming(sk_buf *out, const sk_modal_image_join_streaming_req *m)
-{
-    size_t start = out->len;
-    TRY(sk_pb_put_string(out, 1, m->image_id, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_float(out, 2, m->timeout, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_string(out, 3, m->last_entry_id, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_bool(out, 4, m->include_logs_for_finished, SK_PB_IMPLICIT));
-    return 0;
-fail:
-    return msg_encode_fail(out, start);
-}
+REQ_TYPE(APP_GET_OR_CREATE_REQ,
+         W_STR(sk_modal_app_get_or_create_req, 1, app_name),
+         W_STR(sk_modal_app_get_or_create_req, 2, environment_name),
+         W_INT32(sk_modal_app_get_or_create_req, 3, object_creation_type));
+REQ_ENCODER(app_get_or_create, sk_modal_app_get_or_create_req, APP_GET_OR_CREATE_REQ)
 
-int sk_modal_encode_secret_get_or_create(sk_buf *out, const sk_modal_secret_get_or_create_req *m)
-{
-    size_t start = out->len;
-    TRY(sk_pb_put_string(out, 1, m->deployment_name, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_string(out, 3, m->environment_name, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_int32(out, 4, m->object_creation_type, SK_PB_IMPLICIT));
-    TRY(msg_put_kvs(out, 5, m->env_dict));
-    TRY(sk_pb_put_string(out, 6, m->app_id, SK_PB_IMPLICIT));
-    TRY(msg_put_strs(out, 7, m->required_keys));
-    return 0;
-fail:
-    return msg_encode_fail(out, start);
-}
+REQ_TYPE(BASE_IMAGE_REQ,
+         W_STR(sk_modal_base_image, 1, image_id),
+         W_STR(sk_modal_base_image, 2, docker_tag));
+/* Image, always sent; its fields are in the request struct. */
+REQ_TYPE(IMAGE_REQ,
+         W_SUBS(sk_modal_image_get_or_create_req, 5, base_images, n_base_images, sk_modal_base_image,
+                BASE_IMAGE_REQ),
+         W_STRS(sk_modal_image_get_or_create_req, 6, dockerfile_commands),
+         W_STRS(sk_modal_image_get_or_create_req, 12, secret_ids));
+REQ_TYPE(IMAGE_GET_OR_CREATE_REQ,
+         W_NEST(2, IMAGE_REQ),
+         W_STR(sk_modal_image_get_or_create_req, 4, app_id),
+         W_BOOL(sk_modal_image_get_or_create_req, 7, force_build),
+         W_STR(sk_modal_image_get_or_create_req, 9, builder_version));
+REQ_ENCODER(image_get_or_create, sk_modal_image_get_or_create_req, IMAGE_GET_OR_CREATE_REQ)
 
-static int msg_put_sandbox_definition(sk_buf *out, const sk_modal_sandbox_create_req *m)
-{
-    size_t def, res, gpu, ports, net;
-    const sk_modal_sandbox_resources *r = &m->resources;
-    if (sk_pb_begin(out, 2, &def) != 0 ||
-        msg_put_strs(out, 1, m->entrypoint_args) != 0 ||
-        sk_pb_put_string(out, 3, m->image_id, SK_PB_IMPLICIT) != 0 ||
-        msg_put_strs(out, 4, m->secret_ids) != 0)
-        return -1;
-    if (sk_pb_begin(out, 5, &res) != 0 ||
-        sk_pb_put_uint64(out, 2, r->memory_mb, SK_PB_IMPLICIT) != 0 ||
-        sk_pb_put_uint64(out, 3, r->milli_cpu, SK_PB_IMPLICIT) != 0 ||
-        sk_pb_begin(out, 4, &gpu) != 0 || sk_pb_end(out, gpu) != 0 ||
-        sk_pb_put_uint64(out, 5, r->memory_mb_max, SK_PB_IMPLICIT) != 0 ||
-        sk_pb_put_uint64(out, 6, r->ephemeral_disk_mb, SK_PB_IMPLICIT) != 0 ||
-        sk_pb_put_uint64(out, 7, r->milli_cpu_max, SK_PB_IMPLICIT) != 0 ||
-        sk_pb_end(out, res) != 0)
-        return -1;
-    if (sk_pb_put_uint64(out, 7, m->timeout_secs, SK_PB_IMPLICIT) != 0 ||
-        sk_pb_put_string(out, 8, m->workdir, SK_PB_EXPLICIT) != 0 ||
-        sk_pb_begin(out, 20, &ports) != 0 || sk_pb_end(out, ports) != 0 ||
-        sk_pb_begin(out, 22, &net) != 0 ||
-        sk_pb_put_int32(out, 1, m->network_access_type, SK_PB_IMPLICIT) != 0 ||
-        sk_pb_end(out, net) != 0 ||
-        sk_pb_put_string(out, 30, m->name, SK_PB_EXPLICIT) != 0)
-        return -1;
-    if (m->has_idle_timeout_secs &&
-        sk_pb_put_uint64(out, 33, m->idle_timeout_secs, SK_PB_EXPLICIT) != 0)
-        return -1;
-    return sk_pb_end(out, def);
-}
+REQ_TYPE(IMAGE_JOIN_STREAMING_REQ,
+         W_STR(sk_modal_image_join_streaming_req, 1, image_id),
+         W_FLOAT(sk_modal_image_join_streaming_req, 2, timeout),
+         W_STR(sk_modal_image_join_streaming_req, 3, last_entry_id),
+         W_BOOL(sk_modal_image_join_streaming_req, 4, include_logs_for_finished));
+REQ_ENCODER(image_join_streaming, sk_modal_image_join_streaming_req, IMAGE_JOIN_STREAMING_REQ)
 
-int sk_modal_encode_sandbox_create(sk_buf *out, const sk_modal_sandbox_create_req *m)
-{
-    size_t start = out->len;
-    TRY(sk_pb_put_string(out, 1, m->app_id, SK_PB_IMPLICIT));
-    TRY(msg_put_sandbox_definition(out, m));
-    TRY(sk_pb_put_string(out, 3, m->environment_name, SK_PB_IMPLICIT));
-    TRY(msg_put_kvs(out, 4, m->tags));
-    return 0;
-fail:
-    return msg_encode_fail(out, start);
-}
+REQ_TYPE(SECRET_GET_OR_CREATE_REQ,
+         W_STR(sk_modal_secret_get_or_create_req, 1, deployment_name),
+         W_STR(sk_modal_secret_get_or_create_req, 3, environment_name),
+         W_INT32(sk_modal_secret_get_or_create_req, 4, object_creation_type),
+         W_KVS(sk_modal_secret_get_or_create_req, 5, env_dict),
+         W_STR(sk_modal_secret_get_or_create_req, 6, app_id),
+         W_STRS(sk_modal_secret_get_or_create_req, 7, required_keys));
+REQ_ENCODER(secret_get_or_create, sk_modal_secret_get_or_create_req, SECRET_GET_OR_CREATE_REQ)
 
-int sk_modal_encode_sandbox_get_from_name(sk_buf *out, const sk_modal_sandbox_get_from_name_req *m)
-{
-    size_t start = out->len;
-    TRY(sk_pb_put_string(out, 1, m->sandbox_name, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_string(out, 2, m->environment_name, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_string(out, 3, m->app_name, SK_PB_IMPLICIT));
-    return 0;
-fail:
-    return msg_encode_fail(out, start);
-}
+/* Resources, with an empty gpu_config (4). */
+REQ_TYPE(RESOURCES_REQ,
+         W_UINT32(sk_modal_sandbox_resources, 2, memory_mb),
+         W_UINT32(sk_modal_sandbox_resources, 3, milli_cpu),
+         W_NEST(4, EMPTY_REQ),
+         W_UINT32(sk_modal_sandbox_resources, 5, memory_mb_max),
+         W_UINT32(sk_modal_sandbox_resources, 6, ephemeral_disk_mb),
+         W_UINT32(sk_modal_sandbox_resources, 7, milli_cpu_max));
+REQ_TYPE(NETWORK_ACCESS_REQ,
+         W_INT32(sk_modal_sandbox_create_req, 1, network_access_type));
+/* The Sandbox definition, with an empty open_ports (20). */
+REQ_TYPE(SANDBOX_DEFINITION_REQ,
+         W_STRS(sk_modal_sandbox_create_req, 1, entrypoint_args),
+         W_STR(sk_modal_sandbox_create_req, 3, image_id),
+         W_STRS(sk_modal_sandbox_create_req, 4, secret_ids),
+         W_SUB(sk_modal_sandbox_create_req, 5, resources, RESOURCES_REQ),
+         W_UINT32(sk_modal_sandbox_create_req, 7, timeout_secs),
+         W_OPT_STR(sk_modal_sandbox_create_req, 8, workdir),
+         W_NEST(20, EMPTY_REQ),
+         W_NEST(22, NETWORK_ACCESS_REQ),
+         W_OPT_STR(sk_modal_sandbox_create_req, 30, name),
+         W_HAS(sk_modal_sandbox_create_req, 33, UINT32, idle_timeout_secs, has_idle_timeout_secs));
+REQ_TYPE(SANDBOX_CREATE_REQ,
+         W_STR(sk_modal_sandbox_create_req, 1, app_id),
+         W_NEST(2, SANDBOX_DEFINITION_REQ),
+         W_STR(sk_modal_sandbox_create_req, 3, environment_name),
+         W_KVS(sk_modal_sandbox_create_req, 4, tags));
+REQ_ENCODER(sandbox_create, sk_modal_sandbox_create_req, SANDBOX_CREATE_REQ)
 
-int sk_modal_encode_sandbox_wait(sk_buf *out, const sk_modal_sandbox_wait_req *m)
-{
-    size_t start = out->len;
-    TRY(sk_pb_put_string(out, 1, m->sandbox_id, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_float(out, 2, m->timeout, SK_PB_IMPLICIT));
-    return 0;
-fail:
-    return msg_encode_fail(out, start);
-}
+REQ_TYPE(SANDBOX_GET_FROM_NAME_REQ,
+         W_STR(sk_modal_sandbox_get_from_name_req, 1, sandbox_name),
+         W_STR(sk_modal_sandbox_get_from_name_req, 2, environment_name),
+         W_STR(sk_modal_sandbox_get_from_name_req, 3, app_name));
+REQ_ENCODER(sandbox_get_from_name, sk_modal_sandbox_get_from_name_req, SANDBOX_GET_FROM_NAME_REQ)
 
-int sk_modal_encode_sandbox_terminate(sk_buf *out, const sk_modal_sandbox_terminate_req *m)
-{
-    size_t start = out->len;
-    TRY(sk_pb_put_string(out, 1, m->sandbox_id, SK_PB_IMPLICIT));
-    return 0;
-fail:
-    return msg_encode_fail(out, start);
-}
+REQ_TYPE(SANDBOX_WAIT_REQ,
+         W_STR(sk_modal_sandbox_wait_req, 1, sandbox_id),
+         W_FLOAT(sk_modal_sandbox_wait_req, 2, timeout));
+REQ_ENCODER(sandbox_wait, sk_modal_sandbox_wait_req, SANDBOX_WAIT_REQ)
 
-int sk_modal_encode_sandbox_get_task_id(sk_buf *out, const sk_modal_sandbox_get_task_id_req *m)
-{
-    size_t start = out->len;
-    TRY(sk_pb_put_string(out, 1, m->sandbox_id, SK_PB_IMPLICIT));
-    if (m->has_timeout)
-        TRY(sk_pb_put_float(out, 2, m->timeout, SK_PB_EXPLICIT));
-    TRY(sk_pb_put_bool(out, 3, m->wait_until_ready, SK_PB_IMPLICIT));
-    return 0;
-fail:
-    return msg_encode_fail(out, start);
-}
+REQ_TYPE(SANDBOX_TERMINATE_REQ,
+         W_STR(sk_modal_sandbox_terminate_req, 1, sandbox_id));
+REQ_ENCODER(sandbox_terminate, sk_modal_sandbox_terminate_req, SANDBOX_TERMINATE_REQ)
 
-int sk_modal_encode_task_get_command_router_access(sk_buf *out,
-                                                   const sk_modal_task_get_command_router_access_req *m)
-{
-    size_t start = out->len;
-    TRY(sk_pb_put_string(out, 1, m->task_id, SK_PB_IMPLICIT));
-    return 0;
-fail:
-    return msg_encode_fail(out, start);
-}
+REQ_TYPE(SANDBOX_GET_TASK_ID_REQ,
+         W_STR(sk_modal_sandbox_get_task_id_req, 1, sandbox_id),
+         W_HAS(sk_modal_sandbox_get_task_id_req, 2, FLOAT, timeout, has_timeout),
+         W_BOOL(sk_modal_sandbox_get_task_id_req, 3, wait_until_ready));
+REQ_ENCODER(sandbox_get_task_id, sk_modal_sandbox_get_task_id_req, SANDBOX_GET_TASK_ID_REQ)
 
-int sk_modal_encode_sandbox_snapshot_fs(sk_buf *out, const sk_modal_sandbox_snapshot_fs_req *m)
-{
-    size_t start = out->len;
-    TRY(sk_pb_put_string(out, 1, m->sandbox_id, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_float(out, 2, m->timeout, SK_PB_IMPLICIT));
-    return 0;
-fail:
-    return msg_encode_fail(out, start);
-}
+REQ_TYPE(TASK_GET_COMMAND_ROUTER_ACCESS_REQ,
+         W_STR(sk_modal_task_get_command_router_access_req, 1, task_id));
+REQ_ENCODER(task_get_command_router_access, sk_modal_task_get_command_router_access_req,
+            TASK_GET_COMMAND_ROUTER_ACCESS_REQ)
 
-int sk_modal_encode_task_snapshot_filesystem(sk_buf *out, const sk_modal_task_snapshot_filesystem_req *m)
-{
-    size_t start = out->len;
-    TRY(sk_pb_put_string(out, 1, m->task_id, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_string(out, 2, m->snapshot_id, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_int64(out, 3, m->ttl_seconds, SK_PB_IMPLICIT));
-    return 0;
-fail:
-    return msg_encode_fail(out, start);
-}
+REQ_TYPE(SANDBOX_SNAPSHOT_FS_REQ,
+         W_STR(sk_modal_sandbox_snapshot_fs_req, 1, sandbox_id),
+         W_FLOAT(sk_modal_sandbox_snapshot_fs_req, 2, timeout));
+REQ_ENCODER(sandbox_snapshot_fs, sk_modal_sandbox_snapshot_fs_req, SANDBOX_SNAPSHOT_FS_REQ)
 
-int sk_modal_encode_task_exec_start(sk_buf *out, const sk_modal_task_exec_start_req *m)
-{
-    size_t start = out->len;
-    TRY(sk_pb_put_string(out, 1, m->task_id, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_string(out, 2, m->exec_id, SK_PB_IMPLICIT));
-    TRY(msg_put_strs(out, 3, m->command_args));
-    TRY(sk_pb_put_int32(out, 4, m->stdout_config, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_int32(out, 5, m->stderr_config, SK_PB_IMPLICIT));
-    if (m->has_timeout_secs)
-        TRY(sk_pb_put_uint64(out, 6, m->timeout_secs, SK_PB_EXPLICIT));
-    TRY(sk_pb_put_string(out, 7, m->workdir, SK_PB_EXPLICIT));
-    TRY(msg_put_strs(out, 8, m->secret_ids));
-    TRY(msg_put_kvs(out, 12, m->env));
-    return 0;
-fail:
-    return msg_encode_fail(out, start);
-}
+REQ_TYPE(TASK_SNAPSHOT_FILESYSTEM_REQ,
+         W_STR(sk_modal_task_snapshot_filesystem_req, 1, task_id),
+         W_STR(sk_modal_task_snapshot_filesystem_req, 2, snapshot_id),
+         W_INT64(sk_modal_task_snapshot_filesystem_req, 3, ttl_seconds));
+REQ_ENCODER(task_snapshot_filesystem, sk_modal_task_snapshot_filesystem_req, TASK_SNAPSHOT_FILESYSTEM_REQ)
 
-int sk_modal_encode_task_exec_stdio_read(sk_buf *out, const sk_modal_task_exec_stdio_read_req *m)
-{
-    size_t start = out->len;
-    TRY(sk_pb_put_string(out, 1, m->task_id, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_string(out, 2, m->exec_id, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_uint64(out, 3, m->offset, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_int32(out, 4, m->file_descriptor, SK_PB_IMPLICIT));
-    return 0;
-fail:
-    return msg_encode_fail(out, start);
-}
+REQ_TYPE(TASK_EXEC_START_REQ,
+         W_STR(sk_modal_task_exec_start_req, 1, task_id),
+         W_STR(sk_modal_task_exec_start_req, 2, exec_id),
+         W_STRS(sk_modal_task_exec_start_req, 3, command_args),
+         W_INT32(sk_modal_task_exec_start_req, 4, stdout_config),
+         W_INT32(sk_modal_task_exec_start_req, 5, stderr_config),
+         W_HAS(sk_modal_task_exec_start_req, 6, UINT32, timeout_secs, has_timeout_secs),
+         W_OPT_STR(sk_modal_task_exec_start_req, 7, workdir),
+         W_STRS(sk_modal_task_exec_start_req, 8, secret_ids),
+         W_KVS(sk_modal_task_exec_start_req, 12, env));
+REQ_ENCODER(task_exec_start, sk_modal_task_exec_start_req, TASK_EXEC_START_REQ)
 
-int sk_modal_encode_task_exec_ref(sk_buf *out, const sk_modal_task_exec_ref *m)
-{
-    size_t start = out->len;
-    TRY(sk_pb_put_string(out, 1, m->task_id, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_string(out, 2, m->exec_id, SK_PB_IMPLICIT));
-    return 0;
-fail:
-    return msg_encode_fail(out, start);
-}
+REQ_TYPE(TASK_EXEC_STDIO_READ_REQ,
+         W_STR(sk_modal_task_exec_stdio_read_req, 1, task_id),
+         W_STR(sk_modal_task_exec_stdio_read_req, 2, exec_id),
+         W_UINT64(sk_modal_task_exec_stdio_read_req, 3, offset),
+         W_INT32(sk_modal_task_exec_stdio_read_req, 4, file_descriptor));
+REQ_ENCODER(task_exec_stdio_read, sk_modal_task_exec_stdio_read_req, TASK_EXEC_STDIO_READ_REQ)
 
-int sk_modal_encode_task_exec_stdin_write(sk_buf *out, const sk_modal_task_exec_stdin_write_req *m)
+REQ_TYPE(TASK_EXEC_REF_REQ,
+         W_STR(sk_modal_task_exec_ref, 1, task_id),
+         W_STR(sk_modal_task_exec_ref, 2, exec_id));
+REQ_ENCODER(task_exec_ref, sk_modal_task_exec_ref, TASK_EXEC_REF_REQ)
+
+REQ_TYPE(TASK_EXEC_STDIN_WRITE_REQ,
+         W_STR(sk_modal_task_exec_stdin_write_req, 1, task_id),
+         W_STR(sk_modal_task_exec_stdin_write_req, 2, exec_id),
+         W_UINT64(sk_modal_task_exec_stdin_write_req, 3, offset),
+         W_BYTES(sk_modal_task_exec_stdin_write_req, 4, data, len),
+         W_BOOL(sk_modal_task_exec_stdin_write_req, 5, eof));
+REQ_ENCODER(task_exec_stdin_write, sk_modal_task_exec_stdin_write_req, TASK_EXEC_STDIN_WRITE_REQ)
+
+/* ContainerFilesystemExec: the operation is a oneof member whose field
+ * number is the kind, its fields read from the request struct; then
+ * task_id = 10. */
+REQ_TYPE(FS_OPEN_REQ,
+         W_OPT_STR(sk_modal_container_filesystem_exec_req, 1, fd),
+         W_STR(sk_modal_container_filesystem_exec_req, 2, path),
+         W_STR(sk_modal_container_filesystem_exec_req, 3, mode));
+REQ_TYPE(FS_WRITE_REQ,
+         W_STR(sk_modal_container_filesystem_exec_req, 1, fd),
+         W_BYTES(sk_modal_container_filesystem_exec_req, 2, data, len));
+REQ_TYPE(FS_READ_REQ,
+         W_STR(sk_modal_container_filesystem_exec_req, 1, fd),
+         W_HAS(sk_modal_container_filesystem_exec_req, 2, UINT32, n, has_n));
+/* Flush and close. */
+REQ_TYPE(FS_FD_REQ,
+         W_STR(sk_modal_container_filesystem_exec_req, 1, fd));
+
+static const req_type *fs_op_type(sk_modal_fs_kind kind)
 {
-    size_t start = out->len;
-    TRY(sk_pb_put_string(out, 1, m->task_id, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_string(out, 2, m->exec_id, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_uint64(out, 3, m->offset, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_bytes(out, 4, m->data, m->len, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_bool(out, 5, m->eof, SK_PB_IMPLICIT));
-    return 0;
-fail:
-    return msg_encode_fail(out, start);
+    switch (kind) {
+    case SK_MODAL_FS_OPEN:
+        return &FS_OPEN_REQ;
+    case SK_MODAL_FS_WRITE:
+        return &FS_WRITE_REQ;
+    case SK_MODAL_FS_READ:
+        return &FS_READ_REQ;
+    case SK_MODAL_FS_FLUSH:
+    case SK_MODAL_FS_CLOSE:
+        return &FS_FD_REQ;
+    }
+    return NULL;
 }
 
 int sk_modal_encode_container_filesystem_exec(sk_buf *out, const sk_modal_container_filesystem_exec_req *m)
 {
-    size_t start = out->len, mark;
-    TRY(sk_pb_begin(out, (uint32_t)m->kind, &mark));
-    switch (m->kind) {
-    case SK_MODAL_FS_OPEN:
-        if (m->fd)
-            TRY(sk_pb_put_string(out, 1, m->fd, SK_PB_EXPLICIT));
-        TRY(sk_pb_put_string(out, 2, m->path, SK_PB_IMPLICIT));
-        TRY(sk_pb_put_string(out, 3, m->mode, SK_PB_IMPLICIT));
-        break;
-    case SK_MODAL_FS_WRITE:
-        TRY(sk_pb_put_string(out, 1, m->fd, SK_PB_IMPLICIT));
-        TRY(sk_pb_put_bytes(out, 2, m->data, m->len, SK_PB_IMPLICIT));
-        break;
-    case SK_MODAL_FS_READ:
-        TRY(sk_pb_put_string(out, 1, m->fd, SK_PB_IMPLICIT));
-        if (m->has_n)
-            TRY(sk_pb_put_uint64(out, 2, m->n, SK_PB_EXPLICIT));
-        break;
-    case SK_MODAL_FS_FLUSH:
-    case SK_MODAL_FS_CLOSE:
-        TRY(sk_pb_put_string(out, 1, m->fd, SK_PB_IMPLICIT));
-        break;
-    default:
-        errno = EINVAL;
-        goto fail;
-    }
-    TRY(sk_pb_end(out, mark));
-    TRY(sk_pb_put_string(out, 10, m->task_id, SK_PB_IMPLICIT));
-    return 0;
-fail:
+    const req_type *op = fs_op_type(m->kind);
+    size_t start = out->len;
+    if (op && req_put_sub(out, (uint32_t)m->kind, op, m) == 0 &&
+        sk_pb_put_string(out, 10, m->task_id, SK_PB_IMPLICIT) == 0)
+        return 0;
     return msg_encode_fail(out, start);
 }
 
+typedef struct msg_fs_get_output_req {
+    const char *exec_id;
+    float timeout_secs;
+} msg_fs_get_output_req;
+
+REQ_TYPE(FS_GET_OUTPUT_REQ,
+         W_STR(msg_fs_get_output_req, 1, exec_id),
+         W_FLOAT(msg_fs_get_output_req, 2, timeout_secs));
+
 int sk_modal_encode_container_filesystem_exec_get_output(sk_buf *out, const char *exec_id, float timeout_secs)
 {
-    size_t start = out->len;
-    TRY(sk_pb_put_string(out, 1, exec_id, SK_PB_IMPLICIT));
-    TRY(sk_pb_put_float(out, 2, timeout_secs, SK_PB_IMPLICIT));
-    return 0;
-fail:
-    return msg_encode_fail(out, start);
+    msg_fs_get_output_req m = {exec_id, timeout_secs};
+    return req_encode(&FS_GET_OUTPUT_REQ, out, &m);
 }
 
 /* ---- responses: one decoder driven by a table per message ----

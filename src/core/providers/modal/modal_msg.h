@@ -25,7 +25,7 @@
  * wire pre-pass as large as pb.c's reader in front of the generated code
  * (9.1k lines; 86 kB of object code at -O2, against 16 kB for pb.o and
  * modal_msg.o).
- * So the codec is pb.c plus a field table per response (modal_msg.c),
+ * So the codec is pb.c plus a field table per message, request or response (modal_msg.c),
  * checked against protoc's bytes for modal.proto, by the fuzz harness
  * spec/fuzz/fuzz_pb.c, and end to end against the reference server that
  * the official SDK is tested on (spec/servers/modal).
