@@ -138,6 +138,46 @@ describe("the core's primitives", function()
     assert.is_false(ok)
     assert.truthy(tostring(err):find("already taken", 1, true))
   end)
+
+  -- Reloading sandkit's Lua modules but keeping the core would hand the
+  -- primitives out twice: refused with a message saying what to clear,
+  -- before anything (the scheduler's dispatch) is taken from the live module.
+  local function reload_lua_modules()
+    local saved = {}
+    for k, v in pairs(package.loaded) do
+      if k:match("^sandkit") and k ~= "sandkit.core" then saved[k], package.loaded[k] = v, nil end
+    end
+    local ok, again = pcall(require, "sandkit")
+    for k, v in pairs(saved) do package.loaded[k] = v end
+    return ok, again
+  end
+
+  it("refuse a reload of the Lua modules alone, leaving the loaded sandkit working", function()
+    local ok, err = reload_lua_modules()
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("already taken", 1, true))
+    assert.truthy(tostring(err):find("sandkit.core", 1, true))
+    local sb = new()
+    assert.equal("still\n", assert(sb:exec("echo", { "still" })).stdout)
+    assert(sb:destroy())
+  end)
+
+  -- in a child: a reload leaves the first module's scheduler without events
+  it("are handed out again when the core is reloaded too", function()
+    local child, sh = require "helpers.child", require "helpers.sh"
+    local script = child.script("reload.lua", [[
+      local first = require "sandkit"
+      for k in pairs(package.loaded) do if k:match("^sandkit") then package.loaded[k] = nil end end
+      local again = require "sandkit"
+      assert(first ~= again)
+      local sb = again.LocalSandbox { working_directory = arg[1] }
+      io.write(assert(sb:exec("echo", { "reloaded" })).stdout)
+      assert(sb:destroy())
+    ]])
+    local code, out = sh.run(("env %s lua5.4 %s %s"):format(child.LUA_ENV, sh.quote(script), sh.quote(tmp.dir())))
+    assert.equal(0, code, out)
+    assert.equal("reloaded\n", out)
+  end)
 end)
 
 describe("lifecycle", function()

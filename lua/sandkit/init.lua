@@ -1,8 +1,8 @@
 --- sandkit: run commands in sandboxes from Lua. See README.md.
 local core = require "sandkit.core"
+local sandbox = require "sandkit.sandbox" -- first: see its core.primitives()
 local errors = require "sandkit.errors"
 local fleet = require "sandkit.fleet"
-local sandbox = require "sandkit.sandbox"
 local scheduler = require "sandkit.scheduler"
 
 local M = {

@@ -2,6 +2,10 @@
 -- the core's primitives and the scheduler. The primitives are this
 -- module's alone: no sandbox or process reaches them.
 local core = require "sandkit.core"
+-- Taken first: a second load (sandkit's Lua modules reloaded, the core
+-- kept) raises here, before the scheduler takes the core's events from
+-- the loaded sandkit.
+local prim = core.primitives()
 local errors = require "sandkit.errors"
 local options = require "sandkit.options"
 local scheduler = require "sandkit.scheduler"
@@ -9,7 +13,6 @@ local scheduler = require "sandkit.scheduler"
 local M = {}
 local S = core.sandbox_methods
 local P = core.process_methods
-local prim = core.primitives()
 local SP, PP = prim.sandbox, prim.process
 
 -- Misuse is reported at the caller's line (errors.misuse skips sandkit's

@@ -254,7 +254,8 @@ static int sandbox_gc(lua_State *L)
 static int core_primitives(lua_State *L)
 {
     if (lua_isnil(L, lua_upvalueindex(1)))
-        return luaL_error(L, "sandkit.core.primitives: already taken (by sandkit.sandbox)");
+        return luaL_error(L, "sandkit.core.primitives: already taken (by sandkit.sandbox); to reload "
+                             "sandkit, clear package.loaded[\"sandkit.core\"] too");
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_pushnil(L);
     lua_replace(L, lua_upvalueindex(1));
