@@ -244,6 +244,9 @@ json_t *skl_to_json(lua_State *L, int idx, const char *what)
 
 void skl_push_json(lua_State *L, const json_t *v)
 {
+    /* Each level holds its table and the value being pushed: room for both
+     * (jansson parses 2048 levels; a server picks the depth) */
+    luaL_checkstack(L, 2, "JSON nested too deeply");
     switch (json_typeof(v)) {
     case JSON_OBJECT: {
         lua_createtable(L, 0, (int)json_object_size(v));
