@@ -138,25 +138,6 @@ describe("the core's primitives", function()
     assert.is_false(ok)
     assert.truthy(tostring(err):find("already taken", 1, true))
   end)
-
-  -- A host that reloads modules (package.loaded cleared) opened the core a
-  -- second time: that open handed the primitives out again, and its fresh
-  -- (empty) method tables replaced those of the classes, so every live
-  -- sandbox lost its methods (sb.exec was nil).
-  it("are not handed out again by a second load of sandkit.core, which keeps the classes' methods", function()
-    local sb = new()
-    local core = package.loaded["sandkit.core"]
-    package.loaded["sandkit.core"] = nil
-    local again = require("sandkit.core")
-    package.loaded["sandkit.core"] = core
-    local ok, err = pcall(again.primitives)
-    assert.is_false(ok)
-    assert.truthy(tostring(err):find("already taken", 1, true))
-    assert.equal("function", type(sb.exec))
-    local r = assert(sb:exec("echo", { "still" }))
-    assert.equal("still\n", r.stdout)
-    assert(sb:destroy())
-  end)
 end)
 
 describe("lifecycle", function()

@@ -9,7 +9,6 @@
 #include "binding.h"
 
 #define SKL_STATE_NAME "sandkit.core.state"
-#define SKL_MODULE_NAME "sandkit.core.module"
 #define SKL_TIMER_NAME "sandkit.Timer"
 
 skl_state *skl_state_get(lua_State *L)
@@ -605,15 +604,8 @@ SKL_EXPORT int luaopen_sandkit_core(lua_State *L)
         { "json_decode", skl_json_decode },
         { NULL, NULL },
     };
-    /* One module per Lua state: a second open (package.loaded cleared)
-     * returns the first. Built again, it would hand out the primitives a
-     * second time and replace the classes' method tables with empty ones
-     * that sandbox.lua (loaded already) never fills. */
-    if (lua_getfield(L, LUA_REGISTRYINDEX, SKL_MODULE_NAME) == LUA_TTABLE)
-        return 1;
-    lua_pop(L, 1);
-    /* One state per Lua state: a fresh package.loaded entry must not make
-     * a second loop. */
+    /* One state per Lua state: a second require returns the same module,
+     * but a fresh package.loaded entry must not make a second loop. */
     if (lua_getfield(L, LUA_REGISTRYINDEX, SKL_STATE_NAME) != LUA_TUSERDATA) {
         lua_pop(L, 1);
         skl_state *st = lua_newuserdatauv(L, sizeof *st, 0);
@@ -641,7 +633,5 @@ SKL_EXPORT int luaopen_sandkit_core(lua_State *L)
     lua_pushvalue(L, state_idx);
     skl_open_sandbox(L); /* adds Sandbox/Process metatables; pops the state */
     skl_open_fs(L);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, LUA_REGISTRYINDEX, SKL_MODULE_NAME);
     return 1;
 }
