@@ -287,6 +287,22 @@ void skl_push_json(lua_State *L, const json_t *v)
     }
 }
 
+static int core_push_json_protected(lua_State *L)
+{
+    skl_push_json(L, lua_touserdata(L, 1));
+    return 1;
+}
+
+void skl_push_json_take(lua_State *L, json_t *v)
+{
+    lua_pushcfunction(L, core_push_json_protected);
+    lua_pushlightuserdata(L, v);
+    int rc = lua_pcall(L, 1, 1, 0);
+    json_decref(v);
+    if (rc != LUA_OK)
+        lua_error(L);
+}
+
 typedef struct error_push {
     skl_state *st;
     const sk_error *err; /* redacted; NULL: out of memory */
