@@ -118,7 +118,15 @@ void skl_class(lua_State *L, const char *name, lua_CFunction index, lua_CFunctio
 {
     luaL_newmetatable(L, name);
     int mt = lua_gettop(L);
-    lua_newtable(L); /* methods, filled by sandbox.lua */
+    /* methods, filled by sandbox.lua. A second open of the module
+     * (package.loaded cleared) keeps the class's table: objects made
+     * before, whose metatable this is, keep their methods. */
+    if (lua_getfield(L, mt, "__index") != LUA_TFUNCTION || !lua_getupvalue(L, -1, 1)) {
+        lua_settop(L, mt);
+        lua_newtable(L);
+    } else {
+        lua_remove(L, -2); /* the old __index */
+    }
     lua_pushvalue(L, -1);
     lua_setfield(L, module_idx, methods_field);
     lua_pushcclosure(L, index, 1);
