@@ -178,6 +178,24 @@ describe("the core's primitives", function()
     assert.equal(0, code, out)
     assert.equal("reloaded\n", out)
   end)
+
+  -- A host that reloads modules opened the core a second time: that open
+  -- gave the Sandbox and Process classes fresh, empty method tables, which
+  -- sandkit.sandbox (still loaded) never fills: every live sandbox lost its
+  -- methods (sb.exec was nil).
+  it("a second load of sandkit.core keeps the methods of live sandboxes", function()
+    local sb = new()
+    local core = package.loaded["sandkit.core"]
+    package.loaded["sandkit.core"] = nil
+    local again = require("sandkit.core")
+    package.loaded["sandkit.core"] = core
+    assert.equal(core.sandbox_methods, again.sandbox_methods)
+    assert.equal(core.process_methods, again.process_methods)
+    assert.equal("function", type(sb.exec))
+    local r = assert(sb:exec("echo", { "still" }))
+    assert.equal("still\n", r.stdout)
+    assert(sb:destroy())
+  end)
 end)
 
 describe("lifecycle", function()

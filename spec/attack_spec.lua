@@ -384,3 +384,27 @@ describe("attack: Modal timeouts past 32 bits", function()
     assert.truthy(err.message:find("timeout_ms", 1, true), err.message)
   end)
 end)
+
+describe("attack: JSON nested deeply by a server", function()
+  -- A Platform proxy's error body goes through core.json_decode
+  -- (lua/sandkit/fs/platform.lua). jansson accepts 2048 levels; the binding
+  -- pushed one Lua stack slot per level without asking for room, and
+  -- 2000 levels wrote past the stack: the host crashed (ASan: SEGV in
+  -- lua_rawseti under skl_push_json). Run in a child so a crash is one
+  -- failure, not the end of the run.
+  it("2000 levels of arrays and of objects decode whole, without a crash", function()
+    local child = require "helpers.child"
+    local script = child.script("deep_json.lua", [[
+      local core = require "sandkit.core"
+      for _, open in ipairs { { "[", "]" }, { '{"a":', "}" } } do
+        local v = assert(core.json_decode(open[1]:rep(2000) .. "1" .. open[2]:rep(2000)))
+        local depth = 0
+        while type(v) == "table" do v = v[1] or v.a; depth = depth + 1 end
+        io.write(depth, " ", tostring(v), "\n")
+      end
+    ]])
+    local dir = require("helpers.tmp").dir()
+    local out, err = child.run("timeout 60 env " .. child.LUA_ENV .. " lua5.4 " .. sh_quote(script), dir)
+    assert.equal("2000 1\n2000 1\n", out, err)
+  end)
+end)

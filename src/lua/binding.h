@@ -77,6 +77,9 @@ void skl_push_cancel_meta(lua_State *L, const char *name, lua_CFunction gc, lua_
  * failure: it raises a Lua error naming `what` for unconvertible values. */
 json_t *skl_to_json(lua_State *L, int idx, const char *what);
 void skl_push_json(lua_State *L, const json_t *v);
+/* The same for a value the caller owns: v is released, also when pushing
+ * raises (out of memory). */
+void skl_push_json_take(lua_State *L, json_t *v);
 /* Pushes an error object made by the Lua error factory, with the secrets
  * of scope redacted (the sandbox it came from; NULL: every held secret).
  * Every error reaches Lua through here. */

@@ -118,7 +118,15 @@ void skl_class(lua_State *L, const char *name, lua_CFunction index, lua_CFunctio
 {
     luaL_newmetatable(L, name);
     int mt = lua_gettop(L);
-    lua_newtable(L); /* methods, filled by sandbox.lua */
+    /* methods, filled by sandbox.lua. A second open of the module
+     * (package.loaded cleared) keeps the class's table: objects made
+     * before, whose metatable this is, keep their methods. */
+    if (lua_getfield(L, mt, "__index") != LUA_TFUNCTION || !lua_getupvalue(L, -1, 1)) {
+        lua_settop(L, mt);
+        lua_newtable(L);
+    } else {
+        lua_remove(L, -2); /* the old __index */
+    }
     lua_pushvalue(L, -1);
     lua_setfield(L, module_idx, methods_field);
     lua_pushcclosure(L, index, 1);
@@ -244,6 +252,9 @@ json_t *skl_to_json(lua_State *L, int idx, const char *what)
 
 void skl_push_json(lua_State *L, const json_t *v)
 {
+    /* Each level holds its table and the value being pushed: room for both
+     * (jansson parses 2048 levels; a server picks the depth) */
+    luaL_checkstack(L, 2, "JSON nested too deeply");
     switch (json_typeof(v)) {
     case JSON_OBJECT: {
         lua_createtable(L, 0, (int)json_object_size(v));
@@ -282,6 +293,22 @@ void skl_push_json(lua_State *L, const json_t *v)
         lua_pushnil(L);
         break;
     }
+}
+
+static int core_push_json_protected(lua_State *L)
+{
+    skl_push_json(L, lua_touserdata(L, 1));
+    return 1;
+}
+
+void skl_push_json_take(lua_State *L, json_t *v)
+{
+    lua_pushcfunction(L, core_push_json_protected);
+    lua_pushlightuserdata(L, v);
+    int rc = lua_pcall(L, 1, 1, 0);
+    json_decref(v);
+    if (rc != LUA_OK)
+        lua_error(L);
 }
 
 typedef struct error_push {

@@ -131,7 +131,6 @@ int skl_json_decode(lua_State *L)
         lua_pushstring(L, e.text);
         return 2;
     }
-    skl_push_json(L, v);
-    json_decref(v);
+    skl_push_json_take(L, v);
     return 1;
 }

@@ -183,8 +183,13 @@ static void process_push_output(lua_State *L, int idx, skl_process *box, int str
     }
     const char *key = stream == 1 ? "stdout_buffer" : "stderr_buffer";
     lua_getiuservalue(L, idx, 2);
-    if (lua_getfield(L, -1, key) == LUA_TNIL) {
+    if (lua_getfield(L, -1, key) != LUA_TUSERDATA) {
         lua_pop(L, 1);
+        /* The slot first: storing into a key that exists cannot raise, so
+         * once the bytes are taken the Buffer is kept (a memory error
+         * between the two lost them: stdout read empty after). */
+        lua_pushboolean(L, 0);
+        lua_setfield(L, -2, key);
         skl_buffer_push_take(L, b);
         lua_pushvalue(L, -1);
         lua_setfield(L, -3, key);

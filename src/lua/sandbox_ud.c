@@ -132,10 +132,9 @@ static int sandbox_info(lua_State *L)
         meta = NULL; /* out of memory: withheld rather than half redacted */
     }
     if (meta)
-        skl_push_json(L, meta);
+        skl_push_json_take(L, meta);
     else
         lua_newtable(L);
-    json_decref(meta);
     lua_setfield(L, -2, "metadata");
     return 1;
 }
