@@ -310,7 +310,8 @@ local function child_main(kind, a1, a2, a3)
       r = must_succeed(check(sb:exec(command, nil, { max_output_bytes = 1024 * 1024 * 1024 })), command)
       bytes = #r.stdout
     elseif kind == "capture_buffer" then
-      r = must_succeed(check(sb:exec(command, nil, { capture = "buffer" })), command)
+      r = must_succeed(check(sb:exec(command, nil, { capture = "buffer", max_output_bytes = 1024 * 1024 * 1024 })),
+        command)
       bytes = #r.stdout
     else
       r = must_succeed(check(sb:exec(command, nil, {
