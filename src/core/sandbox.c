@@ -498,6 +498,14 @@ sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracke
         p->held_env = held;
         p->held_owner = sb;
     }
+    /* The timeout timer exists before the command does: a command must not
+     * run without its timeout because a few bytes were missing after. */
+    bool timed = o->timeout_ms > 0 && !sb->provider->handles_timeout;
+    if (timed && !(p->timer = sk_timer_new(sb->loop, p))) {
+        process_free(p);
+        *err = sandbox_oom();
+        return NULL;
+    }
     if (sb->provider->spawn(sb, p, o, err) != 0) {
         process_free(p);
         return NULL;
@@ -508,9 +516,8 @@ sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracke
     p->refs++; /* the sandbox's list */
     p->next = sb->procs;
     sb->procs = p;
-    if (o->timeout_ms > 0 && !sb->provider->handles_timeout && !p->exited) {
-        (void)sk_timer_start(sb->loop, &p->timer, p, (uint64_t)o->timeout_ms, process_on_timer);
-    }
+    if (timed && !p->exited)
+        uv_timer_start(p->timer, process_on_timer, (uint64_t)o->timeout_ms, 0);
     return p;
 }
 
