@@ -55,3 +55,5 @@ void sk_error_set(sk_error *e, const char *key, json_t *value)
         e->fields = json_object();
     json_object_set_new(e->fields, key, value);
 }
+
+sk_error *sk_error_oom(void) { return sk_error_new("OutOfMemoryError", NULL, "out of memory"); }

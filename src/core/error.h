@@ -18,6 +18,8 @@ typedef struct sk_error {
 /* fields is stolen (may be NULL). Returns NULL only on allocation failure. */
 sk_error *sk_error_new(const char *kind, json_t *fields, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The one out-of-memory error of the core (kind OutOfMemoryError). */
+sk_error *sk_error_oom(void);
 sk_error *sk_error_copy(const sk_error *e);
 void sk_error_free(sk_error *e);
 /* Set a field (value stolen); no-op on NULL error. */

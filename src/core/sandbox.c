@@ -50,7 +50,6 @@ const char *sk_status_name(sk_status s)
     return names[s];
 }
 
-static sk_error *sandbox_oom(void) { return sk_error_new("OutOfMemoryError", NULL, "out of memory"); }
 
 /* What sk_sandbox_new built around the provider's part, and sb itself. */
 static void sandbox_free_own(sk_sandbox *sb)
@@ -69,7 +68,7 @@ sk_sandbox *sk_sandbox_new(sk_loop *loop, const sk_provider *provider, const jso
 {
     sk_sandbox *sb = calloc(1, sizeof *sb);
     if (!sb) {
-        *err = sandbox_oom();
+        *err = sk_error_oom();
         return NULL;
     }
     sb->provider = provider;
@@ -88,11 +87,11 @@ sk_sandbox *sk_sandbox_new(sk_loop *loop, const sk_provider *provider, const jso
     if (name)
         sb->name = strdup(name);
     if (!sb->options || !sb->env || (id && !sb->id) || (name && !sb->name)) {
-        *err = sandbox_oom();
+        *err = sk_error_oom();
         goto fail;
     }
     if (sk_secret_hold_env(sb, sb->env) != 0) {
-        *err = sandbox_oom();
+        *err = sk_error_oom();
         goto fail;
     }
     sb->env_held = true;
@@ -103,7 +102,7 @@ sk_sandbox *sk_sandbox_new(sk_loop *loop, const sk_provider *provider, const jso
     if (!sb->name)
         sb->name = strdup(provider->name);
     if (!sb->id || !sb->name) {
-        *err = sandbox_oom();
+        *err = sk_error_oom();
         goto fail;
     }
     return sb;
@@ -269,7 +268,7 @@ void sk_sandbox_start(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
         break;
     }
     if (sk_waiters_add(&sb->start_waiters, cb, ud) != 0) {
-        sandbox_fail_now(sb, cb, ud, sandbox_oom());
+        sandbox_fail_now(sb, cb, ud, sk_error_oom());
         return;
     }
     if (sb->status == SK_STARTING || sb->status == SK_STOPPING)
@@ -303,7 +302,7 @@ void sk_sandbox_stop(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
         return;
     }
     if (sk_waiters_add(&sb->stop_waiters, cb, ud) != 0) {
-        sandbox_fail_now(sb, cb, ud, sandbox_oom());
+        sandbox_fail_now(sb, cb, ud, sk_error_oom());
         return;
     }
     if (sb->status == SK_RUNNING || idle)
@@ -378,7 +377,7 @@ void sk_sandbox_destroy(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
         return;
     }
     if (sk_waiters_add(&sb->destroy_waiters, cb, ud) != 0) {
-        sandbox_fail_now(sb, cb, ud, sandbox_oom());
+        sandbox_fail_now(sb, cb, ud, sk_error_oom());
         return;
     }
     if (sb->status == SK_STARTING || sb->status == SK_STOPPING || sb->status == SK_DESTROYING)
@@ -401,7 +400,7 @@ void sk_sandbox_refresh(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
     }
     bool first = !sb->refresh_waiters;
     if (sk_waiters_add(&sb->refresh_waiters, cb, ud) != 0) {
-        sandbox_fail_now(sb, cb, ud, sandbox_oom());
+        sandbox_fail_now(sb, cb, ud, sk_error_oom());
         return;
     }
     if (first)
@@ -474,7 +473,7 @@ sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracke
     sk_process *p = calloc(1, sizeof *p);
     if (!p || !(p->command = strdup(o->command))) {
         free(p);
-        *err = sandbox_oom();
+        *err = sk_error_oom();
         return NULL;
     }
     p->sb = sb;
@@ -492,7 +491,7 @@ sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracke
         if (!held || sk_secret_hold_env(sb, held) != 0) {
             json_decref(held);
             process_free(p);
-            *err = sandbox_oom();
+            *err = sk_error_oom();
             return NULL;
         }
         p->held_env = held;
@@ -503,7 +502,7 @@ sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracke
     bool timed = o->timeout_ms > 0 && !sb->provider->handles_timeout;
     if (timed && !(p->timer = sk_timer_new(sb->loop, p))) {
         process_free(p);
-        *err = sandbox_oom();
+        *err = sk_error_oom();
         return NULL;
     }
     if (sb->provider->spawn(sb, p, o, err) != 0) {

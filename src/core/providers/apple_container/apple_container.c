@@ -80,7 +80,6 @@ static const char *ac_cid(const ac_sandbox *as)
     return as->container_id ? as->container_id : as->cfg.container_name;
 }
 
-static sk_error *ac_oom(void) { return sk_error_new("Error", NULL, "out of memory"); }
 
 static json_t *ac_argv_json(const ac_strv *argv)
 {
@@ -267,7 +266,7 @@ static void op_call(ac_op *op, op_step step, ac_strv *argv, const json_t *env, d
     memset(argv, 0, sizeof *argv);
     op->step = step;
     if (op->argv.failed) {
-        op_end(op, ac_oom());
+        op_end(op, sk_error_oom());
         return;
     }
     if (op->cli) {
@@ -356,7 +355,7 @@ static void ready_begin(ac_op *op, bool cleanup, const char *fmt, const char *wh
     op->action = NULL;
     if (asprintf(&op->action, fmt, who) < 0) {
         op->action = NULL;
-        op_end(op, ac_oom());
+        op_end(op, sk_error_oom());
         return;
     }
     op->cleanup = cleanup;
@@ -421,7 +420,7 @@ static void ready_on_exec(ac_op *op, const ac_cli_result *r)
         return;
     }
     if (sk_timer_start(op->sb->loop, &op->delay, op, AC_READY_DELAY_MS, ready_on_delay) != 0)
-        op_end(op, ac_oom());
+        op_end(op, sk_error_oom());
 }
 
 /* ---- the steps ---------------------------------------------------------------- */
@@ -432,7 +431,7 @@ static void start_create(ac_op *op)
     json_t *env = NULL;
     if (sk_ac_run_argv(&op->as->cfg, &argv, &env) != 0) {
         sk_ac_strv_free(&argv);
-        op_end(op, ac_oom());
+        op_end(op, sk_error_oom());
         return;
     }
     /* the env values reach the CLI through its environment only */
@@ -452,7 +451,7 @@ static void start_on_inspect(ac_op *op, json_t *item)
     const char *cid = json_string_value(json_object_get(json_object_get(item, "configuration"), "id"));
     char *copy = strdup(cid ? cid : as->cfg.container_name);
     if (!copy) {
-        op_end(op, ac_oom());
+        op_end(op, sk_error_oom());
         return;
     }
     free(as->container_id);
@@ -500,7 +499,7 @@ static void op_on_result(ac_op *op, const ac_cli_result *r)
         }
         free(as->container_id);
         if (!(as->container_id = strdup(as->cfg.container_name))) {
-            op_end(op, ac_oom());
+            op_end(op, sk_error_oom());
             return;
         }
         ready_begin(op, as->cfg.delete_on_destroy, "create Apple container %s", as->cfg.container_name);
@@ -548,7 +547,7 @@ static void ac_begin(sk_sandbox *sb, op_kind kind, sk_provider_done done)
     ac_sandbox *as = sb->impl;
     ac_op *op = calloc(1, sizeof *op);
     if (!op) {
-        done(sb, ac_oom());
+        done(sb, sk_error_oom());
         return;
     }
     op->sb = sb;
@@ -622,7 +621,7 @@ static int exec_env_flags(sk_sandbox *sb, const json_t *per_command, ac_strv *ar
             continue;
         const char **keys = sk_ac_sorted_keys(groups[g]);
         if (!keys) {
-            *err = ac_oom();
+            *err = sk_error_oom();
             return -1;
         }
         for (size_t i = 0; keys[i]; i++) {
@@ -658,7 +657,7 @@ static int ac_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_er
     ac_exec *x = calloc(1, sizeof *x);
     int rc = -1;
     if (!x || !env) {
-        *err = ac_oom();
+        *err = sk_error_oom();
         goto done;
     }
     sk_ac_strv_push(&argv, "exec");
@@ -674,7 +673,7 @@ static int ac_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_er
     sk_ac_strv_push(&argv, "-lc");
     if (wrapped) {
         if (!(script = sk_ac_timeout_script(o->command, (double)o->timeout_ms, with_stdin))) {
-            *err = ac_oom();
+            *err = sk_error_oom();
             goto done;
         }
         sk_ac_strv_push(&argv, script);
@@ -682,7 +681,7 @@ static int ac_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_er
         sk_ac_strv_push(&argv, o->command);
     }
     if (argv.failed) {
-        *err = ac_oom();
+        *err = sk_error_oom();
         goto done;
     }
     x->p = p;
@@ -798,13 +797,13 @@ static int ac_init(sk_sandbox *sb, const json_t *options, sk_error **err)
 {
     ac_sandbox *as = calloc(1, sizeof *as);
     if (!as) {
-        *err = ac_oom();
+        *err = sk_error_oom();
         return -1;
     }
     sb->impl = as;
     /* the id is needed now (labels, default name): upstream's generated form */
     if (!sb->id && !(sb->id = sk_sandbox_default_id("apple-container"))) {
-        *err = ac_oom();
+        *err = sk_error_oom();
         return -1;
     }
     /* `name` names the container; the sandbox's name stays AppleContainerSandbox */

@@ -351,7 +351,7 @@ static int opt_string(const json_t *o, const char *key, const char *dflt, char *
     const char *s = v ? json_string_value(v) : dflt;
     *out = NULL;
     if (s && !(*out = strdup(s))) {
-        *err = sk_error_new("Error", NULL, "out of memory");
+        *err = sk_error_oom();
         return -1;
     }
     return 0;
@@ -535,7 +535,7 @@ int sk_ac_config_parse(ac_config *c, const char *id, const json_t *o, sk_error *
         goto oom;
     return 0;
 oom:
-    *err = sk_error_new("Error", NULL, "out of memory");
+    *err = sk_error_oom();
     return -1;
 }
 

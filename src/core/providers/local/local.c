@@ -355,7 +355,7 @@ static int local_init(sk_sandbox *sb, const json_t *o, sk_error **err)
     }
     return 0;
 oom:
-    *err = sk_error_new("Error", NULL, "out of memory");
+    *err = sk_error_oom();
     return -1;
 }
 
@@ -489,7 +489,7 @@ static void local_destroy(sk_sandbox *sb, sk_provider_done done)
     }
     local_destroy_wait *w = calloc(1, sizeof *w);
     if (!w) {
-        done(sb, sk_error_new("Error", NULL, "out of memory"));
+        done(sb, sk_error_oom());
         return;
     }
     w->ls = ls;
@@ -797,7 +797,7 @@ static int local_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk
     sk_cgroup *cg = NULL;
     int rc = -1;
     if (!envp || !cwd) {
-        *err = sk_error_new("Error", NULL, "out of memory");
+        *err = sk_error_oom();
         goto done;
     }
     if (ls->bwrap && local_check_binds(ls, err) != 0)
@@ -809,7 +809,7 @@ static int local_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk
     if (!a.failed && ls->cgroup && (cg = sk_cgroup_new(ls->cgroup)))
         a.failed = local_enter_cgroup(&a, cg, ls->bwrap) != 0;
     if (a.failed) {
-        *err = sk_error_new("Error", NULL, "out of memory");
+        *err = sk_error_oom();
         goto done;
     }
     sk_proc_opts po = {

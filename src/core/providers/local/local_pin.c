@@ -296,7 +296,7 @@ static sk_error *local_pin_list(local_sandbox *ls, char **paths, int **fds, cons
 {
     size_t n = local_list_len(paths);
     if (!(*fds = malloc((n + 1) * sizeof **fds)))
-        return sk_error_new("Error", NULL, "out of memory");
+        return sk_error_oom();
     for (size_t i = 0; i < n; i++)
         (*fds)[i] = -1;
     for (size_t i = 0; i < n; i++) {
@@ -364,7 +364,7 @@ static sk_error *local_chain_add(local_sandbox *ls, const char *path, size_t len
     if (!fds) {
         free(copy);
         close(fd);
-        return sk_error_new("Error", NULL, "out of memory");
+        return sk_error_oom();
     }
     ls->chain_fds = fds;
     ls->chain_paths[ls->n_chain] = copy;
@@ -535,7 +535,7 @@ sk_error *sk_local_pin(local_sandbox *ls)
         if ((err = local_pin_nested(ls, i)))
             goto fail;
     if (local_plan_binds(ls) != 0) {
-        err = sk_error_new("Error", NULL, "out of memory");
+        err = sk_error_oom();
         goto fail;
     }
     ls->pinned = true;

@@ -32,7 +32,6 @@
 
 /* ---- small helpers ------------------------------------------------------ */
 
-sk_error *sk_modal_oom(void) { return sk_error_new("Error", NULL, "out of memory"); }
 
 static void modal_set_str(char **dst, const char *src)
 {
@@ -137,7 +136,7 @@ static void prov_on_reply(void *ud, const mc_reply *r)
         modal_set_str(&ms->sandbox_id, resp.sandbox_id);
         sk_modal_sandbox_get_from_name_resp_free(&resp);
         sk_log(SK_LOG_DEBUG, "modal", "reconnected to running sandbox %s", ms->sb->id);
-        prov_finish(ms, ms->sandbox_id ? NULL : sk_modal_oom());
+        prov_finish(ms, ms->sandbox_id ? NULL : sk_error_oom());
         return;
     }
     case PROV_APP: {
@@ -240,7 +239,7 @@ static void prov_on_reply(void *ud, const mc_reply *r)
         modal_set_str(&ms->sandbox_id, resp.sandbox_id);
         sk_modal_sandbox_create_resp_free(&resp);
         sk_log(SK_LOG_DEBUG, "modal", "created sandbox %s (%s)", ms->sb->id, ms->sandbox_id);
-        prov_finish(ms, ms->sandbox_id ? NULL : sk_modal_oom());
+        prov_finish(ms, ms->sandbox_id ? NULL : sk_error_oom());
         return;
     }
     }
@@ -379,14 +378,14 @@ static void prov_step(modal_sandbox *ms)
         ms->prov.call = sk_mc_unary(ms->client, rpc, &msg, poll, prov_on_reply, ms);
     sk_buf_free(&msg);
     if (!ms->prov.call)
-        prov_finish(ms, sk_modal_oom());
+        prov_finish(ms, sk_error_oom());
 }
 
 /* Joins the provisioning in flight, or starts one. */
 void sk_modal_provision(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud)
 {
     if (sk_waiters_add(&ms->prov.waiters, fn, ud) != 0) {
-        sk_error *e = sk_modal_oom();
+        sk_error *e = sk_error_oom();
         fn(ms->sb, e, ud);
         sk_error_free(e);
         return;
@@ -470,7 +469,7 @@ static void ready_on_reply(void *ud, const mc_reply *r)
                 return;
             }
             if (sk_timer_start(ms->sb->loop, &ms->ready.timer, ms, MODAL_TASK_ID_DELAY_MS, ready_on_timer) != 0)
-                ready_finish(ms, sk_modal_oom());
+                ready_finish(ms, sk_error_oom());
             return;
         }
         modal_set_str(&ms->task_id, resp.task_id);
@@ -513,7 +512,7 @@ static void ready_step(modal_sandbox *ms)
         ms->ready.call = sk_mc_unary(ms->client, rpc, &msg, 0, ready_on_reply, ms);
     sk_buf_free(&msg);
     if (!ms->ready.call)
-        ready_finish(ms, sk_modal_oom());
+        ready_finish(ms, sk_error_oom());
 }
 
 /* Calls fn at once when the router is known, else once the lookup ends. */
@@ -524,7 +523,7 @@ void sk_modal_ready(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud)
         return;
     }
     if (sk_waiters_add(&ms->ready.waiters, fn, ud) != 0) {
-        sk_error *e = sk_modal_oom();
+        sk_error *e = sk_error_oom();
         fn(ms->sb, e, ud);
         sk_error_free(e);
         return;
@@ -647,7 +646,7 @@ static int modal_init(sk_sandbox *sb, const json_t *o, sk_error **err)
                                                                     : MODAL_DEFAULT_MAX_MESSAGE);
     return 0;
 oom:
-    *err = sk_modal_oom();
+    *err = sk_error_oom();
     return -1;
 }
 
@@ -823,7 +822,7 @@ static void down_step(modal_sandbox *ms)
         sk_buf_free(&msg);
         if (!ms->down.call) {
             sk_error_free(ms->down.err);
-            ms->down.err = sk_modal_oom();
+            ms->down.err = sk_error_oom();
             down_finish(ms);
         }
         return;

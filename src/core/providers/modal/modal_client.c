@@ -838,7 +838,7 @@ oom:
         free(r->base_url);
         free(r);
     }
-    *err = sk_error_new("Error", NULL, "out of memory");
+    *err = sk_error_oom();
     return NULL;
 }
 
@@ -999,7 +999,7 @@ sk_error *sk_mc_error(const mc_client *c, const mc_reply *r, const char *sdk_err
 {
     char *msg = strdup(r->message ? r->message : "");
     if (!msg)
-        return sk_error_new("Error", NULL, "out of memory");
+        return sk_error_oom();
     if (c) {
         mc_redact_one(&msg, c->cfg.token_secret);
         mc_redact_one(&msg, c->token);
@@ -1007,7 +1007,7 @@ sk_error *sk_mc_error(const mc_client *c, const mc_reply *r, const char *sdk_err
             mc_redact_one(&msg, rt->jwt);
     }
     if (!msg)
-        return sk_error_new("Error", NULL, "out of memory");
+        return sk_error_oom();
     const char *name = sk_grpc_code_name(r->code);
     sk_error *e;
     if (r->local && strcmp(r->local, "ModalError") != 0) {

@@ -266,7 +266,7 @@ static void proc_exec_start(modal_exec *mp)
                                          proc_on_started, mp);
     sk_buf_free(&msg);
     if (!mp->start_call)
-        proc_finish(mp, NULL, sk_modal_oom());
+        proc_finish(mp, NULL, sk_error_oom());
 }
 
 static void proc_on_started(void *ud, const mc_reply *r)
@@ -298,7 +298,7 @@ static void proc_on_started(void *ud, const mc_reply *r)
         mp->wait_call = sk_mc_router_unary(mp->router, SK_MODAL_RPC_TASK_EXEC_WAIT, &msg, &policy, proc_on_wait, mp);
     sk_buf_free(&msg);
     if (!mp->stdio[0] || !mp->stdio[1] || !mp->wait_call) {
-        proc_finish(mp, NULL, sk_modal_oom());
+        proc_finish(mp, NULL, sk_error_oom());
         return;
     }
     proc_stdin_pump(mp);
@@ -352,7 +352,7 @@ oom_free:
     sk_buf_free(&mp->stdin_pending);
     free(mp);
 oom:
-    *err = sk_modal_oom();
+    *err = sk_error_oom();
     return -1;
 }
 
@@ -378,7 +378,7 @@ int sk_modal_exec_write_stdin(sk_process *p, const char *data, size_t len, sk_er
         return -1;
     }
     if (sk_buf_append(&mp->stdin_pending, data, len) != 0) {
-        *err = sk_modal_oom();
+        *err = sk_error_oom();
         return -1;
     }
     proc_stdin_pump(mp);

@@ -160,7 +160,7 @@ static void fs_get_output(sk_modal_fs_op *op)
                              MODAL_FS_POLL_S * 1000, fs_on_batch, fs_on_output_end, op);
     sk_buf_free(&msg);
     if (!op->call)
-        fs_finish(op, sk_modal_oom());
+        fs_finish(op, sk_error_oom());
 }
 
 static void fs_on_exec(void *ud, const mc_reply *r)
@@ -215,7 +215,7 @@ static void fs_acquire(sk_modal_fs_op *op)
         op->req.task_id = NULL;
         sk_buf_free(&msg);
         if (!op->call)
-            fs_finish(op, sk_modal_oom());
+            fs_finish(op, sk_error_oom());
     } else if (ms->sandbox_id && !ms->prov.active) {
         sk_modal_ready(ms, fs_on_waited, op);
     } else {
@@ -242,7 +242,7 @@ sk_modal_fs_op *sk_modal_fs_start(sk_sandbox *sb, const sk_modal_container_files
     }
     sk_modal_fs_op *op = calloc(1, sizeof *op);
     if (!op) {
-        *err = sk_modal_oom();
+        *err = sk_error_oom();
         return NULL;
     }
     bool bad = false;
@@ -266,7 +266,7 @@ sk_modal_fs_op *sk_modal_fs_start(sk_sandbox *sb, const sk_modal_container_files
     if (bad || (timeout_ms > 0 && sk_timer_start(op->ms->sb->loop, &op->timer, op, (uint64_t)timeout_ms,
                                                  fs_on_deadline) != 0)) {
         fs_op_free(op);
-        *err = sk_modal_oom();
+        *err = sk_error_oom();
         return NULL;
     }
     fs_acquire(op);

@@ -53,7 +53,6 @@ typedef struct modal_sandbox {
 } modal_sandbox;
 
 /* modal.c: helpers the command and filesystem paths share */
-sk_error *sk_modal_oom(void);
 /* upstream isSandboxDeadError, on a gRPC code and message, or on an error */
 bool sk_modal_dead(int code, const char *message);
 bool sk_modal_error_dead(const sk_error *e);

@@ -26,7 +26,6 @@ static sk_error *platform_config_error(const char *key, const char *fmt, const c
     return sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", PLATFORM_ID, "key", key), fmt, a);
 }
 
-static sk_error *platform_oom(void) { return sk_error_new("Error", NULL, "out of memory"); }
 
 /* An option, else the environment variable; "" counts as missing (docs/protocols/platform.md §2.1). */
 static const char *platform_setting(const json_t *o, const char *key, const char *env)
@@ -232,7 +231,7 @@ static int platform_init(sk_sandbox *sb, const json_t *o, sk_error **err)
 oom:
     free(base);
     free(acting);
-    *err = platform_oom();
+    *err = sk_error_oom();
     return -1;
 }
 
@@ -310,7 +309,7 @@ static void platform_on_create(int status, json_t *json, sk_error *err, void *ud
         sk_error_free(err);
         ps->op_attempt++;
         if (sk_timer_start(ps->sb->loop, &ps->op_timer, ps, (uint64_t)delay, platform_on_create_timer) != 0)
-            platform_op_complete(ps, platform_oom());
+            platform_op_complete(ps, sk_error_oom());
         return;
     }
     if (err) {
@@ -401,7 +400,7 @@ static void platform_start(sk_sandbox *sb, sk_provider_done done)
     char *path = platform_sandbox_path(ps->platform_id, NULL);
     sk_error *err = NULL;
     if (!path) {
-        platform_op_complete(ps, platform_oom());
+        platform_op_complete(ps, sk_error_oom());
         return;
     }
     ps->op_req_t0 = sk_now_ms();
@@ -436,7 +435,7 @@ static void platform_teardown(sk_sandbox *sb, sk_provider_done done)
     char *path = platform_sandbox_path(ps->platform_id, NULL);
     sk_error *err = NULL;
     if (!path) {
-        platform_op_complete(ps, platform_oom());
+        platform_op_complete(ps, sk_error_oom());
         return;
     }
     ps->op_call = sk_platform_api_call(ps->api, "DELETE", path, NULL, platform_on_deleted, ps, &err);
@@ -462,7 +461,7 @@ static void platform_on_refreshed(int status, json_t *json, sk_error *err, void 
                                "Platform proxy answered GET /sandbox/%s with the record of another sandbox",
                                ps->platform_id);
         else if (platform_take_record(ps, json) != 0)
-            err = platform_oom();
+            err = sk_error_oom();
     }
     done(ps->sb, err);
 }
@@ -477,7 +476,7 @@ static void platform_refresh(sk_sandbox *sb, sk_provider_done done)
     }
     char *path = platform_sandbox_path(ps->platform_id, NULL);
     if (!path) {
-        done(sb, platform_oom());
+        done(sb, sk_error_oom());
         return;
     }
     sk_error *err = NULL;

@@ -218,7 +218,7 @@ static sk_error *api_error_from_response(platform_call *c, int status, const cha
     char *raw = platform_api_redact(c->api, body ? body : "", body ? (body_cut ? PLATFORM_BODY_FIELD_MAX : body_len) : 0,
                                     &rlen);
     if (!raw)
-        return sk_error_new("Error", NULL, "out of memory");
+        return sk_error_oom();
     const char *code = NULL, *proxy_message = NULL;
     json_t *doc = rlen ? json_loadb(raw, rlen, 0, NULL) : NULL;
     json_t *eobj = json_is_object(doc) ? json_object_get(doc, "error") : NULL;
@@ -396,7 +396,7 @@ oom:
     free(url);
     if (c)
         call_free(c);
-    *err = sk_error_new("Error", NULL, "out of memory");
+    *err = sk_error_oom();
     return NULL;
 }
 

@@ -141,7 +141,7 @@ static platform_lease *lease_parse(const json_t *j, sk_error **err)
         if (l)
             l->refs = 1;
         sk_platform_lease_unref(l);
-        *err = sk_error_new("Error", NULL, "out of memory");
+        *err = sk_error_oom();
         return NULL;
     }
     l->refs = 1;
@@ -149,7 +149,7 @@ static platform_lease *lease_parse(const json_t *j, sk_error **err)
      * subprotocol header (a close reason, an error body) must not show it */
     if (!(l->jwt_held = sk_secret_hold(l->jwt) == 0)) {
         sk_platform_lease_unref(l);
-        *err = sk_error_new("Error", NULL, "out of memory");
+        *err = sk_error_oom();
         return NULL;
     }
     /* null or unparseable expiresAt: never cached, a mint per command */
@@ -468,7 +468,7 @@ static void exec_join_mint(platform_exec *ex)
     sk_error *err = NULL;
     if (!enc || asprintf(&path, "/sandbox/%s/exec-lease", enc) < 0) {
         path = NULL;
-        err = sk_error_new("Error", NULL, "out of memory");
+        err = sk_error_oom();
     } else {
         ps->mint_gen = ps->gen;
         ps->mint_call = sk_platform_api_call(ps->api, "POST", path, NULL, mint_on_done, ps, &err);
@@ -656,7 +656,7 @@ int sk_platform_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o
 oom:
     if (ex)
         exec_free(ex);
-    *err = sk_error_new("Error", NULL, "out of memory");
+    *err = sk_error_oom();
     return -1;
 }
 
@@ -688,7 +688,7 @@ int sk_platform_exec_write_stdin(sk_process *p, const char *data, size_t len, sk
         return -1;
     }
     if (sk_buf_append(&ex->stdin_sent, data, len) != 0) {
-        *err = sk_error_new("Error", NULL, "out of memory");
+        *err = sk_error_oom();
         return -1;
     }
     exec_send_stdin(ex, data, len);
