@@ -576,11 +576,6 @@ MSG_TYPE(GENERIC_RESULT, sk_modal_generic_result,
          F_INT32(sk_modal_generic_result, 3, exitcode),
          F_STR(sk_modal_generic_result, 4, traceback));
 
-void sk_modal_generic_result_free(sk_modal_generic_result *r)
-{
-    msg_release(&GENERIC_RESULT, r);
-}
-
 MSG_TYPE(AUTH_TOKEN_GET, sk_modal_auth_token_get_resp,
          F_STR(sk_modal_auth_token_get_resp, 1, token));
 MSG_DECODER(auth_token_get, sk_modal_auth_token_get_resp, AUTH_TOKEN_GET)

@@ -129,7 +129,6 @@ typedef struct sk_modal_generic_result {
     int32_t exitcode;
     char *traceback;
 } sk_modal_generic_result;
-void sk_modal_generic_result_free(sk_modal_generic_result *r);
 
 /* AuthTokenGet: the request has no fields; its body is empty. */
 typedef struct sk_modal_auth_token_get_resp {
