@@ -1053,7 +1053,7 @@ rows[#rows + 1] = {
       if exec_line.ratio then exec_line.result = exec_line.ratio < 1 and "PASS" or "MISS" end
       local conn_line = line("  connections per exec, h2c", conns_sk[1] and fmt_conns(conns_sk[1]) or "pending",
         fmt_conns(conns_sdk[1]), nil, "info", "info",
-        "distinct client ports of the TaskExec* calls / execs; libcurl 7.88 cannot reuse h2c (curl #10634), so one per call; over TLS see the next row")
+        "distinct client ports of the TaskExec* calls / execs (h2c: streams share connections, also on libcurl 7.88, docs/protocols/event-core.md §5); over TLS see the next row")
       return {
         exec_line,
         cpu_line("  client CPU per exec", cpu_sk, cpu_base, fmt_us,

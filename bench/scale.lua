@@ -317,7 +317,7 @@ return function(H)
         local sizes = ctx.quick and { 4, 8 } or { 100, 500 }
         local m = measure("modal", sizes, ctx.quick and 1 or 3, function() return srv.url end)
         return scale_lines("modal exec", "in flight", m, sizes, sizes[1], sizes[2], 64,
-          "h2c: libcurl 7.88 opens a connection per call (curl #10634); " .. (nofile_note(m, sizes[2]) or ""))
+          "h2c: streams share connections; " .. (nofile_note(m, sizes[2]) or ""))
       end)
       srv.stop()
       if not ok then error(res, 0) end

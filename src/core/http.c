@@ -24,6 +24,10 @@
 
 #define HTTP_DEFAULT_TIMEOUT_MS 60000L
 #define HTTP_MAX_STREAMS 10000L /* per connection; see http_svc_get */
+/* Kicks in a row that deliver no header line, while a header block is
+ * half delivered: enough to hand over the largest block we accept through
+ * curl's smallest receive buffer (1 KiB), in pieces; see http_on_kick. */
+#define HTTP_HEAD_KICKS_MAX (SK_HTTP_MAX_HEADER_BYTES / 1024 + 2)
 #define HTTP_UPLOAD_BUFFER 16384L /* curl's least; see http_setup */
 
 typedef struct http_svc http_svc;
@@ -52,6 +56,11 @@ struct http_pool {
     uv_timer_t kick;      /* see http_on_kick */
     bool kick_armed;
     bool delivered;       /* body bytes were delivered during this socket action */
+    size_t partial_heads; /* transfers between their status line and the end of their headers */
+    unsigned head_kicks;  /* kicks since the last header line; see http_on_kick */
+    size_t n_added;       /* transfers handed to this multi and not yet removed */
+    size_t h2c_openers;   /* of them, h2c openers; see http_h2c_mode */
+    bool h2c_idle;        /* an h2c transfer ended well: its connection may wait in curl's cache */
     http_sock *socks;
 };
 
@@ -67,6 +76,7 @@ struct http_svc {
 };
 
 enum http_phase { HTTP_PHASE_HEAD, HTTP_PHASE_BODY };
+enum http_h2c_role { HTTP_H2C_NONE, HTTP_H2C_OPENER, HTTP_H2C_JOINER };
 
 struct sk_http {
     http_svc *svc;
@@ -91,6 +101,10 @@ struct sk_http {
     bool cancelled;
     bool in_done;
     bool sending;    /* on svc->sending */
+    bool partial_head; /* counted in pool->partial_heads */
+    enum http_h2c_role h2c; /* see http_h2c_mode */
+    unsigned char h2c_refusals;
+    bool h2c_refused; /* a joiner found no connection to join: comes back */
     sk_http *prev, *next; /* in svc->reqs or svc->pending */
     sk_http *sprev, *snext; /* in svc->sending */
 };
@@ -286,8 +300,22 @@ static char *http_describe(const char *method, const char *url)
 
 /* ---- request lifetime ------------------------------------------------ */
 
+/* A transfer between its status line and the end of its headers: see http_on_kick. */
+static void http_partial_head(sk_http *r, bool on)
+{
+    if (r->partial_head == on)
+        return;
+    r->partial_head = on;
+    if (on)
+        r->pool->partial_heads++;
+    else
+        r->pool->partial_heads--;
+}
+
 static void http_req_free(sk_http *r)
 {
+    if (r->pool)
+        http_partial_head(r, false);
     if (r->svc)
         http_sending_unlink(r->svc, r);
     if (r->easy)
@@ -301,12 +329,21 @@ static void http_req_free(sk_http *r)
     free(r);
 }
 
+/* r has left its multi. */
+static void http_pool_removed(sk_http *r)
+{
+    r->pool->n_added--;
+    if (r->h2c == HTTP_H2C_OPENER)
+        r->pool->h2c_openers--;
+}
+
 /* Removes r from curl and from the svc lists, then frees it. Only at depth 0. */
 static void http_req_drop(sk_http *r)
 {
     http_svc *svc = r->svc;
     if (r->added) {
         curl_multi_remove_handle(r->pool->multi, r->easy);
+        http_pool_removed(r);
         http_list_unlink(&svc->reqs, r);
     } else {
         http_list_unlink(&svc->pending, r);
@@ -314,16 +351,33 @@ static void http_req_drop(sk_http *r)
     http_req_free(r);
 }
 
+static void http_h2c_mode(sk_http *r, enum http_h2c_role role);
+static int http_add(sk_http *r);
+
 static void http_complete(sk_http *r, CURLcode rc)
 {
     http_svc *svc = r->svc;
     curl_multi_remove_handle(r->pool->multi, r->easy);
     r->added = false;
+    http_pool_removed(r);
     http_list_unlink(&svc->reqs, r);
     if (r->cancelled) {
         http_req_free(r);
         return;
     }
+    if (r->h2c_refused && rc == CURLE_COULDNT_CONNECT) {
+        /* Nothing was sent: the same request again. While another opener is
+         * on its way it waits for that connection (once); else it opens one. */
+        r->h2c_refused = false;
+        r->pool->h2c_idle = false;
+        r->errbuf[0] = '\0';
+        bool wait = r->pool->h2c_openers > 0 && ++r->h2c_refusals < 2;
+        http_h2c_mode(r, wait ? HTTP_H2C_JOINER : HTTP_H2C_OPENER);
+        if (http_add(r) == 0)
+            return;
+    }
+    if (rc == CURLE_OK && r->h2c != HTTP_H2C_NONE)
+        r->pool->h2c_idle = true;
     sk_http_result res = { 0 };
     res.err = r->too_large ? SK_HTTP_ERR_TOO_LARGE : r->oom ? SK_HTTP_ERR_OTHER : http_err_of(rc);
     res.curl_code = (int)rc;
@@ -396,6 +450,9 @@ static int http_add(sk_http *r)
     if (curl_multi_add_handle(r->pool->multi, r->easy) != CURLM_OK)
         return -1;
     r->added = true;
+    r->pool->n_added++;
+    if (r->h2c == HTTP_H2C_OPENER)
+        r->pool->h2c_openers++;
     http_list_push(&svc->reqs, r);
     return 0;
 }
@@ -488,13 +545,20 @@ static void http_on_timer(uv_timer_t *t);
  * expired, not the one holding the bytes. So after every action that
  * delivered body bytes we report each watched socket readable once more
  * (every transfer on it runs); spurious readiness is harmless to curl (it
- * reads EAGAIN). Header blocks count as delivered bytes too (a block larger
- * than the receive buffer stalls the same way).
+ * reads EAGAIN). Header blocks stall the same way: curl copies a block
+ * into the receive buffer in pieces, and calls us only per whole line, so a
+ * line longer than the buffer (a long grpc-message) arrives in pieces that
+ * deliver nothing we can see. While any transfer is between its status line
+ * and the end of its headers, the rest of the block is already in curl's
+ * memory (nghttp2 decodes a header block whole), so we keep kicking, at
+ * most HTTP_HEAD_KICKS_MAX times without a new line (a server that never
+ * finishes a block must not make us spin).
  * docs/reliability.md §"HTTP/2 stalls in libcurl 7.88". */
 static void http_on_kick(uv_timer_t *t)
 {
     http_pool *pool = t->data;
     pool->kick_armed = false;
+    pool->head_kicks++;
     curl_socket_t fds[16];
     int n = 0;
     for (http_sock *s = pool->socks; s && n < 16; s = s->next)
@@ -524,7 +588,8 @@ static void http_socket_action(http_pool *pool, curl_socket_t fd, int flags)
         curl_multi_timeout(pool->multi, &next_ms) == CURLM_OK && next_ms >= 0) {
         uv_timer_start(&pool->timer, http_on_timer, (uint64_t)(next_ms > 0 ? next_ms : 1), 0);
     }
-    if (pool->delivered && running > 0 && !pool->kick_armed && !svc->closing) {
+    bool head_stalled = pool->partial_heads > 0 && pool->head_kicks < HTTP_HEAD_KICKS_MAX;
+    if ((pool->delivered || head_stalled) && running > 0 && !pool->kick_armed && !svc->closing) {
         pool->kick_armed = true;
         uv_timer_start(&pool->kick, http_on_kick, 0, 0);
     }
@@ -720,7 +785,11 @@ static size_t http_on_header(char *buf, size_t size, size_t nitems, void *userp)
      * grpc-message longer than a 1 KiB buffer hung the call. See
      * http_on_kick. */
     r->pool->delivered = true;
+    r->pool->head_kicks = 0;
     if (len >= 5 && memcmp(buf, "HTTP/", 5) == 0) {
+        /* Only HTTP/2 has the rest of the block in memory already. */
+        if (len >= 6 && buf[5] == '2')
+            http_partial_head(r, true);
         /* A new response block (after 1xx, or the first one). */
         const char *sp = memchr(buf, ' ', len);
         r->status = sp ? atoi(sp + 1) : 0;
@@ -743,6 +812,7 @@ static size_t http_on_header(char *buf, size_t size, size_t nitems, void *userp)
         if (r->status >= 100 && r->status < 200)
             return len; /* interim; the final block follows */
         r->phase = HTTP_PHASE_BODY;
+        http_partial_head(r, false);
         r->header_bytes = 0; /* from here on: the trailers */
         if (!r->cb.data && http_declared_too_large(r)) {
             r->too_large = true; /* fail before reading a byte of it */
@@ -781,6 +851,45 @@ static size_t http_on_data(char *buf, size_t size, size_t nmemb, void *userp)
 static bool http_h2c_reuse_broken(void)
 {
     return curl_version_info(CURLVERSION_NOW)->version_num < 0x080000;
+}
+
+static curl_socket_t http_h2c_refuse_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+    (void)purpose;
+    (void)addr;
+    sk_http *r = ud;
+    r->h2c_refused = true;
+    return CURL_SOCKET_BAD;
+}
+
+/* curl < 8.0 corrupts a reused h2c connection (curl issue #10634): a
+ * prior-knowledge transfer that reuses one stacks a second HTTP/2 layer on
+ * it, because the switch (Curl_http2_may_switch, called from Curl_http for
+ * connections without ALPN) tests only what the transfer asked for, not
+ * what the connection already speaks. A transfer that asks for
+ * CURL_HTTP_VERSION_2TLS joins a live h2c connection as a plain new stream
+ * instead (curl only needs httpwant >= 2.0 to pick an HTTP/2 connection,
+ * url.c ConnectionExists). Left alone, such a transfer would open an
+ * HTTP/1.1 connection when none is live, so its opensocket callback
+ * refuses; it then comes back before a byte was sent (http_complete): as a
+ * joiner once more while another opener is on its way, else as an opener
+ * (prior knowledge, its own fresh connection). Openers never reuse, so none
+ * ever takes the broken path, and joiners wait (PIPEWAIT) for an opener
+ * still connecting. Which one a transfer starts as is only a guess (an h2c
+ * transfer in flight, or one that ended well and left its connection in
+ * curl's cache, means a connection to join, mostly); the refusal makes a
+ * wrong guess cost a retry, never a request. */
+static void http_h2c_mode(sk_http *r, enum http_h2c_role role)
+{
+    CURL *e = r->easy;
+    bool join = role == HTTP_H2C_JOINER;
+    r->h2c = role;
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
+                     join ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+    curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, join ? 0L : 1L);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, join ? http_h2c_refuse_socket : NULL);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, join ? r : NULL);
 }
 
 static bool http_clean(const char *s)
@@ -898,10 +1007,8 @@ static const char *http_setup(sk_http *r, const sk_http_request *q)
     case SK_HTTP_2_PRIOR_KNOWLEDGE:
         curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
         if (strncasecmp(q->url, "http://", 7) == 0 && http_h2c_reuse_broken()) {
-            /* curl < 8.0 breaks a reused h2c connection ("Error in the HTTP2
-             * framing layer", curl issue #10634): one connection per call. */
-            curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
-            curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+            bool live = r->pool->n_added > 0 || r->pool->h2c_idle;
+            http_h2c_mode(r, live ? HTTP_H2C_JOINER : HTTP_H2C_OPENER);
         } else {
             /* Concurrent streams wait for the one connection instead of opening more. */
             curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);

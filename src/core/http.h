@@ -11,9 +11,9 @@
  * info.
  *
  * h2c (SK_HTTP_2_PRIOR_KNOWLEDGE on http://) uses a connection cache of its
- * own; with libcurl < 8.0 (Debian 12: 7.88.1) every h2c request opens a
- * fresh connection, because 7.88 corrupts a reused h2c connection (curl
- * issue #10634). h2 over TLS reuses and multiplexes normally. */
+ * own, and its streams share connections like h2 over TLS; with libcurl
+ * < 8.0 (Debian 12: 7.88.1), which corrupts a reused h2c connection (curl
+ * issue #10634), http.c gets there another way (http_h2c_mode). */
 #ifndef SK_HTTP_H
 #define SK_HTTP_H
 

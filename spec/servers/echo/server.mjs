@@ -79,6 +79,12 @@ async function admin(req, res, url) {
     faults.delayMs = 0; faults.wsReject = 0; faults.wsDeaf = false;
     return sendJson(res, 200, { ok: true });
   }
+  // Closes every h2c connection, as a server restarting would.
+  if (route === 'drop-h2c' && req.method === 'POST') {
+    const n = h2cSessions.size;
+    for (const sess of h2cSessions) sess.destroy();
+    return sendJson(res, 200, { dropped: n });
+  }
   if (route === 'faults' && req.method === 'POST') {
     let body = {};
     try { body = JSON.parse((await readBody(req)).toString() || '{}'); } catch { return sendJson(res, 400, { error: 'bad json' }); }
@@ -270,7 +276,12 @@ const h1 = http.createServer((req, res) => onRequest(req, res, 'plain'));
 h1.keepAliveTimeout = 60_000;
 h1.on('upgrade', (req, socket, head) => onUpgrade(req, socket, head, 'plain'));
 const h2c = http2.createServer({}, (req, res) => onRequest(req, res, 'plain'));
-h2c.on('session', () => stats.h2Sessions.plain++);
+const h2cSessions = new Set();
+h2c.on('session', (sess) => {
+  stats.h2Sessions.plain++;
+  h2cSessions.add(sess);
+  sess.on('close', () => h2cSessions.delete(sess));
+});
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n');
 const plain = net.createServer({ pauseOnConnect: true }, (socket) => {
