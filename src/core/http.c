@@ -64,6 +64,18 @@ struct http_pool {
     http_sock *socks;
 };
 
+/* Headers that many requests send alike, one copy for all of them: curl
+ * only reads a header list, so each request's own lines end in a link to
+ * the shared tail. See sk_http_request.shared_headers. */
+typedef struct http_hdr_set {
+    struct http_hdr_set *next;
+    size_t refs;
+    uint64_t hash;
+    char *key; /* the lines, each ended by '\n' */
+    size_t key_len;
+    struct curl_slist *list;
+} http_hdr_set;
+
 struct http_svc {
     sk_loop_hook hook;
     sk_loop *loop;
@@ -71,6 +83,7 @@ struct http_svc {
     sk_http *reqs;     /* in flight, added to the multi */
     sk_http *pending;  /* started while curl was running, not yet added */
     sk_http *sending;  /* whose body curl may still be sending; see http_drop_upload_buffers */
+    http_hdr_set *hdr_sets;
     int depth;         /* > 0 while inside curl_multi_socket_action */
     bool closing;
 };
@@ -82,7 +95,9 @@ struct sk_http {
     http_svc *svc;
     http_pool *pool;
     CURL *easy;
-    struct curl_slist *hdr_list;
+    struct curl_slist *hdr_list; /* own lines; the last one links to hdr_set's */
+    struct curl_slist *hdr_last;
+    http_hdr_set *hdr_set;
     char *body;
     char *what; /* "METHOD scheme://host:port/path" for error messages */
     sk_http_callbacks cb;
@@ -312,6 +327,21 @@ static void http_partial_head(sk_http *r, bool on)
         r->pool->partial_heads--;
 }
 
+static void http_hdr_set_unref(http_svc *svc, http_hdr_set *set)
+{
+    if (--set->refs > 0)
+        return;
+    for (http_hdr_set **p = &svc->hdr_sets; *p; p = &(*p)->next) {
+        if (*p == set) {
+            *p = set->next;
+            break;
+        }
+    }
+    curl_slist_free_all(set->list);
+    free(set->key);
+    free(set);
+}
+
 static void http_req_free(sk_http *r)
 {
     if (r->pool)
@@ -320,7 +350,11 @@ static void http_req_free(sk_http *r)
         http_sending_unlink(r->svc, r);
     if (r->easy)
         curl_easy_cleanup(r->easy);
+    if (r->hdr_last)
+        r->hdr_last->next = NULL; /* the shared tail is not ours */
     curl_slist_free_all(r->hdr_list);
+    if (r->hdr_set)
+        http_hdr_set_unref(r->svc, r->hdr_set);
     http_hdrs_free(&r->headers);
     http_hdrs_free(&r->trailers);
     free(r->body);
@@ -689,6 +723,11 @@ static void http_svc_shutdown(sk_loop_hook *hook, sk_loop *loop)
         http_req_drop(svc->reqs);
     while (svc->pending)
         http_req_drop(svc->pending);
+    /* Every request held its set; none is left once they are gone. */
+    while (svc->hdr_sets) {
+        svc->hdr_sets->refs = 1;
+        http_hdr_set_unref(svc, svc->hdr_sets);
+    }
     for (int i = 0; i < HTTP_POOL_COUNT; i++) {
         http_pool *pool = &svc->pools[i];
         /* Stop watching before curl closes its cached connections. */
@@ -897,13 +936,103 @@ static bool http_clean(const char *s)
     return s && !strpbrk(s, "\r\n");
 }
 
-static int http_add_header(sk_http *r, const char *line)
+/* Header h as curl takes it, appended to *out with a '\n' after it. */
+static const char *http_header_line(const sk_http_header *h, sk_buf *out, bool *has_ctype)
 {
-    struct curl_slist *l = curl_slist_append(r->hdr_list, line);
-    if (!l)
-        return -1;
-    r->hdr_list = l;
+    const char *name = h->name, *value = h->value;
+    if (!http_clean(name) || !*name || strchr(name, ':') || (value && !http_clean(value)))
+        return "invalid header (empty name, or CR/LF/colon in it)";
+    if (strcasecmp(name, "content-type") == 0)
+        *has_ctype = true;
+    /* "Name:" removes a header curl would add itself; "Name;" is curl's
+     * spelling of a header with an empty value. */
+    const char *sep = !value ? ":" : *value ? ": " : ";";
+    if (sk_buf_append(out, name, strlen(name)) != 0 || sk_buf_append(out, sep, strlen(sep)) != 0 ||
+        (value && sk_buf_append(out, value, strlen(value)) != 0) || sk_buf_append(out, "\n", 1) != 0)
+        return "out of memory";
+    return NULL;
+}
+
+/* Appends each '\n'-ended line of lines to *list. */
+static int http_list_lines(struct curl_slist **list, char *lines, size_t len)
+{
+    for (char *p = lines, *end = lines + len; p < end;) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        *nl = '\0';
+        struct curl_slist *l = curl_slist_append(*list, p);
+        *nl = '\n';
+        if (!l)
+            return -1;
+        *list = l;
+        p = nl + 1;
+    }
     return 0;
+}
+
+static uint64_t http_fnv1a(const char *p, size_t n)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* The shared set with these lines (taken over), made if none has them yet. */
+static http_hdr_set *http_hdr_set_get(http_svc *svc, sk_buf *lines)
+{
+    uint64_t hash = http_fnv1a(lines->data, lines->len);
+    for (http_hdr_set *set = svc->hdr_sets; set; set = set->next) {
+        if (set->hash == hash && set->key_len == lines->len && memcmp(set->key, lines->data, lines->len) == 0) {
+            set->refs++;
+            sk_buf_free(lines);
+            return set;
+        }
+    }
+    http_hdr_set *set = calloc(1, sizeof *set);
+    if (!set || http_list_lines(&set->list, lines->data, lines->len) != 0) {
+        if (set)
+            curl_slist_free_all(set->list);
+        free(set);
+        return NULL;
+    }
+    set->refs = 1;
+    set->hash = hash;
+    set->key = lines->data;
+    set->key_len = lines->len;
+    *lines = (sk_buf){ 0 };
+    set->next = svc->hdr_sets;
+    svc->hdr_sets = set;
+    return set;
+}
+
+static const char *http_headers(sk_http *r, const sk_http_request *q)
+{
+    bool has_ctype = false;
+    const char *err = NULL;
+    sk_buf own = { 0 }, shared = { 0 };
+    for (size_t i = 0; i < q->n_headers && !err; i++)
+        err = http_header_line(&q->headers[i], &own, &has_ctype);
+    for (size_t i = 0; i < q->n_shared_headers && !err; i++)
+        err = http_header_line(&q->shared_headers[i], &shared, &has_ctype);
+    /* No 100-continue round trip; no form content type curl would invent. */
+    if (!err && (sk_buf_append(&own, "Expect:\n", 8) != 0 ||
+                 (q->body && !has_ctype && sk_buf_append(&own, "Content-Type:\n", 14) != 0)))
+        err = "out of memory";
+    if (!err && http_list_lines(&r->hdr_list, own.data, own.len) != 0)
+        err = "out of memory";
+    if (!err && shared.len > 0) {
+        if (!(r->hdr_set = http_hdr_set_get(r->svc, &shared))) {
+            err = "out of memory";
+        } else {
+            r->hdr_last = r->hdr_list;
+            while (r->hdr_last->next)
+                r->hdr_last = r->hdr_last->next;
+            r->hdr_last->next = r->hdr_set->list;
+        }
+    }
+    sk_buf_free(&own);
+    sk_buf_free(&shared);
+    return err;
 }
 
 static const char *http_setup(sk_http *r, const sk_http_request *q)
@@ -913,34 +1042,9 @@ static const char *http_setup(sk_http *r, const sk_http_request *q)
     for (const char *m = method; *m; m++)
         if (!isupper((unsigned char)*m) && *m != '-' && *m != '_')
             return "invalid HTTP method";
-    bool has_ctype = false;
-    for (size_t i = 0; i < q->n_headers; i++) {
-        const char *name = q->headers[i].name, *value = q->headers[i].value;
-        if (!http_clean(name) || !*name || strchr(name, ':') || (value && !http_clean(value)))
-            return "invalid header (empty name, or CR/LF/colon in it)";
-        if (strcasecmp(name, "content-type") == 0)
-            has_ctype = true;
-        size_t n = strlen(name) + (value ? strlen(value) : 0) + 3;
-        char *line = malloc(n);
-        if (!line)
-            return "out of memory";
-        /* "Name:" removes a header curl would add itself; "Name;" is curl's
-         * spelling of a header with an empty value. */
-        if (!value)
-            snprintf(line, n, "%s:", name);
-        else if (*value)
-            snprintf(line, n, "%s: %s", name, value);
-        else
-            snprintf(line, n, "%s;", name);
-        int rc = http_add_header(r, line);
-        free(line);
-        if (rc != 0)
-            return "out of memory";
-    }
-    /* No 100-continue round trip; no form content type curl would invent. */
-    if (http_add_header(r, "Expect:") != 0 ||
-        (q->body && !has_ctype && http_add_header(r, "Content-Type:") != 0))
-        return "out of memory";
+    const char *herr = http_headers(r, q);
+    if (herr)
+        return herr;
 
     r->what = http_describe(method, q->url);
     if (!r->what)
