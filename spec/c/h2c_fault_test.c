@@ -657,6 +657,26 @@ static void test_cancel_and_free(const echo_server *s)
     raw_stop(&rs);
 }
 
+/* The timer that ends requests past their deadline (http_on_deadline)
+ * outlives them, but must not keep the loop alive: a host that turns the
+ * loop while sk_loop_alive would wait for a minute after its last call. */
+static void test_idle_after(const echo_server *s)
+{
+    sk_loop *loop = sk_loop_new();
+    char url[128];
+    snprintf(url, sizeof url, "%s/hello", s->base);
+    sk_http_request q = { .url = url, .version = SK_HTTP_2_PRIOR_KNOWLEDGE };
+    call c;
+    start(loop, &c, &q);
+    run_until(loop, &c.done, 1, 10000);
+    double end = sk_now_ms() + 3000;
+    while (sk_loop_alive(loop) && sk_now_ms() < end)
+        sk_loop_turn(loop, 20);
+    tap(c.status == 200 && !sk_loop_alive(loop), "after its last request (timeout 60 s) the loop goes idle (%s)",
+        sk_loop_alive(loop) ? "still alive" : "idle");
+    sk_loop_free(loop);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -676,6 +696,7 @@ int main(void)
     test_max_streams(&a);
     test_two_origins(&a, &b);
     test_cancel_and_free(&a);
+    test_idle_after(&a);
     echo_stop(&a);
     echo_stop(&b);
     return tap_done();

@@ -829,6 +829,9 @@ static http_svc *http_svc_get(sk_loop *loop)
     }
     uv_timer_init(sk_loop_uv(loop), &svc->deadline);
     svc->deadline.data = svc;
+    /* A backstop only: it may stay armed past the requests it was armed
+     * for, and must not keep the loop alive (sk_loop_alive) meanwhile. */
+    uv_unref((uv_handle_t *)&svc->deadline);
     for (int i = 0; i < HTTP_POOL_COUNT; i++) {
         http_pool *pool = &svc->pools[i];
         pool->svc = svc;
