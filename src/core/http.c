@@ -14,11 +14,14 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include "buf.h"
 
@@ -29,6 +32,7 @@
  * curl's smallest receive buffer (1 KiB), in pieces; see http_on_kick. */
 #define HTTP_HEAD_KICKS_MAX (SK_HTTP_MAX_HEADER_BYTES / 1024 + 2)
 #define HTTP_UPLOAD_BUFFER 16384L /* curl's least; see http_setup */
+#define HTTP_DEADLINE_SLACK_MS 1000.0 /* see http_on_deadline */
 
 typedef struct http_svc http_svc;
 typedef struct http_pool http_pool;
@@ -59,7 +63,7 @@ struct http_pool {
     size_t partial_heads; /* transfers between their status line and the end of their headers */
     unsigned head_kicks;  /* kicks since the last header line; see http_on_kick */
     size_t n_added;       /* transfers handed to this multi and not yet removed */
-    size_t h2c_openers;   /* of them, h2c openers; see http_h2c_mode */
+    size_t h2c_connecting; /* of them, h2c openers whose request has not gone out yet; see http_h2c_mode */
     bool h2c_idle;        /* an h2c transfer ended well: its connection may wait in curl's cache */
     http_sock *socks;
 };
@@ -86,6 +90,8 @@ struct http_svc {
     http_hdr_set *hdr_sets;
     int depth;         /* > 0 while inside curl_multi_socket_action */
     bool closing;
+    uv_timer_t deadline;  /* see http_on_deadline */
+    double deadline_at;   /* when it fires (sk_now_ms), 0 when idle */
 };
 
 enum http_phase { HTTP_PHASE_HEAD, HTTP_PHASE_BODY };
@@ -109,6 +115,7 @@ struct sk_http {
     sk_buf acc;  /* accumulated body (no data callback) */
     curl_off_t body_len;
     size_t max_body;
+    double deadline; /* sk_now_ms by which it must have ended (timeout_ms), 0 = none */
     size_t header_bytes; /* of the current header block, or of the trailers */
     bool too_large;      /* the body or headers passed their cap: aborted */
     bool oom;            /* out of memory storing the response: aborted */
@@ -120,6 +127,10 @@ struct sk_http {
     enum http_h2c_role h2c; /* see http_h2c_mode */
     unsigned char h2c_refusals;
     bool h2c_refused; /* a joiner found no connection to join: comes back */
+    bool h2c_went_out;       /* a joiner's request went out on a connection (since its last add) */
+    bool h2c_server_refused; /* and the server did not process it (http_h2c_conn_alive) */
+    int h2c_port;            /* local port of the connection it went out on */
+    bool h2c_connecting;     /* an opener counted in pool->h2c_connecting */
     sk_http *prev, *next; /* in svc->reqs or svc->pending */
     sk_http *sprev, *snext; /* in svc->sending */
 };
@@ -363,12 +374,20 @@ static void http_req_free(sk_http *r)
     free(r);
 }
 
+/* An opener's connection is up (its request goes out), or it left. */
+static void http_h2c_connected(sk_http *r)
+{
+    if (r->h2c_connecting) {
+        r->h2c_connecting = false;
+        r->pool->h2c_connecting--;
+    }
+}
+
 /* r has left its multi. */
 static void http_pool_removed(sk_http *r)
 {
     r->pool->n_added--;
-    if (r->h2c == HTTP_H2C_OPENER)
-        r->pool->h2c_openers--;
+    http_h2c_connected(r);
 }
 
 /* Removes r from curl and from the svc lists, then frees it. Only at depth 0. */
@@ -387,6 +406,7 @@ static void http_req_drop(sk_http *r)
 
 static void http_h2c_mode(sk_http *r, enum http_h2c_role role);
 static int http_add(sk_http *r);
+static void http_kick_soon(http_pool *pool);
 
 static void http_complete(sk_http *r, CURLcode rc)
 {
@@ -399,19 +419,25 @@ static void http_complete(sk_http *r, CURLcode rc)
         http_req_free(r);
         return;
     }
-    if (r->h2c_refused && rc == CURLE_COULDNT_CONNECT) {
+    /* A joiner refused after its request went out is curl retrying it on
+     * its own because the connection died: the server may have processed
+     * it, so it is not sent again (unless the server said it had not). */
+    bool replay = r->h2c_went_out && !r->h2c_server_refused;
+    if (r->h2c_refused && rc == CURLE_COULDNT_CONNECT && !replay) {
         /* Nothing was sent: the same request again. While another opener is
          * on its way it waits for that connection (once); else it opens one. */
         r->h2c_refused = false;
         r->pool->h2c_idle = false;
         r->errbuf[0] = '\0';
-        bool wait = r->pool->h2c_openers > 0 && ++r->h2c_refusals < 2;
+        bool wait = r->pool->h2c_connecting > 0 && ++r->h2c_refusals < 2;
         http_h2c_mode(r, wait ? HTTP_H2C_JOINER : HTTP_H2C_OPENER);
         if (http_add(r) == 0)
             return;
     }
     if (rc == CURLE_OK && r->h2c != HTTP_H2C_NONE)
         r->pool->h2c_idle = true;
+    if (rc != CURLE_OK)
+        http_kick_soon(r->pool);
     sk_http_result res = { 0 };
     res.err = r->too_large ? SK_HTTP_ERR_TOO_LARGE : r->oom ? SK_HTTP_ERR_OTHER : http_err_of(rc);
     res.curl_code = (int)rc;
@@ -446,6 +472,13 @@ static void http_complete(sk_http *r, CURLcode rc)
         sk_buf_free(&r->acc);
         snprintf(msg, sizeof msg, "%s: out of memory storing the response", r->what ? r->what : "request");
         res.error = msg;
+    } else if (r->h2c_refused && replay) {
+        res.err = SK_HTTP_ERR_NETWORK;
+        snprintf(msg, sizeof msg,
+                 "%s: the HTTP/2 connection failed after the request was sent; not sent again, as the "
+                 "server may have processed it",
+                 r->what ? r->what : "request");
+        res.error = msg;
     } else if (rc != CURLE_OK) {
         /* errbuf holds curl's detail (host, port, reason), never headers. */
         if (r->errbuf[0])
@@ -478,15 +511,67 @@ static void http_check_info(http_pool *pool)
     }
 }
 
+static void http_on_deadline(uv_timer_t *t);
+static void http_svc_flush(http_svc *svc);
+
+static void http_deadline_arm(http_svc *svc, double deadline)
+{
+    if (deadline <= 0 || svc->closing)
+        return;
+    double at = deadline + HTTP_DEADLINE_SLACK_MS;
+    if (svc->deadline_at > 0 && svc->deadline_at <= at)
+        return;
+    svc->deadline_at = at;
+    double in = at - sk_now_ms();
+    uv_timer_start(&svc->deadline, http_on_deadline, in > 0 ? (uint64_t)in : 0, 0);
+}
+
+/* The caller's timeout_ms bounds the whole request, and curl enforces it
+ * per attempt only: a joiner that http.c adds again (http_complete) starts
+ * curl's clock over, and curl 7.88 does not time out a transfer at all
+ * while it waits for a connection to multiplex on (CURLOPT_PIPEWAIT,
+ * multi.c's PENDING state; seen as h2c calls to a silent server that
+ * never ended). So a request still in flight a little after its deadline
+ * ends here, as a timeout. */
+static void http_on_deadline(uv_timer_t *t)
+{
+    http_svc *svc = t->data;
+    svc->deadline_at = 0;
+    if (svc->depth > 0)
+        return; /* not reached: libuv runs timers outside curl */
+    for (bool again = true; again && !svc->closing;) {
+        again = false;
+        double now = sk_now_ms();
+        for (sk_http *r = svc->reqs; r; r = r->next) {
+            if (r->deadline > 0 && !r->cancelled && r->deadline + HTTP_DEADLINE_SLACK_MS <= now) {
+                r->h2c_refused = false;
+                snprintf(r->errbuf, sizeof r->errbuf, "the request took longer than its timeout");
+                http_complete(r, CURLE_OPERATION_TIMEDOUT); /* may start or cancel others: rescan */
+                again = true;
+                break;
+            }
+        }
+    }
+    http_svc_flush(svc);
+    double next = 0;
+    for (sk_http *r = svc->reqs; r; r = r->next)
+        if (r->deadline > 0 && (next == 0 || r->deadline < next))
+            next = r->deadline;
+    http_deadline_arm(svc, next);
+}
+
 static int http_add(sk_http *r)
 {
     http_svc *svc = r->svc;
     if (curl_multi_add_handle(r->pool->multi, r->easy) != CURLM_OK)
         return -1;
     r->added = true;
+    http_deadline_arm(svc, r->deadline);
     r->pool->n_added++;
-    if (r->h2c == HTTP_H2C_OPENER)
-        r->pool->h2c_openers++;
+    if (r->h2c == HTTP_H2C_OPENER) {
+        r->pool->h2c_connecting++;
+        r->h2c_connecting = true;
+    }
     http_list_push(&svc->reqs, r);
     return 0;
 }
@@ -599,6 +684,19 @@ static void http_on_kick(uv_timer_t *t)
         fds[n++] = s->fd; /* copied: an action may close sockets */
     for (int i = 0; i < n && pool->multi; i++)
         http_socket_action(pool, fds[i], CURL_CSELECT_IN);
+}
+
+/* A transfer failed, or a joiner's connection died: the other streams of
+ * that connection may not have been told (curl 7.88 marks the connection
+ * for closing in the transfer that saw the error; a stream waiting on it
+ * for data then waits for its timeout, or for ever). One round of
+ * readiness on every socket lets each notice. */
+static void http_kick_soon(http_pool *pool)
+{
+    if (pool->kick_armed || !pool->socks || pool->svc->closing)
+        return;
+    pool->kick_armed = true;
+    uv_timer_start(&pool->kick, http_on_kick, 0, 0);
 }
 
 static void http_socket_action(http_pool *pool, curl_socket_t fd, int flags)
@@ -738,6 +836,7 @@ static void http_svc_shutdown(sk_loop_hook *hook, sk_loop *loop)
         uv_close((uv_handle_t *)&pool->timer, NULL);
         uv_close((uv_handle_t *)&pool->kick, NULL);
     }
+    uv_close((uv_handle_t *)&svc->deadline, NULL);
     sk_loop_set_service(loop, SK_SERVICE_HTTP, NULL);
 }
 
@@ -767,6 +866,11 @@ static http_svc *http_svc_get(sk_loop *loop)
             return NULL;
         }
     }
+    uv_timer_init(sk_loop_uv(loop), &svc->deadline);
+    svc->deadline.data = svc;
+    /* A backstop only: it may stay armed past the requests it was armed
+     * for, and must not keep the loop alive (sk_loop_alive) meanwhile. */
+    uv_unref((uv_handle_t *)&svc->deadline);
     for (int i = 0; i < HTTP_POOL_COUNT; i++) {
         http_pool *pool = &svc->pools[i];
         pool->svc = svc;
@@ -892,13 +996,62 @@ static bool http_h2c_reuse_broken(void)
     return curl_version_info(CURLVERSION_NOW)->version_num < 0x080000;
 }
 
+/* curl 7.88 retries a joiner's request on a new connection (which we
+ * refuse) both when the server refused its stream (RST_STREAM
+ * REFUSED_STREAM, or a GOAWAY naming a lower stream: not processed, safe
+ * to send again) and when the connection died under it (maybe processed);
+ * it says which only in a debug build. A refused stream leaves the
+ * connection up (the server goes on with its other streams, and curl
+ * still watches its socket); a dead one is gone from our watch list, or
+ * its socket reports a hang-up or an error. So: the joiner's connection
+ * (by its local port, which curl hands the pre-request callback) still
+ * up means refused; anything else counts as died. */
+static bool http_h2c_conn_alive(http_pool *pool, int local_port)
+{
+    for (http_sock *s = pool->socks; s && local_port > 0; s = s->next) {
+        struct sockaddr_storage a;
+        socklen_t len = sizeof a;
+        if (getsockname(s->fd, (struct sockaddr *)&a, &len) != 0)
+            continue;
+        int port = a.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&a)->sin6_port)
+                   : a.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)&a)->sin_port)
+                                            : -1;
+        if (port != local_port)
+            continue;
+        struct pollfd p = { .fd = s->fd, .events = POLLIN | POLLRDHUP };
+        return poll(&p, 1, 0) >= 0 && !(p.revents & (POLLERR | POLLHUP | POLLRDHUP | POLLNVAL));
+    }
+    return false;
+}
+
 static curl_socket_t http_h2c_refuse_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *addr)
 {
     (void)purpose;
     (void)addr;
     sk_http *r = ud;
     r->h2c_refused = true;
+    if (r->h2c_went_out) {
+        r->h2c_server_refused = http_h2c_conn_alive(r->pool, r->h2c_port);
+        r->pool->delivered = true; /* its connection may have died: kick the others on it (http_kick_soon) */
+    }
     return CURL_SOCKET_BAD;
+}
+
+/* Called before a request goes out: an opener's on the connection it
+ * made, a joiner's on the connection it joined. */
+static int http_h2c_prereq(void *ud, char *ip, char *local_ip, int port, int local_port)
+{
+    (void)ip;
+    (void)local_ip;
+    (void)port;
+    sk_http *r = ud;
+    if (r->h2c == HTTP_H2C_OPENER) {
+        http_h2c_connected(r);
+        return CURL_PREREQFUNC_OK;
+    }
+    r->h2c_went_out = true;
+    r->h2c_port = local_port;
+    return CURL_PREREQFUNC_OK;
 }
 
 /* curl < 8.0 corrupts a reused h2c connection (curl issue #10634): a
@@ -929,6 +1082,9 @@ static void http_h2c_mode(sk_http *r, enum http_h2c_role role)
     curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
     curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, join ? http_h2c_refuse_socket : NULL);
     curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, join ? r : NULL);
+    curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, http_h2c_prereq);
+    curl_easy_setopt(e, CURLOPT_PREREQDATA, r);
+    r->h2c_went_out = r->h2c_server_refused = false;
 }
 
 static bool http_clean(const char *s)
@@ -1069,6 +1225,7 @@ static const char *http_setup(sk_http *r, const sk_http_request *q)
         curl_easy_setopt(e, CURLOPT_BUFFERSIZE, q->recv_buffer_bytes > LONG_MAX ? LONG_MAX : (long)q->recv_buffer_bytes);
     long timeout = q->timeout_ms == 0 ? HTTP_DEFAULT_TIMEOUT_MS : q->timeout_ms < 0 ? 0 : q->timeout_ms;
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout);
+    r->deadline = timeout > 0 ? sk_now_ms() + (double)timeout : 0;
     r->max_body = q->max_body_bytes ? q->max_body_bytes : SK_HTTP_DEFAULT_MAX_BODY;
 
     if (q->body) {
