@@ -57,6 +57,29 @@ describe("capture = \"buffer\"", function()
     assert.are.equal(want:sub(-100), r2.stdout:sub(-100))
   end)
 
+  -- Past 4 MiB the capture moves into its own mapping, grown by mremap
+  -- (src/core/buf.c): the bytes, the chunks streamed meanwhile and the cap
+  -- must come through that move and growth exactly.
+  it("holds output past 4 MiB byte for byte, streams it, and stops at the cap", function()
+    run("head -c 12582917 /dev/urandom > big.bin")
+    local f = assert(io.open(sb:info().metadata.working_directory .. "/big.bin", "rb"))
+    local want = f:read("a")
+    f:close()
+    assert.are.equal(12582917, #want)
+    for _, capture in ipairs({ "buffer", true }) do
+      local chunks = {}
+      local r = run("cat big.bin", { capture = capture, on_stdout = function(c) chunks[#chunks + 1] = c end })
+      assert.is_true(tostring(r.stdout) == want, tostring(capture) .. ": captured bytes differ")
+      assert.is_true(table.concat(chunks) == want, tostring(capture) .. ": streamed bytes differ")
+      assert.is_false(r.truncated)
+    end
+    local cap = 5 * 1024 * 1024 + 3
+    local r = run("cat big.bin", { max_output_bytes = cap })
+    assert.is_true(r.truncated)
+    assert.are.equal(cap, #r.stdout)
+    assert.is_true(tostring(r.stdout) == want:sub(1, cap), "truncated bytes differ")
+  end)
+
   it("sub and byte follow string.sub and string.byte, negative and out-of-range indices too", function()
     local text = "hello, sandkit buffer"
     local b = run("printf '%s' '" .. text .. "'").stdout

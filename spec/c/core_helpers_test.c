@@ -1,11 +1,17 @@
 /* The small mechanisms the providers share, each written once: heap timers
  * (loop.h), the base36 id writer and the waiter list (sandbox.h), the child
- * environment builder and the reaped callback of the exit watch (proc.h). */
+ * environment builder, the reaped callback of the exit watch and output
+ * through pipes the kernel would not grow (proc.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "loop.h"
 #include "proc.h"
@@ -212,6 +218,103 @@ static void test_reaped(void)
     sk_loop_free(loop);
 }
 
+/* ---- pipes the kernel will not grow ------------------------------------------- */
+
+/* An unprivileged user past /proc/sys/fs/pipe-user-pages-soft gets 2-page
+ * pipes and EPERM from F_SETPIPE_SZ. proc.c grows a pipe once bulk output
+ * fills it; refused, the output must still arrive whole. Run in a child
+ * under a uid nobody else uses (pipe pages are counted per user), which
+ * first holds 1 MiB pipes until the kernel refuses one more. */
+enum { REFUSED_OK = 0, REFUSED_SKIP = 10 };
+#define REFUSED_BYTES (10 * 1024 * 1024)
+
+typedef struct count_probe {
+    size_t bytes, largest;
+    bool exited;
+    int64_t status;
+} count_probe;
+
+static void on_count_output(sk_proc *p, int stream, const char *d, size_t n, void *ud)
+{
+    (void)p;
+    (void)d;
+    count_probe *c = ud;
+    if (stream == 1) {
+        c->bytes += n;
+        if (n > c->largest)
+            c->largest = n;
+    }
+}
+
+static void on_count_exit(sk_proc *p, int64_t status, int sig, void *ud)
+{
+    (void)p;
+    (void)sig;
+    count_probe *c = ud;
+    c->exited = true;
+    c->status = status;
+}
+
+static int refused_child(uid_t uid)
+{
+    if (setgroups(0, NULL) != 0 || setresgid(uid, uid, uid) != 0 || setresuid(uid, uid, uid) != 0)
+        return REFUSED_SKIP;
+    /* hold 1 MiB pipes until the user is over the soft limit */
+    int refused = 0;
+    for (int i = 0; i < 400 && !refused; i++) {
+        int fds[2];
+        if (pipe(fds) != 0)
+            return REFUSED_SKIP;
+        if (fcntl(fds[0], F_SETPIPE_SZ, 1024 * 1024) < 0)
+            refused = errno == EPERM;
+    }
+    int probe[2];
+    if (!refused || pipe(probe) != 0 || fcntl(probe[0], F_GETPIPE_SZ) > 8192)
+        return REFUSED_SKIP; /* not the state this test is about */
+    sk_loop *loop = sk_loop_new();
+    char *argv[] = { "/bin/sh", "-c", "head -c 10485760 /dev/zero", NULL };
+    sk_proc_opts o = { .file = "/bin/sh", .argv = argv, .new_group = true };
+    static const sk_proc_callbacks cb = { .output = on_count_output, .exit = on_count_exit };
+    count_probe c = { 0 };
+    int uv_err = 0;
+    sk_proc *p = loop ? sk_proc_spawn(loop, &o, &cb, &c, &uv_err) : NULL;
+    if (!p)
+        return 1;
+    run_until(loop, &c.exited, 60000);
+    sk_proc_free(p);
+    for (int i = 0; i < 5; i++)
+        sk_loop_turn(loop, 0);
+    sk_loop_free(loop);
+    if (!c.exited)
+        return 2;
+    if (c.status != 0)
+        return 3;
+    if (c.bytes != REFUSED_BYTES)
+        return 4;
+    return c.largest <= 8192 ? REFUSED_OK : 5; /* 5: a read larger than the 2-page pipe */
+}
+
+static void test_pipe_growth_refused(void)
+{
+    if (geteuid() != 0) {
+        tap(1, "# SKIP pipe growth refused: needs root to become an unused uid");
+        return;
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(refused_child(64999));
+    int status = 0;
+    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    int code = pid > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (code == REFUSED_SKIP) {
+        tap(1, "# SKIP pipe growth refused: could not get the kernel to refuse F_SETPIPE_SZ");
+        return;
+    }
+    tap(code == REFUSED_OK, "pipe growth refused: 10 MiB arrive whole through a 2-page pipe (code %d)", code);
+}
+
 int main(void)
 {
     test_timers();
@@ -219,6 +322,7 @@ int main(void)
     test_waiters();
     test_envp();
     test_reaped();
+    test_pipe_growth_refused();
     printf("1..%d\n", tap_n);
     return tap_failed ? 1 : 0;
 }

@@ -88,6 +88,16 @@
 #endif
 #endif
 
+/* mremap(2) and MADV_HUGEPAGE: large capture buffers live in their own
+ * huge-page mapping, grown without copying (buf.c) */
+#ifndef SK_HAVE_MREMAP
+#if SK_NATIVE_LINUX
+#define SK_HAVE_MREMAP 1
+#else
+#define SK_HAVE_MREMAP 0
+#endif
+#endif
+
 /* posix_spawn_file_actions_addclosefrom_np: glibc 2.34 */
 #ifndef SK_HAVE_SPAWN_CLOSEFROM
 #if SK_NATIVE_GLIBC_MINOR >= 34

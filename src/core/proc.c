@@ -25,8 +25,13 @@
 #include <unistd.h>
 
 /* Bigger pipes mean fewer wake-ups for bulk output (Linux caps this at
- * /proc/sys/fs/pipe-max-size, 1 MiB by default; failure is harmless). */
-enum { PROC_PIPE_SIZE = 1024 * 1024 };
+ * /proc/sys/fs/pipe-max-size, 1 MiB by default). A pipe grows once a read
+ * finds its default 64 KiB full, so commands with little output never pay
+ * for it: the kernel charges pipe pages to the caller's user, and past
+ * /proc/sys/fs/pipe-user-pages-soft an unprivileged user's new pipes get
+ * 2 pages and F_SETPIPE_SZ fails (EPERM). Failure is harmless: the pipe
+ * keeps its size, the output only takes more wake-ups. */
+enum { PROC_PIPE_SIZE = 1024 * 1024, PROC_PIPE_GROW_AT = 64 * 1024 };
 /* Per read: larger reads made streaming consumers slower (each chunk
  * becomes a Lua string) without helping capture. */
 enum { PROC_READ_SIZE = 64 * 1024 };
@@ -49,6 +54,7 @@ struct sk_proc {
     int pidfd;
     bool has_in, in_closing;
     bool exited, out_eof, err_eof;
+    bool out_grown, err_grown; /* F_SETPIPE_SZ tried (proc_on_read) */
     bool freed, exit_reported, new_group;
     int open_handles; /* handles not yet closed + the owner's reference */
     int64_t exit_status;
@@ -241,6 +247,12 @@ static void proc_on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     sk_proc *p = s->data;
     int stream = (s == (uv_stream_t *)&p->out) ? 1 : 2;
     if (n > 0) {
+        bool *grown = stream == 1 ? &p->out_grown : &p->err_grown;
+        uv_os_fd_t fd;
+        if (!*grown && n >= PROC_PIPE_GROW_AT && uv_fileno((uv_handle_t *)s, &fd) == 0) {
+            *grown = true;
+            sk_pipe_grow(fd, PROC_PIPE_SIZE);
+        }
         if (!p->freed && p->cb && p->cb->output)
             p->cb->output(p, stream, buf->base, (size_t)n, p->ud);
         return;
@@ -487,8 +499,6 @@ sk_proc *sk_proc_spawn(sk_loop *loop, const sk_proc_opts *o, const sk_proc_callb
         *uv_err = uv_translate_sys_error(errno);
         goto fail;
     }
-    sk_pipe_grow(out[0], PROC_PIPE_SIZE);
-    sk_pipe_grow(err[0], PROC_PIPE_SIZE);
     pid_t pid = 0;
     int rc;
     if (o->fresh_session_keyring) {

@@ -522,10 +522,11 @@ sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracke
 
 /* Room for extra more bytes, growing by doubling but never past what
  * max_output can use (a 64 MiB cap must not cost a 128 MiB buffer); past
- * it (the timeout note) exactly. */
+ * it (the timeout note) exactly. Bulk output goes to a huge-page mapping
+ * (buf.h). */
 static int process_reserve(sk_process *p, sk_buf *b, size_t extra)
 {
-    return sk_buf_reserve_within(b, extra, p->max_output + 1);
+    return sk_buf_reserve_bulk(b, extra, p->max_output + 1);
 }
 
 /* Out of memory while capturing: what was kept goes (the result becomes

@@ -204,7 +204,8 @@ void sk_sandbox_mark_error(sk_sandbox *sb);
 /* No more callbacks (the embedder's handle is gone); the process runs on. */
 void sk_process_detach(sk_process *p);
 /* The capture buffer of stream 1 (stdout) or 2; once the process has
- * exited the embedder may take its bytes (sk_buf_take). */
+ * exited the embedder may take its bytes (sk_buf_move: it may be a
+ * mapping, buf.h). */
 sk_buf *sk_process_capture(sk_process *p, int stream);
 
 /* For providers. */

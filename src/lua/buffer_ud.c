@@ -15,8 +15,7 @@
 #define SKL_BUFFER "sandkit.Buffer"
 
 typedef struct skl_buffer {
-    char *data; /* owned; NULL when empty or closed */
-    size_t len;
+    sk_buf bytes; /* owned (heap or mapping, buf.h); data NULL when empty or closed */
     int closed;
 } skl_buffer;
 
@@ -31,8 +30,7 @@ static skl_buffer *buffer_check(lua_State *L, int idx)
 static skl_buffer *buffer_new(lua_State *L)
 {
     skl_buffer *b = lua_newuserdatauv(L, sizeof *b, 0);
-    b->data = NULL;
-    b->len = 0;
+    memset(&b->bytes, 0, sizeof b->bytes);
     b->closed = 0;
     luaL_setmetatable(L, SKL_BUFFER);
     return b;
@@ -41,20 +39,17 @@ static skl_buffer *buffer_new(lua_State *L)
 void skl_buffer_push_take(lua_State *L, sk_buf *src)
 {
     skl_buffer *b = buffer_new(L); /* may raise: src still owns its bytes */
-    b->len = src->len;
-    b->data = src->len ? sk_buf_take(src) : NULL;
-    sk_buf_free(src);
-    /* Doubling left up to half the allocation unused; give it back (for
-     * large buffers glibc does this with mremap, no copy). */
-    if (b->data) {
-        char *shrunk = realloc(b->data, b->len + 1);
-        if (shrunk)
-            b->data = shrunk;
+    if (src->len) {
+        sk_buf_move(&b->bytes, src);
+        /* Doubling left up to half the allocation unused: give it back
+         * (mremap, no copy, for large ones). */
+        sk_buf_shrink(&b->bytes);
     }
+    sk_buf_free(src);
     /* The bytes are outside the Lua heap: tell the collector about them, so
      * a loop dropping large buffers paces the GC as strings would. */
-    if (b->len >= 65536)
-        lua_gc(L, LUA_GCSTEP, (int)(b->len >> 10 > INT_MAX ? INT_MAX : b->len >> 10));
+    if (b->bytes.len >= 65536)
+        lua_gc(L, LUA_GCSTEP, (int)(b->bytes.len >> 10 > INT_MAX ? INT_MAX : b->bytes.len >> 10));
 }
 
 /* string.sub's index rules: negative counts from the end, clamped. */
@@ -84,12 +79,12 @@ static size_t buffer_end(lua_Integer pos, size_t len)
 static int buffer_sub(lua_State *L)
 {
     skl_buffer *b = buffer_check(L, 1);
-    size_t i = buffer_start(luaL_checkinteger(L, 2), b->len);
-    size_t j = buffer_end(luaL_optinteger(L, 3, -1), b->len);
+    size_t i = buffer_start(luaL_checkinteger(L, 2), b->bytes.len);
+    size_t j = buffer_end(luaL_optinteger(L, 3, -1), b->bytes.len);
     if (i > j)
         lua_pushliteral(L, "");
     else
-        lua_pushlstring(L, b->data + i - 1, j - i + 1);
+        lua_pushlstring(L, b->bytes.data + i - 1, j - i + 1);
     return 1;
 }
 
@@ -98,8 +93,8 @@ static int buffer_byte(lua_State *L)
 {
     skl_buffer *b = buffer_check(L, 1);
     lua_Integer pi = luaL_optinteger(L, 2, 1);
-    size_t i = buffer_start(pi, b->len);
-    size_t j = buffer_end(luaL_optinteger(L, 3, pi), b->len);
+    size_t i = buffer_start(pi, b->bytes.len);
+    size_t j = buffer_end(luaL_optinteger(L, 3, pi), b->bytes.len);
     if (i > j)
         return 0;
     if (j - i >= (size_t)INT_MAX)
@@ -107,7 +102,7 @@ static int buffer_byte(lua_State *L)
     int n = (int)(j - i + 1);
     luaL_checkstack(L, n, "sandkit.Buffer:byte: range too long");
     for (int k = 0; k < n; k++)
-        lua_pushinteger(L, (unsigned char)b->data[i - 1 + (size_t)k]);
+        lua_pushinteger(L, (unsigned char)b->bytes.data[i - 1 + (size_t)k]);
     return n;
 }
 
@@ -128,12 +123,12 @@ static int buffer_find(lua_State *L)
     skl_buffer *b = buffer_check(L, 1);
     size_t nlen;
     const char *needle = luaL_checklstring(L, 2, &nlen);
-    size_t init = buffer_start(luaL_optinteger(L, 3, 1), b->len);
+    size_t init = buffer_start(luaL_optinteger(L, 3, 1), b->bytes.len);
     int plain = lua_toboolean(L, 4);
     if (!plain && has_magic(needle, nlen))
         return luaL_argerror(L, 2, "sandkit.Buffer:find searches for plain text; pass plain = true, "
                                    "or match patterns on tostring(buf)");
-    if (init > b->len + 1) {
+    if (init > b->bytes.len + 1) {
         lua_pushnil(L);
         return 1;
     }
@@ -142,13 +137,13 @@ static int buffer_find(lua_State *L)
         lua_pushinteger(L, (lua_Integer)init - 1);
         return 2;
     }
-    const char *hay = b->data ? b->data + init - 1 : "";
-    const char *at = memmem(hay, b->len - (init - 1), needle, nlen);
+    const char *hay = b->bytes.data ? b->bytes.data + init - 1 : "";
+    const char *at = memmem(hay, b->bytes.len - (init - 1), needle, nlen);
     if (!at) {
         lua_pushnil(L);
         return 1;
     }
-    lua_Integer start = (lua_Integer)(at - b->data) + 1;
+    lua_Integer start = (lua_Integer)(at - b->bytes.data) + 1;
     lua_pushinteger(L, start);
     lua_pushinteger(L, start + (lua_Integer)nlen - 1);
     return 2;
@@ -163,7 +158,7 @@ static int buffer_write_to(lua_State *L)
     if (f->closef == NULL)
         return luaL_argerror(L, 2, "attempt to use a closed file");
     /* flushed, so that a full disk shows here and not at a later close */
-    if ((b->len && fwrite(b->data, 1, b->len, f->f) != b->len) || fflush(f->f) != 0) {
+    if ((b->bytes.len && fwrite(b->bytes.data, 1, b->bytes.len, f->f) != b->bytes.len) || fflush(f->f) != 0) {
         int e = errno;
         skl_state *st = skl_state_get(L);
         sk_error *err = sk_error_new("IOError", NULL, "sandkit.Buffer:write_to: %s", strerror(e));
@@ -179,23 +174,21 @@ static int buffer_write_to(lua_State *L)
 static int buffer_close(lua_State *L)
 {
     skl_buffer *b = luaL_checkudata(L, 1, SKL_BUFFER);
-    free(b->data);
-    b->data = NULL;
-    b->len = 0;
+    sk_buf_free(&b->bytes);
     b->closed = 1;
     return 0;
 }
 
 static int buffer_len(lua_State *L)
 {
-    lua_pushinteger(L, (lua_Integer)buffer_check(L, 1)->len);
+    lua_pushinteger(L, (lua_Integer)buffer_check(L, 1)->bytes.len);
     return 1;
 }
 
 static int buffer_tostring(lua_State *L)
 {
     skl_buffer *b = buffer_check(L, 1);
-    lua_pushlstring(L, b->data ? b->data : "", b->len);
+    lua_pushlstring(L, b->bytes.data ? b->bytes.data : "", b->bytes.len);
     return 1;
 }
 
@@ -212,13 +205,8 @@ static int buffer_from_string(lua_State *L)
     size_t len;
     const char *s = luaL_checklstring(L, 1, &len);
     skl_buffer *b = buffer_new(L); /* empty first: a failed malloc leaks nothing */
-    if (len) {
-        if (!(b->data = malloc(len + 1)))
-            return luaL_error(L, "not enough memory");
-        memcpy(b->data, s, len);
-        b->data[len] = '\0';
-        b->len = len;
-    }
+    if (len && (sk_buf_reserve_within(&b->bytes, len, len + 1) != 0 || sk_buf_append(&b->bytes, s, len) != 0))
+        return luaL_error(L, "not enough memory");
     return 1;
 }
 
