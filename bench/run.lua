@@ -846,13 +846,13 @@ rows[#rows + 1] = {
     return platform_row(ctx, function(srv)
       local rounds, per = ctx.quick and 2 or 10, ctx.quick and 5 or 20
       local size = ctx.quick and 1048576 or 10485760
-      -- 16 paired rounds: one 10 MiB exec takes ~100 ms of CPU on each
+      -- 24 paired rounds: one 10 MiB exec takes ~100 ms of CPU on each
       -- side of a 2-core machine, so a burst of other load moves a single
       -- sample a lot; the row is the median of per-round ratios. An even
       -- count, as the second of a pair runs ~10 % slower, so each side goes
       -- second equally often; see
       -- docs/performance.md §"Platform 10 MiB: where the spread came from"
-      local big_rounds = ctx.quick and 1 or 16
+      local big_rounds = ctx.quick and 1 or 24
       local sb = platform_sandbox(ctx, srv)
       local jwt = srv.lease(sb and sb:info().metadata.sandbox_id)
       if sb then time_execs(sb, 5, "true", {}) end -- the lease is cached from here on
