@@ -2,7 +2,7 @@
 # The network tests (http_test, ws_test) include the echo server's C
 # harness, so they rebuild when it changes; they start
 # spec/servers/echo/server.mjs themselves (its npm ci is done by npm-deps).
-build/test/http_test build/test/ws_test: spec/servers/echo/harness.h
+build/test/http_test build/test/ws_test build/test/h2c_fault_test: spec/servers/echo/harness.h
 
 # spec/modal_schema_spec.lua re-encodes the Modal goldens with protoc over
 # modal.proto (the C codec is hand-written; modal_msg.h says why).

@@ -164,7 +164,8 @@ sk_grpc_call *sk_grpc_start(sk_loop *loop, const sk_grpc_request *q, const sk_gr
     sk_grpc_call *c = NULL;
     char *url = NULL;
     sk_buf body = { 0 };
-    if (!loop || !q || !q->base_url || !q->path || !cb || !cb->done || q->n_metadata > GRPC_MAX_METADATA) {
+    if (!loop || !q || !q->base_url || !q->path || !cb || !cb->done || q->n_metadata > GRPC_MAX_METADATA ||
+        q->n_shared_metadata > GRPC_MAX_METADATA) {
         err = "invalid gRPC call arguments";
         goto fail;
     }
@@ -192,8 +193,9 @@ sk_grpc_call *sk_grpc_start(sk_loop *loop, const sk_grpc_request *q, const sk_gr
         err = "out of memory";
         goto fail;
     }
-    sk_http_header h[GRPC_MAX_METADATA + 8];
-    size_t n = 0;
+    /* What changes per call, then what many calls send alike. */
+    sk_http_header h[GRPC_MAX_METADATA + 1], shared[GRPC_MAX_METADATA + 6];
+    size_t n = 0, ns = 0;
     for (size_t i = 0; i < q->n_metadata; i++)
         h[n++] = q->metadata[i];
     char timeout[SK_GRPC_TIMEOUT_LEN + 1];
@@ -202,13 +204,15 @@ sk_grpc_call *sk_grpc_start(sk_loop *loop, const sk_grpc_request *q, const sk_gr
         timeout[tl] = '\0';
         h[n++] = (sk_http_header){ "grpc-timeout", timeout };
     }
+    for (size_t i = 0; i < q->n_shared_metadata; i++)
+        shared[ns++] = q->shared_metadata[i];
     /* We never decode compressed messages, so we accept none. */
-    h[n++] = (sk_http_header){ "grpc-accept-encoding", "identity" };
-    h[n++] = (sk_http_header){ "accept-encoding", "identity" };
-    h[n++] = (sk_http_header){ "user-agent", q->user_agent ? q->user_agent : "sandkit-grpc/1" };
-    h[n++] = (sk_http_header){ "content-type", "application/grpc" };
-    h[n++] = (sk_http_header){ "te", "trailers" };
-    h[n++] = (sk_http_header){ "accept", NULL }; /* curl's default Accept: not gRPC's */
+    shared[ns++] = (sk_http_header){ "grpc-accept-encoding", "identity" };
+    shared[ns++] = (sk_http_header){ "accept-encoding", "identity" };
+    shared[ns++] = (sk_http_header){ "user-agent", q->user_agent ? q->user_agent : "sandkit-grpc/1" };
+    shared[ns++] = (sk_http_header){ "content-type", "application/grpc" };
+    shared[ns++] = (sk_http_header){ "te", "trailers" };
+    shared[ns++] = (sk_http_header){ "accept", NULL }; /* curl's default Accept: not gRPC's */
     c = calloc(1, sizeof *c);
     if (!c) {
         err = "out of memory";
@@ -222,6 +226,8 @@ sk_grpc_call *sk_grpc_start(sk_loop *loop, const sk_grpc_request *q, const sk_gr
         .url = url,
         .headers = h,
         .n_headers = n,
+        .shared_headers = shared,
+        .n_shared_headers = ns,
         .body = body.data ? body.data : "",
         .body_len = body.len,
         .timeout_ms = q->timeout_ms > 0 ? (long)q->timeout_ms : -1,

@@ -30,6 +30,10 @@ typedef struct sk_grpc_request {
     bool plaintext;                 /* dial an https:// base_url as h2c */
     const sk_http_header *metadata; /* custom metadata, copied (names lower-case) */
     size_t n_metadata;
+    const sk_http_header *shared_metadata; /* more, the same for many calls (credentials):
+                                             * sent after metadata, one copy per distinct
+                                             * set (sk_http_request.shared_headers) */
+    size_t n_shared_metadata;
     const char *user_agent;         /* NULL: "sandkit-grpc/1" */
     const void *message;            /* the request message, unframed (may be NULL when 0) */
     size_t message_len;

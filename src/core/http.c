@@ -14,11 +14,14 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include "buf.h"
 
@@ -31,6 +34,7 @@
 #define HTTP_UPLOAD_BUFFER 16384L /* curl's least; see http_setup */
 #define HTTP_BULK_BODY ((size_t)1 << 20)     /* a body this large gets... */
 #define HTTP_BULK_UPLOAD_BUFFER (256L << 10) /* ...this upload buffer */
+#define HTTP_DEADLINE_SLACK_MS 1000.0 /* see http_on_deadline */
 
 typedef struct http_svc http_svc;
 typedef struct http_pool http_pool;
@@ -61,10 +65,22 @@ struct http_pool {
     size_t partial_heads; /* transfers between their status line and the end of their headers */
     unsigned head_kicks;  /* kicks since the last header line; see http_on_kick */
     size_t n_added;       /* transfers handed to this multi and not yet removed */
-    size_t h2c_openers;   /* of them, h2c openers; see http_h2c_mode */
+    size_t h2c_connecting; /* of them, h2c openers whose request has not gone out yet; see http_h2c_mode */
     bool h2c_idle;        /* an h2c transfer ended well: its connection may wait in curl's cache */
     http_sock *socks;
 };
+
+/* Headers that many requests send alike, one copy for all of them: curl
+ * only reads a header list, so each request's own lines end in a link to
+ * the shared tail. See sk_http_request.shared_headers. */
+typedef struct http_hdr_set {
+    struct http_hdr_set *next;
+    size_t refs;
+    uint64_t hash;
+    char *key; /* the lines, each ended by '\n' */
+    size_t key_len;
+    struct curl_slist *list;
+} http_hdr_set;
 
 struct http_svc {
     sk_loop_hook hook;
@@ -73,8 +89,11 @@ struct http_svc {
     sk_http *reqs;     /* in flight, added to the multi */
     sk_http *pending;  /* started while curl was running, not yet added */
     sk_http *sending;  /* whose body curl may still be sending; see http_drop_upload_buffers */
+    http_hdr_set *hdr_sets;
     int depth;         /* > 0 while inside curl_multi_socket_action */
     bool closing;
+    uv_timer_t deadline;  /* see http_on_deadline */
+    double deadline_at;   /* when it fires (sk_now_ms), 0 when idle */
 };
 
 enum http_phase { HTTP_PHASE_HEAD, HTTP_PHASE_BODY };
@@ -84,7 +103,9 @@ struct sk_http {
     http_svc *svc;
     http_pool *pool;
     CURL *easy;
-    struct curl_slist *hdr_list;
+    struct curl_slist *hdr_list; /* own lines; the last one links to hdr_set's */
+    struct curl_slist *hdr_last;
+    http_hdr_set *hdr_set;
     char *body; /* our copy of the request body; NULL when borrowed */
     char *what; /* "METHOD scheme://host:port/path" for error messages */
     sk_http_callbacks cb;
@@ -96,6 +117,7 @@ struct sk_http {
     sk_buf acc;  /* accumulated body (no data callback) */
     curl_off_t body_len;
     size_t max_body;
+    double deadline; /* sk_now_ms by which it must have ended (timeout_ms), 0 = none */
     size_t header_bytes; /* of the current header block, or of the trailers */
     bool too_large;      /* the body or headers passed their cap: aborted */
     bool oom;            /* out of memory storing the response: aborted */
@@ -107,6 +129,10 @@ struct sk_http {
     enum http_h2c_role h2c; /* see http_h2c_mode */
     unsigned char h2c_refusals;
     bool h2c_refused; /* a joiner found no connection to join: comes back */
+    bool h2c_went_out;       /* a joiner's request went out on a connection (since its last add) */
+    bool h2c_server_refused; /* and the server did not process it (http_h2c_conn_alive) */
+    int h2c_port;            /* local port of the connection it went out on */
+    bool h2c_connecting;     /* an opener counted in pool->h2c_connecting */
     sk_http *prev, *next; /* in svc->reqs or svc->pending */
     sk_http *sprev, *snext; /* in svc->sending */
 };
@@ -314,6 +340,21 @@ static void http_partial_head(sk_http *r, bool on)
         r->pool->partial_heads--;
 }
 
+static void http_hdr_set_unref(http_svc *svc, http_hdr_set *set)
+{
+    if (--set->refs > 0)
+        return;
+    for (http_hdr_set **p = &svc->hdr_sets; *p; p = &(*p)->next) {
+        if (*p == set) {
+            *p = set->next;
+            break;
+        }
+    }
+    curl_slist_free_all(set->list);
+    free(set->key);
+    free(set);
+}
+
 static void http_req_free(sk_http *r)
 {
     if (r->pool)
@@ -322,7 +363,11 @@ static void http_req_free(sk_http *r)
         http_sending_unlink(r->svc, r);
     if (r->easy)
         curl_easy_cleanup(r->easy);
+    if (r->hdr_last)
+        r->hdr_last->next = NULL; /* the shared tail is not ours */
     curl_slist_free_all(r->hdr_list);
+    if (r->hdr_set)
+        http_hdr_set_unref(r->svc, r->hdr_set);
     http_hdrs_free(&r->headers);
     http_hdrs_free(&r->trailers);
     free(r->body);
@@ -331,12 +376,20 @@ static void http_req_free(sk_http *r)
     free(r);
 }
 
+/* An opener's connection is up (its request goes out), or it left. */
+static void http_h2c_connected(sk_http *r)
+{
+    if (r->h2c_connecting) {
+        r->h2c_connecting = false;
+        r->pool->h2c_connecting--;
+    }
+}
+
 /* r has left its multi. */
 static void http_pool_removed(sk_http *r)
 {
     r->pool->n_added--;
-    if (r->h2c == HTTP_H2C_OPENER)
-        r->pool->h2c_openers--;
+    http_h2c_connected(r);
 }
 
 /* Removes r from curl and from the svc lists, then frees it. Only at depth 0. */
@@ -355,6 +408,7 @@ static void http_req_drop(sk_http *r)
 
 static void http_h2c_mode(sk_http *r, enum http_h2c_role role);
 static int http_add(sk_http *r);
+static void http_kick_soon(http_pool *pool);
 
 static void http_complete(sk_http *r, CURLcode rc)
 {
@@ -367,19 +421,25 @@ static void http_complete(sk_http *r, CURLcode rc)
         http_req_free(r);
         return;
     }
-    if (r->h2c_refused && rc == CURLE_COULDNT_CONNECT) {
+    /* A joiner refused after its request went out is curl retrying it on
+     * its own because the connection died: the server may have processed
+     * it, so it is not sent again (unless the server said it had not). */
+    bool replay = r->h2c_went_out && !r->h2c_server_refused;
+    if (r->h2c_refused && rc == CURLE_COULDNT_CONNECT && !replay) {
         /* Nothing was sent: the same request again. While another opener is
          * on its way it waits for that connection (once); else it opens one. */
         r->h2c_refused = false;
         r->pool->h2c_idle = false;
         r->errbuf[0] = '\0';
-        bool wait = r->pool->h2c_openers > 0 && ++r->h2c_refusals < 2;
+        bool wait = r->pool->h2c_connecting > 0 && ++r->h2c_refusals < 2;
         http_h2c_mode(r, wait ? HTTP_H2C_JOINER : HTTP_H2C_OPENER);
         if (http_add(r) == 0)
             return;
     }
     if (rc == CURLE_OK && r->h2c != HTTP_H2C_NONE)
         r->pool->h2c_idle = true;
+    if (rc != CURLE_OK)
+        http_kick_soon(r->pool);
     sk_http_result res = { 0 };
     res.err = r->too_large ? SK_HTTP_ERR_TOO_LARGE : r->oom ? SK_HTTP_ERR_OTHER : http_err_of(rc);
     res.curl_code = (int)rc;
@@ -414,6 +474,13 @@ static void http_complete(sk_http *r, CURLcode rc)
         sk_buf_free(&r->acc);
         snprintf(msg, sizeof msg, "%s: out of memory storing the response", r->what ? r->what : "request");
         res.error = msg;
+    } else if (r->h2c_refused && replay) {
+        res.err = SK_HTTP_ERR_NETWORK;
+        snprintf(msg, sizeof msg,
+                 "%s: the HTTP/2 connection failed after the request was sent; not sent again, as the "
+                 "server may have processed it",
+                 r->what ? r->what : "request");
+        res.error = msg;
     } else if (rc != CURLE_OK) {
         /* errbuf holds curl's detail (host, port, reason), never headers. */
         if (r->errbuf[0])
@@ -446,15 +513,67 @@ static void http_check_info(http_pool *pool)
     }
 }
 
+static void http_on_deadline(uv_timer_t *t);
+static void http_svc_flush(http_svc *svc);
+
+static void http_deadline_arm(http_svc *svc, double deadline)
+{
+    if (deadline <= 0 || svc->closing)
+        return;
+    double at = deadline + HTTP_DEADLINE_SLACK_MS;
+    if (svc->deadline_at > 0 && svc->deadline_at <= at)
+        return;
+    svc->deadline_at = at;
+    double in = at - sk_now_ms();
+    uv_timer_start(&svc->deadline, http_on_deadline, in > 0 ? (uint64_t)in : 0, 0);
+}
+
+/* The caller's timeout_ms bounds the whole request, and curl enforces it
+ * per attempt only: a joiner that http.c adds again (http_complete) starts
+ * curl's clock over, and curl 7.88 does not time out a transfer at all
+ * while it waits for a connection to multiplex on (CURLOPT_PIPEWAIT,
+ * multi.c's PENDING state; seen as h2c calls to a silent server that
+ * never ended). So a request still in flight a little after its deadline
+ * ends here, as a timeout. */
+static void http_on_deadline(uv_timer_t *t)
+{
+    http_svc *svc = t->data;
+    svc->deadline_at = 0;
+    if (svc->depth > 0)
+        return; /* not reached: libuv runs timers outside curl */
+    for (bool again = true; again && !svc->closing;) {
+        again = false;
+        double now = sk_now_ms();
+        for (sk_http *r = svc->reqs; r; r = r->next) {
+            if (r->deadline > 0 && !r->cancelled && r->deadline + HTTP_DEADLINE_SLACK_MS <= now) {
+                r->h2c_refused = false;
+                snprintf(r->errbuf, sizeof r->errbuf, "the request took longer than its timeout");
+                http_complete(r, CURLE_OPERATION_TIMEDOUT); /* may start or cancel others: rescan */
+                again = true;
+                break;
+            }
+        }
+    }
+    http_svc_flush(svc);
+    double next = 0;
+    for (sk_http *r = svc->reqs; r; r = r->next)
+        if (r->deadline > 0 && (next == 0 || r->deadline < next))
+            next = r->deadline;
+    http_deadline_arm(svc, next);
+}
+
 static int http_add(sk_http *r)
 {
     http_svc *svc = r->svc;
     if (curl_multi_add_handle(r->pool->multi, r->easy) != CURLM_OK)
         return -1;
     r->added = true;
+    http_deadline_arm(svc, r->deadline);
     r->pool->n_added++;
-    if (r->h2c == HTTP_H2C_OPENER)
-        r->pool->h2c_openers++;
+    if (r->h2c == HTTP_H2C_OPENER) {
+        r->pool->h2c_connecting++;
+        r->h2c_connecting = true;
+    }
     http_list_push(&svc->reqs, r);
     return 0;
 }
@@ -567,6 +686,19 @@ static void http_on_kick(uv_timer_t *t)
         fds[n++] = s->fd; /* copied: an action may close sockets */
     for (int i = 0; i < n && pool->multi; i++)
         http_socket_action(pool, fds[i], CURL_CSELECT_IN);
+}
+
+/* A transfer failed, or a joiner's connection died: the other streams of
+ * that connection may not have been told (curl 7.88 marks the connection
+ * for closing in the transfer that saw the error; a stream waiting on it
+ * for data then waits for its timeout, or for ever). One round of
+ * readiness on every socket lets each notice. */
+static void http_kick_soon(http_pool *pool)
+{
+    if (pool->kick_armed || !pool->socks || pool->svc->closing)
+        return;
+    pool->kick_armed = true;
+    uv_timer_start(&pool->kick, http_on_kick, 0, 0);
 }
 
 static void http_socket_action(http_pool *pool, curl_socket_t fd, int flags)
@@ -691,6 +823,11 @@ static void http_svc_shutdown(sk_loop_hook *hook, sk_loop *loop)
         http_req_drop(svc->reqs);
     while (svc->pending)
         http_req_drop(svc->pending);
+    /* Every request held its set; none is left once they are gone. */
+    while (svc->hdr_sets) {
+        svc->hdr_sets->refs = 1;
+        http_hdr_set_unref(svc, svc->hdr_sets);
+    }
     for (int i = 0; i < HTTP_POOL_COUNT; i++) {
         http_pool *pool = &svc->pools[i];
         /* Stop watching before curl closes its cached connections. */
@@ -701,6 +838,7 @@ static void http_svc_shutdown(sk_loop_hook *hook, sk_loop *loop)
         uv_close((uv_handle_t *)&pool->timer, NULL);
         uv_close((uv_handle_t *)&pool->kick, NULL);
     }
+    uv_close((uv_handle_t *)&svc->deadline, NULL);
     sk_loop_set_service(loop, SK_SERVICE_HTTP, NULL);
 }
 
@@ -730,6 +868,11 @@ static http_svc *http_svc_get(sk_loop *loop)
             return NULL;
         }
     }
+    uv_timer_init(sk_loop_uv(loop), &svc->deadline);
+    svc->deadline.data = svc;
+    /* A backstop only: it may stay armed past the requests it was armed
+     * for, and must not keep the loop alive (sk_loop_alive) meanwhile. */
+    uv_unref((uv_handle_t *)&svc->deadline);
     for (int i = 0; i < HTTP_POOL_COUNT; i++) {
         http_pool *pool = &svc->pools[i];
         pool->svc = svc;
@@ -855,13 +998,62 @@ static bool http_h2c_reuse_broken(void)
     return curl_version_info(CURLVERSION_NOW)->version_num < 0x080000;
 }
 
+/* curl 7.88 retries a joiner's request on a new connection (which we
+ * refuse) both when the server refused its stream (RST_STREAM
+ * REFUSED_STREAM, or a GOAWAY naming a lower stream: not processed, safe
+ * to send again) and when the connection died under it (maybe processed);
+ * it says which only in a debug build. A refused stream leaves the
+ * connection up (the server goes on with its other streams, and curl
+ * still watches its socket); a dead one is gone from our watch list, or
+ * its socket reports a hang-up or an error. So: the joiner's connection
+ * (by its local port, which curl hands the pre-request callback) still
+ * up means refused; anything else counts as died. */
+static bool http_h2c_conn_alive(http_pool *pool, int local_port)
+{
+    for (http_sock *s = pool->socks; s && local_port > 0; s = s->next) {
+        struct sockaddr_storage a;
+        socklen_t len = sizeof a;
+        if (getsockname(s->fd, (struct sockaddr *)&a, &len) != 0)
+            continue;
+        int port = a.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&a)->sin6_port)
+                   : a.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)&a)->sin_port)
+                                            : -1;
+        if (port != local_port)
+            continue;
+        struct pollfd p = { .fd = s->fd, .events = POLLIN | POLLRDHUP };
+        return poll(&p, 1, 0) >= 0 && !(p.revents & (POLLERR | POLLHUP | POLLRDHUP | POLLNVAL));
+    }
+    return false;
+}
+
 static curl_socket_t http_h2c_refuse_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *addr)
 {
     (void)purpose;
     (void)addr;
     sk_http *r = ud;
     r->h2c_refused = true;
+    if (r->h2c_went_out) {
+        r->h2c_server_refused = http_h2c_conn_alive(r->pool, r->h2c_port);
+        r->pool->delivered = true; /* its connection may have died: kick the others on it (http_kick_soon) */
+    }
     return CURL_SOCKET_BAD;
+}
+
+/* Called before a request goes out: an opener's on the connection it
+ * made, a joiner's on the connection it joined. */
+static int http_h2c_prereq(void *ud, char *ip, char *local_ip, int port, int local_port)
+{
+    (void)ip;
+    (void)local_ip;
+    (void)port;
+    sk_http *r = ud;
+    if (r->h2c == HTTP_H2C_OPENER) {
+        http_h2c_connected(r);
+        return CURL_PREREQFUNC_OK;
+    }
+    r->h2c_went_out = true;
+    r->h2c_port = local_port;
+    return CURL_PREREQFUNC_OK;
 }
 
 /* curl < 8.0 corrupts a reused h2c connection (curl issue #10634): a
@@ -892,6 +1084,9 @@ static void http_h2c_mode(sk_http *r, enum http_h2c_role role)
     curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
     curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, join ? http_h2c_refuse_socket : NULL);
     curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, join ? r : NULL);
+    curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, http_h2c_prereq);
+    curl_easy_setopt(e, CURLOPT_PREREQDATA, r);
+    r->h2c_went_out = r->h2c_server_refused = false;
 }
 
 static bool http_clean(const char *s)
@@ -899,13 +1094,103 @@ static bool http_clean(const char *s)
     return s && !strpbrk(s, "\r\n");
 }
 
-static int http_add_header(sk_http *r, const char *line)
+/* Header h as curl takes it, appended to *out with a '\n' after it. */
+static const char *http_header_line(const sk_http_header *h, sk_buf *out, bool *has_ctype)
 {
-    struct curl_slist *l = curl_slist_append(r->hdr_list, line);
-    if (!l)
-        return -1;
-    r->hdr_list = l;
+    const char *name = h->name, *value = h->value;
+    if (!http_clean(name) || !*name || strchr(name, ':') || (value && !http_clean(value)))
+        return "invalid header (empty name, or CR/LF/colon in it)";
+    if (strcasecmp(name, "content-type") == 0)
+        *has_ctype = true;
+    /* "Name:" removes a header curl would add itself; "Name;" is curl's
+     * spelling of a header with an empty value. */
+    const char *sep = !value ? ":" : *value ? ": " : ";";
+    if (sk_buf_append(out, name, strlen(name)) != 0 || sk_buf_append(out, sep, strlen(sep)) != 0 ||
+        (value && sk_buf_append(out, value, strlen(value)) != 0) || sk_buf_append(out, "\n", 1) != 0)
+        return "out of memory";
+    return NULL;
+}
+
+/* Appends each '\n'-ended line of lines to *list. */
+static int http_list_lines(struct curl_slist **list, char *lines, size_t len)
+{
+    for (char *p = lines, *end = lines + len; p < end;) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        *nl = '\0';
+        struct curl_slist *l = curl_slist_append(*list, p);
+        *nl = '\n';
+        if (!l)
+            return -1;
+        *list = l;
+        p = nl + 1;
+    }
     return 0;
+}
+
+static uint64_t http_fnv1a(const char *p, size_t n)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* The shared set with these lines (taken over), made if none has them yet. */
+static http_hdr_set *http_hdr_set_get(http_svc *svc, sk_buf *lines)
+{
+    uint64_t hash = http_fnv1a(lines->data, lines->len);
+    for (http_hdr_set *set = svc->hdr_sets; set; set = set->next) {
+        if (set->hash == hash && set->key_len == lines->len && memcmp(set->key, lines->data, lines->len) == 0) {
+            set->refs++;
+            sk_buf_free(lines);
+            return set;
+        }
+    }
+    http_hdr_set *set = calloc(1, sizeof *set);
+    if (!set || http_list_lines(&set->list, lines->data, lines->len) != 0) {
+        if (set)
+            curl_slist_free_all(set->list);
+        free(set);
+        return NULL;
+    }
+    set->refs = 1;
+    set->hash = hash;
+    set->key = lines->data;
+    set->key_len = lines->len;
+    *lines = (sk_buf){ 0 };
+    set->next = svc->hdr_sets;
+    svc->hdr_sets = set;
+    return set;
+}
+
+static const char *http_headers(sk_http *r, const sk_http_request *q)
+{
+    bool has_ctype = false;
+    const char *err = NULL;
+    sk_buf own = { 0 }, shared = { 0 };
+    for (size_t i = 0; i < q->n_headers && !err; i++)
+        err = http_header_line(&q->headers[i], &own, &has_ctype);
+    for (size_t i = 0; i < q->n_shared_headers && !err; i++)
+        err = http_header_line(&q->shared_headers[i], &shared, &has_ctype);
+    /* No 100-continue round trip; no form content type curl would invent. */
+    if (!err && (sk_buf_append(&own, "Expect:\n", 8) != 0 ||
+                 (q->body && !has_ctype && sk_buf_append(&own, "Content-Type:\n", 14) != 0)))
+        err = "out of memory";
+    if (!err && http_list_lines(&r->hdr_list, own.data, own.len) != 0)
+        err = "out of memory";
+    if (!err && shared.len > 0) {
+        if (!(r->hdr_set = http_hdr_set_get(r->svc, &shared))) {
+            err = "out of memory";
+        } else {
+            r->hdr_last = r->hdr_list;
+            while (r->hdr_last->next)
+                r->hdr_last = r->hdr_last->next;
+            r->hdr_last->next = r->hdr_set->list;
+        }
+    }
+    sk_buf_free(&own);
+    sk_buf_free(&shared);
+    return err;
 }
 
 static const char *http_setup(sk_http *r, const sk_http_request *q)
@@ -915,34 +1200,9 @@ static const char *http_setup(sk_http *r, const sk_http_request *q)
     for (const char *m = method; *m; m++)
         if (!isupper((unsigned char)*m) && *m != '-' && *m != '_')
             return "invalid HTTP method";
-    bool has_ctype = false;
-    for (size_t i = 0; i < q->n_headers; i++) {
-        const char *name = q->headers[i].name, *value = q->headers[i].value;
-        if (!http_clean(name) || !*name || strchr(name, ':') || (value && !http_clean(value)))
-            return "invalid header (empty name, or CR/LF/colon in it)";
-        if (strcasecmp(name, "content-type") == 0)
-            has_ctype = true;
-        size_t n = strlen(name) + (value ? strlen(value) : 0) + 3;
-        char *line = malloc(n);
-        if (!line)
-            return "out of memory";
-        /* "Name:" removes a header curl would add itself; "Name;" is curl's
-         * spelling of a header with an empty value. */
-        if (!value)
-            snprintf(line, n, "%s:", name);
-        else if (*value)
-            snprintf(line, n, "%s: %s", name, value);
-        else
-            snprintf(line, n, "%s;", name);
-        int rc = http_add_header(r, line);
-        free(line);
-        if (rc != 0)
-            return "out of memory";
-    }
-    /* No 100-continue round trip; no form content type curl would invent. */
-    if (http_add_header(r, "Expect:") != 0 ||
-        (q->body && !has_ctype && http_add_header(r, "Content-Type:") != 0))
-        return "out of memory";
+    const char *herr = http_headers(r, q);
+    if (herr)
+        return herr;
 
     r->what = http_describe(method, q->url);
     if (!r->what)
@@ -972,6 +1232,7 @@ static const char *http_setup(sk_http *r, const sk_http_request *q)
         curl_easy_setopt(e, CURLOPT_BUFFERSIZE, q->recv_buffer_bytes > LONG_MAX ? LONG_MAX : (long)q->recv_buffer_bytes);
     long timeout = q->timeout_ms == 0 ? HTTP_DEFAULT_TIMEOUT_MS : q->timeout_ms < 0 ? 0 : q->timeout_ms;
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout);
+    r->deadline = timeout > 0 ? sk_now_ms() + (double)timeout : 0;
     r->max_body = q->max_body_bytes ? q->max_body_bytes : SK_HTTP_DEFAULT_MAX_BODY;
 
     if (q->body) {

@@ -60,6 +60,10 @@ typedef struct sk_http_request {
     const sk_http_header *headers;     /* copied; names/values must not contain CR/LF; a NULL
                                         * value removes a header curl adds itself (Accept) */
     size_t n_headers;
+    const sk_http_header *shared_headers; /* as headers, sent after them; for headers many
+                                        * requests send alike (credentials, content type):
+                                        * the loop keeps one copy per distinct set */
+    size_t n_shared_headers;
     const void *body;                  /* copied unless body_borrowed; NULL = no body */
     size_t body_len;
     bool body_borrowed;                /* body is used in place (no copy): the caller keeps

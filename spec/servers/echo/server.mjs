@@ -23,6 +23,7 @@ const faults = {
   delayMs: Number(flag('delay-ms', 0)),      // delay before every non-admin HTTP response
   wsReject: Number(flag('ws-reject', 0)),    // reject every upgrade with this status
   wsDeaf: Boolean(flag('ws-deaf', false)),   // stop reading after open (ignore client close)
+  h2MaxStreams: null,                        // SETTINGS_MAX_CONCURRENT_STREAMS of new h2c sessions
 };
 let log = [];
 let lastOfferedProtocols = null;
@@ -76,7 +77,7 @@ async function admin(req, res, url) {
     lastOfferedProtocols = null;
     stats.connections = { plain: 0, tls: 0 };
     stats.h2Sessions = { plain: 0, tls: 0 };
-    faults.delayMs = 0; faults.wsReject = 0; faults.wsDeaf = false;
+    faults.delayMs = 0; faults.wsReject = 0; faults.wsDeaf = false; faults.h2MaxStreams = null;
     return sendJson(res, 200, { ok: true });
   }
   // Closes every h2c connection, as a server restarting would.
@@ -150,6 +151,7 @@ async function route(req, res, url, body) {
     return more();
   }
   if (p.startsWith('/grpc/')) return grpc(req, res, p.slice('/grpc/'.length), q, body);
+  if (p.startsWith('/h2fault/') && req.httpVersionMajor === 2) return h2fault(req, res, p.slice('/h2fault/'.length), q);
   return sendJson(res, 404, { error: { message: 'not found', type: 'not_found' } });
 }
 
@@ -193,6 +195,24 @@ function grpc(req, res, name, q, body) {
   }
   res.addTrailers({ 'grpc-status': '12', 'grpc-message': 'unimplemented' });
   return res.end();
+}
+
+// HTTP/2 faults, after the request body was read whole (it is in the log).
+function h2fault(req, res, name, q) {
+  const sess = req.stream.session;
+  if (name === 'goaway') {
+    // GOAWAY naming this stream the last one processed; streams the client
+    // opened after it are refused (and must be retried elsewhere).
+    sess.goaway(http2.constants.NGHTTP2_NO_ERROR, req.stream.id);
+    return pace(Number(q.get('ms') || 0), req, () => sendJson(res, 200, { goaway: req.stream.id }));
+  }
+  if (name === 'rst') return req.stream.close(Number(q.get('code') || http2.constants.NGHTTP2_INTERNAL_ERROR));
+  if (name === 'die') {
+    // The connection dies under every stream on it: TCP RST or FIN.
+    if (q.get('how') === 'fin') return sess.destroy();
+    return sess.socket.resetAndDestroy();
+  }
+  return sendJson(res, 404, { error: { message: 'no such fault', type: 'not_found' } });
 }
 
 async function onRequest(req, res, port) {
@@ -280,6 +300,7 @@ const h2cSessions = new Set();
 h2c.on('session', (sess) => {
   stats.h2Sessions.plain++;
   h2cSessions.add(sess);
+  if (faults.h2MaxStreams !== null) sess.settings({ maxConcurrentStreams: faults.h2MaxStreams });
   sess.on('close', () => h2cSessions.delete(sess));
 });
 

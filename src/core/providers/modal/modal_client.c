@@ -38,6 +38,7 @@ enum {
 /* Receive buffers of router calls; see call_attempt. */
 #define MC_ROUTER_RECV_BUFFER 1024
 #define MC_STDIO_RECV_BUFFER 4096
+#define MC_STDERR_RECV_BUFFER 1024
 
 const mc_retry sk_mc_retry_router = { .base_ms = 10, .factor = 2, .max_retries = 10 };
 
@@ -509,8 +510,8 @@ static void call_sleep(mc_call *call, int64_t ms)
 static void call_attempt(mc_call *call)
 {
     mc_client *c = call->client;
-    sk_http_header h[16];
-    size_t n = 0;
+    sk_http_header h[8], shared[8]; /* per call; the same for many calls */
+    size_t n = 0, ns = 0;
     char attempt[16], throttle[16], delay[32], tdelay[32], bearer[8192];
     sk_grpc_request q = { .user_agent = MC_USER_AGENT, .message = call->msg.data,
                           .message_len = call->msg.len, .path = call->rpc, .ca_file = c->cfg.ca_file };
@@ -533,13 +534,13 @@ static void call_attempt(mc_call *call)
             snprintf(tdelay, sizeof tdelay, "%.3f", elapsed);
             h[n++] = (sk_http_header){ "x-throttle-retry-delay", tdelay };
         }
-        h[n++] = (sk_http_header){ "x-modal-client-type", "8" };
-        h[n++] = (sk_http_header){ "x-modal-client-version", "1.0.0" };
-        h[n++] = (sk_http_header){ "x-modal-libmodal-version", "modal-js/" MC_SDK_VERSION };
-        h[n++] = (sk_http_header){ "x-modal-token-id", c->cfg.token_id };
-        h[n++] = (sk_http_header){ "x-modal-token-secret", c->cfg.token_secret };
+        shared[ns++] = (sk_http_header){ "x-modal-client-type", "8" };
+        shared[ns++] = (sk_http_header){ "x-modal-client-version", "1.0.0" };
+        shared[ns++] = (sk_http_header){ "x-modal-libmodal-version", "modal-js/" MC_SDK_VERSION };
+        shared[ns++] = (sk_http_header){ "x-modal-token-id", c->cfg.token_id };
+        shared[ns++] = (sk_http_header){ "x-modal-token-secret", c->cfg.token_secret };
         if (call->token && *call->token)
-            h[n++] = (sk_http_header){ "x-modal-auth-token", call->token };
+            shared[ns++] = (sk_http_header){ "x-modal-auth-token", call->token };
         q.base_url = c->base_url;
         if (c->rpc_timeout_ms > 0)
             q.timeout_ms = c->rpc_timeout_ms + call->poll_ms;
@@ -553,7 +554,7 @@ static void call_attempt(mc_call *call)
             call_fail_later(call, SK_GRPC_INTERNAL, "ModalError", "router JWT too long");
             return;
         }
-        h[n++] = (sk_http_header){ "authorization", bearer };
+        shared[ns++] = (sk_http_header){ "authorization", bearer };
         q.base_url = r->base_url;
         q.plaintext = c->localhost; /* docs/protocols/modal.md §1.8: h2c to an https router URL */
         if (call->kind == MC_STDIO) {
@@ -580,16 +581,19 @@ static void call_attempt(mc_call *call)
     }
     q.metadata = h;
     q.n_metadata = n;
+    q.shared_metadata = shared;
+    q.n_shared_metadata = ns;
     q.max_message_bytes = c->max_message;
     /* libcurl's receive buffer is held for the whole call, and an exec keeps
      * four calls in flight (bench/scale.lua). A router unary answer is a few
-     * bytes; stdio carries bulk output, where 4 KiB costs no more CPU per
-     * 10 MiB than curl's 16 KiB (1 KiB cost a fifth more). Control-plane
-     * calls keep the default. */
+     * bytes; stdout carries bulk output, where 4 KiB costs no more CPU per
+     * 10 MiB than curl's 16 KiB (1 KiB cost a fifth more); stderr is mostly
+     * small, so it takes the fifth more when it is not. Control-plane calls
+     * keep the default. */
     if (call->kind == MC_ROUTER)
         q.recv_buffer_bytes = MC_ROUTER_RECV_BUFFER;
     else if (call->kind == MC_STDIO)
-        q.recv_buffer_bytes = MC_STDIO_RECV_BUFFER;
+        q.recv_buffer_bytes = call->fd == SK_MODAL_FD_STDERR ? MC_STDERR_RECV_BUFFER : MC_STDIO_RECV_BUFFER;
     const char *err = NULL;
     static const sk_grpc_callbacks cp_cb = { .done = call_on_grpc_done };
     static const sk_grpc_callbacks stream_cb = { .message = call_on_grpc_message, .done = call_on_grpc_done };
