@@ -195,3 +195,51 @@ describe("PlatformFilesystem", function()
     assert.is_nil(tostring(err):find("sk_wrong", 1, true))
   end)
 end)
+
+describe("core.http_request, PlatformFilesystem's transport", function()
+  local core = require "sandkit.core"
+  local scheduler = require "sandkit.scheduler"
+  local echo = server.start("spec/servers/echo/server.mjs")
+  teardown(function() echo:stop() end)
+
+  -- Runs one request; returns its stream-1 events and the transport error.
+  local function fetch(opts)
+    local pieces = {}
+    local rec = scheduler.record(function(r, kind, stream, data)
+      if kind == "output" and stream == 1 then pieces[#pieces + 1] = data
+      elseif kind == "lifecycle" then scheduler.complete(r, stream == nil and true or nil, stream) end
+    end)
+    rec.handle = core.http_request(opts, rec.token)
+    local ok, err = scheduler.await(rec)
+    return pieces, ok and nil or err
+  end
+
+  it("collects a body of unknown length (chunked) whole, in one piece", function()
+    local n = 3000000
+    local pieces, err = fetch({ method = "GET", url = echo.url .. "/chunked?bytes=" .. n, collect = true })
+    assert.is_nil(err)
+    assert.equal(1, #pieces)
+    assert.is_true(pieces[1] == ("b"):rep(n))
+    -- the same without collect: streamed in pieces of at most the receive buffer
+    pieces, err = fetch({ method = "GET", url = echo.url .. "/chunked?bytes=" .. n, recv_buffer_bytes = 8192 })
+    assert.is_nil(err)
+    assert.is_true(#pieces > 1)
+    for _, p in ipairs(pieces) do assert.is_true(#p <= 8192, #p) end
+    assert.is_true(table.concat(pieces) == ("b"):rep(n))
+  end)
+
+  it("collects a body of declared length (presized) whole", function()
+    local n = 5000000
+    local pieces, err = fetch({ method = "GET", url = echo.url .. "/big?bytes=" .. n, collect = true,
+      recv_buffer_bytes = 131072 })
+    assert.is_nil(err)
+    assert.equal(1, #pieces)
+    assert.is_true(pieces[1] == ("a"):rep(n))
+  end)
+
+  it("refuses a receive buffer out of range", function()
+    local ok, err = pcall(core.http_request, { method = "GET", url = echo.url .. "/hello", recv_buffer_bytes = 100 }, 1)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("recv_buffer_bytes", 1, true), tostring(err))
+  end)
+end)

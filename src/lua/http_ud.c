@@ -23,15 +23,66 @@
 /* Presizing the collected body trusts Content-Length up to this; past it
  * the buffer grows as bytes arrive (a lying header costs address space
  * only: untouched pages of a large malloc are never faulted in). */
-#define HTTP_PRESIZE_MAX ((unsigned long long)1 << 30)
+#define HTTP_PRESIZE_MAX ((size_t)1 << 30)
+/* From this size on the buffer asks for huge pages: faulting in 4 KiB pages
+ * cost 100-150 ms per 100 MiB here, as much as receiving them. */
+#define HTTP_HUGE_MIN ((size_t)4 << 20)
+
+/* The collected body: plain malloc'd memory, whatever sk_buf's policy for
+ * large buffers, since skl_emit_take hands it on to be free()d. */
+typedef struct {
+    char *data;
+    size_t len, cap;
+} http_body;
 
 typedef struct {
     sk_http *req;
     skl_target target;
     bool collect;  /* body gathered here, handed over whole */
     bool oom;      /* collecting ran out of memory: the rest is dropped */
-    sk_buf body;
+    http_body body;
 } http_box;
+
+static void body_free(http_body *b)
+{
+    free(b->data);
+    *b = (http_body){ 0 };
+}
+
+static int body_resize(http_body *b, size_t cap)
+{
+    char *d = realloc(b->data, cap);
+    if (!d)
+        return -1;
+    b->data = d;
+    b->cap = cap;
+#ifdef MADV_HUGEPAGE
+    if (cap >= HTTP_HUGE_MIN) {
+        /* advice only: the page-aligned inside of the allocation */
+        uintptr_t lo = ((uintptr_t)d + 4095) & ~(uintptr_t)4095;
+        uintptr_t hi = ((uintptr_t)d + cap) & ~(uintptr_t)4095;
+        if (hi > lo)
+            (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+    }
+#endif
+    return 0;
+}
+
+static int body_append(http_body *b, const char *data, size_t len)
+{
+    if (len > b->cap - b->len) {
+        if (len > SIZE_MAX / 2 - b->len)
+            return -1;
+        size_t cap = b->cap ? b->cap : 65536;
+        while (cap < b->len + len)
+            cap *= 2;
+        if (body_resize(b, cap) != 0)
+            return -1;
+    }
+    memcpy(b->data + b->len, data, len);
+    b->len += len;
+    return 0;
+}
 
 /* The collected body's final size, when the server says it. */
 static void presize(http_box *box, const sk_http_header *h, size_t n)
@@ -44,15 +95,7 @@ static void presize(http_box *box, const sk_http_header *h, size_t n)
     unsigned long long len = strtoull(cl, &end, 10);
     if (end == cl || *end || errno || len == 0 || len > HTTP_PRESIZE_MAX)
         return;
-    if (sk_buf_reserve_within(&box->body, (size_t)len, (size_t)len + 1) != 0)
-        return; /* grown as bytes arrive */
-#ifdef MADV_HUGEPAGE
-    if (len >= ((size_t)4 << 20)) {
-        uintptr_t a = ((uintptr_t)box->body.data + 4095) & ~(uintptr_t)4095;
-        uintptr_t b = ((uintptr_t)box->body.data + len) & ~(uintptr_t)4095;
-        (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
-    }
-#endif
+    (void)body_resize(&box->body, (size_t)len); /* else grown as bytes arrive */
 }
 
 static void on_head(sk_http *req, int status, const sk_http_header *h, size_t n, void *ud)
@@ -75,7 +118,7 @@ static void on_head(sk_http *req, int status, const sk_http_header *h, size_t n,
         box->target.lost = true;
     sk_buf_free(&b);
     if (box->collect) {
-        sk_buf_free(&box->body); /* a body before this head (none today) is not this one's */
+        body_free(&box->body); /* a body before this head (none today) is not this one's */
         presize(box, h, n);
     }
 }
@@ -86,9 +129,9 @@ static void on_data(sk_http *req, const char *data, size_t len, void *ud)
     http_box *box = ud;
     if (!box->collect)
         skl_emit(&box->target, 1, data, len);
-    else if (!box->oom && sk_buf_append(&box->body, data, len) != 0) {
+    else if (!box->oom && body_append(&box->body, data, len) != 0) {
         box->oom = true;
-        sk_buf_free(&box->body);
+        body_free(&box->body);
     }
 }
 
@@ -105,9 +148,11 @@ static void on_done(sk_http *req, const sk_http_result *res, void *ud)
         box->target.lost = true; /* skl_finish reports it */
     else if (box->collect && box->body.len) {
         size_t len = box->body.len;
-        skl_emit_take(&box->target, 1, sk_buf_take(&box->body), len);
+        char *data = box->body.data;
+        box->body = (http_body){ 0 };
+        skl_emit_take(&box->target, 1, data, len);
     }
-    sk_buf_free(&box->body);
+    body_free(&box->body);
     skl_finish(&box->target, SKL_EV_LIFECYCLE, err, NULL);
     sk_error_free(err);
 }
@@ -119,7 +164,7 @@ static int http_close(lua_State *L)
         sk_http_cancel(box->req);
         box->req = NULL;
     }
-    sk_buf_free(&box->body);
+    body_free(&box->body);
     skl_target_release(&box->target);
     return 0;
 }
