@@ -846,10 +846,13 @@ rows[#rows + 1] = {
     return platform_row(ctx, function(srv)
       local rounds, per = ctx.quick and 2 or 10, ctx.quick and 5 or 20
       local size = ctx.quick and 1048576 or 10485760
-      -- 15 paired rounds: one 10 MiB exec takes ~100 ms of CPU on each
+      -- 24 paired rounds: one 10 MiB exec takes ~100 ms of CPU on each
       -- side of a 2-core machine, so a burst of other load moves a single
-      -- sample a lot; the row is the median of per-round ratios
-      local big_rounds = ctx.quick and 1 or 15
+      -- sample a lot; the row is the median of per-round ratios. An even
+      -- count, as the second of a pair runs ~10 % slower, so each side goes
+      -- second equally often; see
+      -- docs/performance.md §"Platform 10 MiB: where the spread came from"
+      local big_rounds = ctx.quick and 1 or 24
       local sb = platform_sandbox(ctx, srv)
       local jwt = srv.lease(sb and sb:info().metadata.sandbox_id)
       if sb then time_execs(sb, 5, "true", {}) end -- the lease is cached from here on
@@ -1140,30 +1143,54 @@ rows[#rows + 1] = {
   run = function(ctx)
     return platform_row(ctx, function(srv)
       local size = ctx.quick and (4 << 20) or (100 << 20)
-      local rounds = ctx.quick and 1 or 3
+      -- 8 paired rounds: one round is ~0.5–3 s a side on the shared 2-core
+      -- machine, and a burst of other load moves a single sample by half;
+      -- the row is the median of per-round ratios (an even count, so each
+      -- side goes first equally often)
+      local rounds = ctx.quick and 1 or 8
       local dir = make_temp_dir("sandkit-bench-fs")
       local data = make_file(dir .. "/src.bin", size)
       local fs = ctx.sk and ctx.sk.PlatformFilesystem({ access_token = "test-token", project_id = "bench",
         bucket_name = "bench", base_url = srv.url })
       local url = srv.url .. "/v1/railway/projects/bench/fs/bench/"
-      local base, sk = {}, {}
-      interleave({ sk = fs and ctx.sk }, rounds, function()
+      local base, sk, base_put, sk_put, base_get, sk_get, cpu_sk = {}, {}, {}, {}, {}, {}, {}
+      interleave({ sk = fs and ctx.sk }, rounds, function(r)
         -- the raw transport: curl (libcurl, as sandkit) PUT then GET
         local t0 = now()
         local auth = "-H 'authorization: Bearer test-token'"
         assert(os.execute(("curl -sf %s -T %s %s >/dev/null"):format(auth, shell_quote(dir .. "/src.bin"), url .. "raw.bin")))
+        local t1 = now()
         assert(os.execute(("curl -sf %s -o /dev/null %s"):format(auth, url .. "raw.bin")))
-        base[#base + 1] = (now() - t0) * 1000
-      end, function()
+        local t2 = now()
+        base[r], base_put[r], base_get[r] = (t2 - t0) * 1000, (t1 - t0) * 1000, (t2 - t1) * 1000
+      end, function(r)
+        local c0 = cpu_seconds()
         local t0 = now()
         check(fs:write_file("sk.bin", data))
+        local t1 = now()
         local back = check(fs:read_file("sk.bin"))
-        sk[#sk + 1] = (now() - t0) * 1000
+        local t2 = now()
+        sk[r], sk_put[r], sk_get[r] = (t2 - t0) * 1000, (t1 - t0) * 1000, (t2 - t1) * 1000
+        cpu_sk[r] = (cpu_seconds() - c0) * 1000
         if #back ~= size then error("fs_platform: read back " .. #back .. " bytes", 0) end
+        back = nil -- luacheck: ignore
+        collectgarbage()
       end)
       remove_tree(dir)
-      return { compare(("PlatformFilesystem: PUT+GET %d MiB vs curl"):format(size >> 20), sk, base, fmt_ms, 1.5,
-        "curl reads/writes files; sandkit writes from and reads into memory") }
+      local function part(label, s, b)
+        local l = compare_paired(label, s, b, fmt_ms, 1.5, nil)
+        l.target, l.result = "info", #s > 0 and "info" or "pending"
+        return l
+      end
+      return {
+        compare_paired(("PlatformFilesystem: PUT+GET %d MiB vs curl"):format(size >> 20), sk, base, fmt_ms, 1.5,
+          ("median of %d per-round ratios (rounds alternate who goes first); curl reads/writes files, sandkit writes from and reads into memory (a %d MiB string: fresh pages curl never touches)"):format(
+            rounds, size >> 20)),
+        part("  PUT alone", sk_put, base_put),
+        part("  GET alone", sk_get, base_get),
+        line("  client CPU per PUT+GET", #cpu_sk > 0 and fmt_ms(median(cpu_sk)) or "pending", "-", nil, "info",
+          #cpu_sk > 0 and "info" or "pending", "user + system time of the sandkit process (curl runs as a child: not counted)"),
+      }
     end)
   end,
 }

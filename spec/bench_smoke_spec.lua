@@ -46,6 +46,9 @@ local EXPECTED = {
   { prefix = "local sb.fs: write+read" },
   { prefix = "local sb.fs: write+read", may_be_na = true }, -- whole strings: informative
   { prefix = "PlatformFilesystem: PUT+GET", remote = true },
+  { prefix = "PUT alone", remote = true, info = true },
+  { prefix = "GET alone", remote = true, info = true },
+  { prefix = "client CPU per PUT+GET", remote = true, info = true },
   { prefix = "platform sb.fs: read", remote = true },
   { prefix = "modal sb.fs: read", remote = true },
   { prefix = "modal over TLS, connections", remote = true, may_be_na = true },

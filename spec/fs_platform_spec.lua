@@ -94,6 +94,46 @@ describe("PlatformFilesystem", function()
     assert.is_true(errors.is(err, "FileNotFoundError"))
   end)
 
+  -- 12 MiB of 64 KiB blocks that each say where they belong: a block lost,
+  -- doubled or out of place changes the string.
+  local function big_content(tag)
+    local blocks = {}
+    for i = 1, 192 do blocks[i] = ("%s%06d"):format(tag, i):rep(65536 // (#tag + 6)):sub(1, 65536) end
+    return table.concat(blocks)
+  end
+
+  it("moves a multi-MiB file both ways intact, whole and in chunks", function()
+    local fs = make({ bucket_name = "bulk" })
+    local content = big_content("b")
+    assert.is_true(fs:write_file("/big.bin", content))
+    local back = assert(fs:read_file("/big.bin"))
+    assert.equal(#content, #back)
+    assert.is_true(back == content)
+    local chunks = {}
+    assert.is_true(fs:read_file("/big.bin", { on_chunk = function(c) chunks[#chunks + 1] = c end }))
+    assert.is_true(#chunks > 1, "streamed in pieces")
+    assert.is_true(table.concat(chunks) == content)
+  end)
+
+  it("keeps a request body alive while curl sends it, though the caller dropped it", function()
+    -- core.http_request sends the body string in place: its handle must
+    -- hold the string until the request ends.
+    local core = require "sandkit.core"
+    local scheduler = require "sandkit.scheduler"
+    local rec = scheduler.record(function(r, kind, stream)
+      if kind == "lifecycle" then scheduler.complete(r, stream == nil and true or nil, stream) end
+    end)
+    local body = big_content("k") -- made here: no other reference exists
+    rec.handle = core.http_request({ method = "PUT", url = srv.url .. "/v1/railway/projects/proj_fs/fs/kept/k.bin",
+      headers = { { "authorization", "Bearer test-token" } }, body = body }, rec.token)
+    body = nil -- luacheck: ignore
+    collectgarbage("collect")
+    collectgarbage("collect")
+    assert.is_true(scheduler.await(rec))
+    local back = assert(make({ bucket_name = "kept" }):read_file("/k.bin"))
+    assert.is_true(back == big_content("k"))
+  end)
+
   it("refuses copy with overwrite = false without a request", function()
     local fs = make()
     assert.is_true(fs:write_file("a.txt", "a"))
@@ -153,5 +193,53 @@ describe("PlatformFilesystem", function()
     assert.equal("PlatformApiError", err.kind)
     assert.equal(401, err.status)
     assert.is_nil(tostring(err):find("sk_wrong", 1, true))
+  end)
+end)
+
+describe("core.http_request, PlatformFilesystem's transport", function()
+  local core = require "sandkit.core"
+  local scheduler = require "sandkit.scheduler"
+  local echo = server.start("spec/servers/echo/server.mjs")
+  teardown(function() echo:stop() end)
+
+  -- Runs one request; returns its stream-1 events and the transport error.
+  local function fetch(opts)
+    local pieces = {}
+    local rec = scheduler.record(function(r, kind, stream, data)
+      if kind == "output" and stream == 1 then pieces[#pieces + 1] = data
+      elseif kind == "lifecycle" then scheduler.complete(r, stream == nil and true or nil, stream) end
+    end)
+    rec.handle = core.http_request(opts, rec.token)
+    local ok, err = scheduler.await(rec)
+    return pieces, ok and nil or err
+  end
+
+  it("collects a body of unknown length (chunked) whole, in one piece", function()
+    local n = 3000000
+    local pieces, err = fetch({ method = "GET", url = echo.url .. "/chunked?bytes=" .. n, collect = true })
+    assert.is_nil(err)
+    assert.equal(1, #pieces)
+    assert.is_true(pieces[1] == ("b"):rep(n))
+    -- the same without collect: streamed in pieces of at most the receive buffer
+    pieces, err = fetch({ method = "GET", url = echo.url .. "/chunked?bytes=" .. n, recv_buffer_bytes = 8192 })
+    assert.is_nil(err)
+    assert.is_true(#pieces > 1)
+    for _, p in ipairs(pieces) do assert.is_true(#p <= 8192, #p) end
+    assert.is_true(table.concat(pieces) == ("b"):rep(n))
+  end)
+
+  it("collects a body of declared length (presized) whole", function()
+    local n = 5000000
+    local pieces, err = fetch({ method = "GET", url = echo.url .. "/big?bytes=" .. n, collect = true,
+      recv_buffer_bytes = 131072 })
+    assert.is_nil(err)
+    assert.equal(1, #pieces)
+    assert.is_true(pieces[1] == ("a"):rep(n))
+  end)
+
+  it("refuses a receive buffer out of range", function()
+    local ok, err = pcall(core.http_request, { method = "GET", url = echo.url .. "/hello", recv_buffer_bytes = 100 }, 1)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("recv_buffer_bytes", 1, true), tostring(err))
   end)
 end)

@@ -194,6 +194,22 @@ static void test_get_post(sk_loop *loop, const echo_server *s)
                !json_object_get(json_object_get(j, "headers"), "content-type"),
            "PUT with a body and no content type sends none");
     json_decref(j);
+
+    /* A borrowed body (sent in place) of a few MiB: through the larger
+     * upload buffer bulk bodies get, in several socket writes. */
+    enum { BULK = 3 << 20 };
+    char *bulk = malloc(BULK);
+    for (size_t i = 0; bulk && i < BULK; i++)
+        bulk[i] = (char)('a' + i % 23);
+    q = (sk_http_request){ .method = "PUT", .url = url, .body = bulk, .body_len = BULK,
+                           .body_borrowed = true, .max_body_bytes = (size_t)8 << 20 };
+    fin = bulk && fetch(loop, &c, &q);
+    j = parse(&c);
+    const char *echoed = j ? jstr(j, "body", NULL) : NULL;
+    tap(fin && echoed && strlen(echoed) == BULK && memcmp(echoed, bulk, BULK) == 0,
+        "PUT of a 3 MiB borrowed body arrives whole and in order");
+    json_decref(j);
+    free(bulk);
     q = (sk_http_request){ .method = "DELETE", .url = url };
     fin = fetch(loop, &c, &q);
     j = parse(&c);

@@ -32,6 +32,8 @@
  * curl's smallest receive buffer (1 KiB), in pieces; see http_on_kick. */
 #define HTTP_HEAD_KICKS_MAX (SK_HTTP_MAX_HEADER_BYTES / 1024 + 2)
 #define HTTP_UPLOAD_BUFFER 16384L /* curl's least; see http_setup */
+#define HTTP_BULK_BODY ((size_t)1 << 20)     /* a body this large gets... */
+#define HTTP_BULK_UPLOAD_BUFFER (256L << 10) /* ...this upload buffer */
 #define HTTP_DEADLINE_SLACK_MS 1000.0 /* see http_on_deadline */
 
 typedef struct http_svc http_svc;
@@ -104,7 +106,7 @@ struct sk_http {
     struct curl_slist *hdr_list; /* own lines; the last one links to hdr_set's */
     struct curl_slist *hdr_last;
     http_hdr_set *hdr_set;
-    char *body;
+    char *body; /* our copy of the request body; NULL when borrowed */
     char *what; /* "METHOD scheme://host:port/path" for error messages */
     sk_http_callbacks cb;
     void *ud;
@@ -1219,8 +1221,13 @@ static const char *http_setup(sk_http *r, const sk_http_request *q)
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     /* Bodies are handed over whole (POSTFIELDS) and HTTP/2 frames are 16 KiB:
      * curl's default 64 KiB upload buffer per transfer only cost memory
-     * (about half the heap of a Modal exec in flight, bench/scale.lua). */
-    curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, HTTP_UPLOAD_BUFFER);
+     * (about half the heap of a Modal exec in flight, bench/scale.lua). A
+     * bulk body (a file PUT) is the exception: curl sends one buffer per
+     * socket action, so 16 KiB made a 100 MiB upload 6,400 loop turns
+     * (curl's own tool uses 64 KiB). The buffer is freed once the body is
+     * out (http_drop_upload_buffers), and is a quarter of a percent of it. */
+    bool bulk = q->body && q->body_len >= HTTP_BULK_BODY;
+    curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, bulk ? HTTP_BULK_UPLOAD_BUFFER : HTTP_UPLOAD_BUFFER);
     if (q->recv_buffer_bytes)
         curl_easy_setopt(e, CURLOPT_BUFFERSIZE, q->recv_buffer_bytes > LONG_MAX ? LONG_MAX : (long)q->recv_buffer_bytes);
     long timeout = q->timeout_ms == 0 ? HTTP_DEFAULT_TIMEOUT_MS : q->timeout_ms < 0 ? 0 : q->timeout_ms;
@@ -1229,12 +1236,16 @@ static const char *http_setup(sk_http *r, const sk_http_request *q)
     r->max_body = q->max_body_bytes ? q->max_body_bytes : SK_HTTP_DEFAULT_MAX_BODY;
 
     if (q->body) {
-        r->body = malloc(q->body_len ? q->body_len : 1);
-        if (!r->body)
-            return "out of memory";
-        memcpy(r->body, q->body, q->body_len);
+        const char *body = q->body;
+        if (!q->body_borrowed) {
+            r->body = malloc(q->body_len ? q->body_len : 1);
+            if (!r->body)
+                return "out of memory";
+            memcpy(r->body, q->body, q->body_len);
+            body = r->body;
+        }
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->body_len);
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
         r->body_len = (curl_off_t)q->body_len;
         if (strcmp(method, "POST") != 0)
             curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);

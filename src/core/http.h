@@ -64,8 +64,12 @@ typedef struct sk_http_request {
                                         * requests send alike (credentials, content type):
                                         * the loop keeps one copy per distinct set */
     size_t n_shared_headers;
-    const void *body;                  /* copied; NULL = no body */
+    const void *body;                  /* copied unless body_borrowed; NULL = no body */
     size_t body_len;
+    bool body_borrowed;                /* body is used in place (no copy): the caller keeps
+                                        * it alive and unchanged until done returns or the
+                                        * request is cancelled (a 100 MiB upload is not
+                                        * duplicated) */
     long timeout_ms;                   /* whole request; 0 = 60000, < 0 = none */
     const char *ca_file;               /* PEM bundle to verify against; NULL = system roots */
     bool insecure_skip_verify;         /* no peer or host name verification */

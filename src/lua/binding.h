@@ -62,6 +62,9 @@ int skl_target_init(skl_target *t, skl_state *st, lua_Integer token);
 void skl_target_release(skl_target *t);
 /* Queues an output event (stream, a copy of data); out of memory: t->lost. */
 void skl_emit(skl_target *t, int stream, const char *data, size_t len);
+/* The same, taking over data (malloc'd; freed here when it cannot be
+ * queued): a large body reaches Lua without one more copy. */
+void skl_emit_take(skl_target *t, int stream, char *data, size_t len);
 /* Queues the terminal event of kind, at most once; never fails. err is
  * copied and redacted at once against scope's secrets (the sandbox it came
  * from; NULL: every held secret), while a failed process's own env is

@@ -72,6 +72,22 @@ void skl_emit(skl_target *t, int stream, const char *data, size_t len)
     core_append(t->st, e);
 }
 
+void skl_emit_take(skl_target *t, int stream, char *data, size_t len)
+{
+    skl_event *e = calloc(1, sizeof *e);
+    if (!e) {
+        free(data);
+        t->lost = true;
+        return;
+    }
+    e->kind = SKL_EV_OUTPUT;
+    e->token = t->token;
+    e->stream = stream;
+    e->data = data;
+    e->len = len;
+    core_append(t->st, e);
+}
+
 void skl_finish(skl_target *t, int kind, const sk_error *err, const void *scope)
 {
     skl_event *e = t->last;
