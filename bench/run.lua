@@ -990,6 +990,13 @@ local function sdk_cmd(url, per, env)
     env or "", shell_quote(ROOT .. "/spec/servers/modal/bench_sdk.mjs"), shell_quote(url), per)
 end
 
+-- The SDK running n execs at once (bench/scale.lua's Modal baseline);
+-- --expose-gc so that it collects before its peak RSS is reset.
+local function sdk_wide_cmd(url, n, env)
+  return ("%s MODAL_TOKEN_ID=ak-test MODAL_TOKEN_SECRET=as-test MODAL_LOGLEVEL=error NODE_NO_WARNINGS=1 node --expose-gc %s %s --wide %d"):format(
+    env or "", shell_quote(ROOT .. "/spec/servers/modal/bench_sdk.mjs"), shell_quote(url), n)
+end
+
 -- Client CPU (user + system of the client process) against the SDK's.
 local function cpu_line(label, sk, base, fmt, note)
   local l = compare(label, sk, base, fmt, 0.3, note)
@@ -1307,7 +1314,7 @@ local scale = dofile(ROOT .. "/bench/scale.lua")({
   json_encode_flat = json_encode_flat, run_child = function(...) return run_child(...) end, shell_quote = shell_quote,
   platform_server = platform_server, modal_server = modal_server, run_json = run_json, floor_cmd = floor_cmd,
   tls_cert = tls_cert, modal_tls_server = modal_tls_server, remove_tree = remove_tree, heap_kb = heap_kb,
-  bwrap_argv_of = bwrap_argv_of,
+  bwrap_argv_of = bwrap_argv_of, sdk_wide_cmd = sdk_wide_cmd,
 })
 scale_child = scale.child
 
