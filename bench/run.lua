@@ -291,8 +291,8 @@ end
 local scale_child -- bench/scale.lua's child, set once that file is loaded
 
 -- Prints one JSON line; run as `lua5.4 bench/run.lua --child KIND ...`.
-local function child_main(kind, a1, a2, a3)
-  if kind == "scale" then return scale_child(a1, a2, a3) end
+local function child_main(kind, a1, a2, a3, a4)
+  if kind == "scale" then return scale_child(a1, a2, a3, a4) end
   local sk = assert(sandkit())
   if kind == "capture" or kind == "capture_buffer" or kind == "stream" then
     local size, workdir = a1, a2
@@ -1390,7 +1390,7 @@ local function main(argv)
       for _, r in ipairs(scale.rows) do print(r.id, r.label .. " (--scale)") end
       return 0
     elseif a == "--child" then
-      child_main(argv[i + 1], argv[i + 2], argv[i + 3], argv[i + 4])
+      child_main(argv[i + 1], argv[i + 2], argv[i + 3], argv[i + 4], argv[i + 5])
       return 0
     elseif a == "--help" or a == "-h" then print(usage()) return 0
     else io.stderr:write("bench: unknown argument ", a, "\n", usage(), "\n") return 2 end

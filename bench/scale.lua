@@ -3,10 +3,15 @@
 -- which passes its helpers; returns { rows = ..., child = ... }.
 --
 -- Each measurement runs in a fresh lua5.4 (`run.lua --child scale KIND N
--- ARG`) so that its peak RSS and descriptors are its own: the child raises
--- its soft RLIMIT_NOFILE to the hard limit, warms up, resets VmHWM, then
--- runs N commands at once in tasks while a sampler task counts open
--- descriptors every 5 ms. Per-unit cost is wall / N, (VmHWM - VmRSS
+-- ARG [probe]`) so that its peak RSS and descriptors are its own: the
+-- child raises its soft RLIMIT_NOFILE to the hard limit, warms up, resets
+-- VmHWM, then runs N commands at once in tasks. A timed child measures
+-- only the wall and VmHWM, which cost nothing while it runs; a probe child
+-- (once per size) also samples open descriptors and malloc'd bytes every
+-- 5 ms. Those probes are not free and their cost grows with the work
+-- (listing /proc/self/fd is O(open descriptors), mallinfo2 O(free
+-- chunks): at 1,000 WebSockets they took 3/4 of the client's CPU), so they
+-- stay out of the timed wall. Per-unit cost is wall / N, (VmHWM - VmRSS
 -- before) / N and (peak descriptors - descriptors before) / N; growth is
 -- the per-unit cost at the large size over the one at the small size.
 return function(H)
@@ -16,10 +21,11 @@ return function(H)
 
   -- ---- the child ---------------------------------------------------------------
 
-  -- Descriptors are counted by a sampler task every 5 ms and by every
-  -- (n/20)th task right after its command was launched (short commands
-  -- can end between two samples).
-  local function run_wide(sk, n, one)
+  -- probe: descriptors (and malloc'd bytes, the Lua heap) are sampled by a
+  -- task every 5 ms and by every (n/20)th task right after its command was
+  -- launched (short commands can end between two samples); otherwise
+  -- nothing runs beside the n commands.
+  local function run_wide(sk, n, one, probe)
     local failures, first_err = 0, nil
     local done, peak_fds = false, H.open_fds()
     local function sample()
@@ -30,13 +36,15 @@ return function(H)
       local heap = H.heap_kb()
       if heap > M.peak_heap_kb then M.peak_heap_kb = heap end
     end
-    sk.spawn(function()
-      while not done do
-        sample()
-        sk.sleep(0.005)
-      end
-    end)
-    local step = math.max(1, n // 20)
+    if probe then
+      sk.spawn(function()
+        while not done do
+          sample()
+          sk.sleep(0.005)
+        end
+      end)
+    end
+    local step = probe and math.max(1, n // 20) or math.huge
     local left = n
     local t0 = now()
     for i = 1, n do
@@ -67,7 +75,8 @@ return function(H)
   -- working directory (local, fleets) or the server URL (remote).
   M.peak_lua_kb, M.peak_heap_kb = 0, 0
 
-  function M.child(kind, n_arg, arg)
+  function M.child(kind, n_arg, arg, mode)
+    local probe = mode == "probe"
     local sk = assert(H.sandkit())
     local n = math.tointeger(tonumber(n_arg))
     local soft, hard = H.raise_nofile()
@@ -109,18 +118,22 @@ return function(H)
     local rss0, fds0 = H.proc_status_kb("VmRSS"), H.open_fds()
     local wall, peak_fds, failures, first_err
     if sb then
-      wall, peak_fds, failures, first_err = run_wide(sk, n, one)
+      wall, peak_fds, failures, first_err = run_wide(sk, n, one, probe)
     else
       -- the whole fleet: start n clones, one exec on each, destroy
       local done, pf = false, fds0
       local t0 = now()
-      sk.spawn(function()
-        while not done do
-          local f = H.open_fds()
-          if f > pf then pf = f end
-          sk.sleep(0.005)
-        end
-      end)
+      if probe then
+        sk.spawn(function()
+          while not done do
+            local f = H.open_fds()
+            if f > pf then pf = f end
+            M.peak_lua_kb = math.max(M.peak_lua_kb, collectgarbage("count"))
+            M.peak_heap_kb = math.max(M.peak_heap_kb, H.heap_kb())
+            sk.sleep(0.005)
+          end
+        end)
+      end
       failures = 0
       sk.spawn(function()
         local fl, err = sk.fleet(fl_template, n)
@@ -145,7 +158,7 @@ return function(H)
     io.write(H.json_encode_flat({
       n = n, wall_ms = wall, growth_kb = hwm - rss0, lua_growth_kb = M.peak_lua_kb - lua_kb0,
       heap_growth_kb = M.peak_heap_kb - heap_kb0, fds0 = fds0, peak_fds = peak_fds, failures = failures,
-      first_error = first_err or "", peak_reset = reset, nofile_soft = soft, nofile_hard = hard,
+      first_error = first_err or "", peak_reset = reset, probe = probe, nofile_soft = soft, nofile_hard = hard,
     }), "\n")
   end
 
@@ -183,11 +196,14 @@ return function(H)
         end
         walls[#walls + 1] = j.wall_ms
         rss[#rss + 1] = j.growth_kb
-        fds[#fds + 1] = j.peak_fds - j.fds0
-        heaps[#heaps + 1] = j.heap_growth_kb
-        luas[#luas + 1] = j.lua_growth_kb
         limit = j.nofile_soft
       end
+      -- descriptors and malloc'd bytes: one probe child (they vary little)
+      local pj = H.run_child("scale", kind, n, arg_of(n), "probe")
+      if pj.failures ~= 0 then
+        error(string.format("%s x%d (probe): %d failed: %s", kind, n, pj.failures, pj.first_error), 0)
+      end
+      fds[1], heaps[1], luas[1] = pj.peak_fds - pj.fds0, pj.heap_growth_kb, pj.lua_growth_kb
       out[n] = { wall = median(walls), rss = median(rss), fds = median(fds), nofile = limit,
         floor = #floors > 0 and median(floors) or nil, floor_rss = #floor_rss > 0 and median(floor_rss) or nil,
         heap = median(heaps), lua = median(luas) }
@@ -292,10 +308,11 @@ return function(H)
         -- sandkit runs, read back from inside the sandbox)
         local floor_argv = { "/bin/sh", "-c", "true" }
         if iso == "bwrap" and ctx.sk then
-          os.execute("mkdir -p " .. H.shell_quote(dir .. "/probe"))
+          -- the floor's /tmp: a directory of its own (sandkit's is private)
+          os.execute("mkdir -p " .. H.shell_quote(dir .. "/probe") .. " " .. H.shell_quote(dir .. "/floor-tmp"))
           local sb = ctx.sk.LocalSandbox({ working_directory = dir .. "/probe", isolation = "bwrap" })
           assert(sb:start())
-          floor_argv = H.bwrap_argv_of(sb, "true")
+          floor_argv = H.bwrap_argv_of(sb, "true", dir .. "/floor-tmp")
           sb:destroy()
         end
         local m = measure("fleet_" .. iso, sizes, ctx.quick and 1 or 3, function()
