@@ -254,8 +254,10 @@ return function(H)
           base_mem = string.format("; the %s's peak RSS growth %s per unit (%s at %d)", base,
             fmt_kib(math.max(v.floor_rss, 0) / n), fmt_kib(math.max(m[small].floor_rss or 0, 0) / small), small)
         end
-        l.note = string.format("per-unit wall %s at %d vs %s at %d%s; malloc'd in use at the peak %s per unit (Lua heap %s)%s%s",
-          fmt_per_ms(v.wall / n), n, fmt_per_ms(m[small].wall / small), small, why,
+        local base_wall = fg and string.format(" (%s: %s vs %s)", base, fmt_per_ms(v.floor / n),
+          fmt_per_ms(m[small].floor / small)) or ""
+        l.note = string.format("per-unit wall %s at %d vs %s at %d%s%s; malloc'd in use at the peak %s per unit (Lua heap %s)%s%s",
+          fmt_per_ms(v.wall / n), n, fmt_per_ms(m[small].wall / small), small, base_wall, why,
           fmt_kib(math.max(v.heap or 0, 0) / n), fmt_kib(math.max(v.lua or 0, 0) / n), base_mem, note and ("; " .. note) or "")
       else
         l.growth, l.target, l.result = "—", "", "info"
