@@ -256,15 +256,21 @@ static inline long fan_drain(fan_child *kids, int ep, int open_fds)
 }
 
 /* Closes what is still open and reaps every child started. */
-static inline void fan_reap(fan_child *kids, int n)
+/* Closes and reaps all; returns how many children did not exit 0. */
+static inline int fan_reap(fan_child *kids, int n)
 {
+    int failed = 0;
     for (int i = 0; i < n; i++) {
         for (int s = 0; s < 2; s++)
             if (kids[i].fd[s] >= 0)
                 close(kids[i].fd[s]);
-        if (kids[i].pid > 0)
-            floor_reap(kids[i].pid, NULL);
+        if (kids[i].pid > 0) {
+            int status = 0;
+            floor_reap(kids[i].pid, &status);
+            failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        }
     }
+    return failed;
 }
 
 #endif

@@ -9,7 +9,8 @@
  * With ARGV, every child runs that command instead (the scale table's floor
  * for 1,000 bwrap sandboxes at once, given the argv sandkit ran).
  * prints one JSON line: {"bench":"floor_fanout","width":W,"rounds":R,
- *   "median_ms":..,"min_ms":..,"bytes":B,"samples_ms":[..]} */
+ *   "failures":F,"median_ms":..,"min_ms":..,"bytes":B,"samples_ms":[..]}
+ * (failures: children of the measured rounds that did not exit 0) */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +27,7 @@
 #include "floor.h"
 
 static char **fan_argv; /* -- ARGV: run this instead of `echo i` */
+static int fan_failures; /* children that did not exit 0 */
 
 /* One round: spawn all, drain all, reap all. Returns bytes read, -1 on error. */
 static long fan_round(fan_child *kids, int width, char *const envp[])
@@ -45,7 +47,7 @@ static long fan_round(fan_child *kids, int width, char *const envp[])
     }
     if (started == width)
         bytes = fan_drain(kids, ep, 2 * width);
-    fan_reap(kids, width);
+    fan_failures += fan_reap(kids, width);
     close(ep);
     return bytes;
 }
@@ -71,6 +73,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < warmup; i++)
         if (fan_round(kids, width, envp) < 0)
             goto fail;
+    fan_failures = 0; /* the warm-up's are not reported */
     for (int i = 0; i < rounds; i++) {
         double t0 = clock_ms();
         bytes = fan_round(kids, width, envp);
@@ -78,7 +81,8 @@ int main(int argc, char **argv)
             goto fail;
         s[i] = clock_ms() - t0;
     }
-    printf("{\"bench\":\"floor_fanout\",\"width\":%d,\"rounds\":%d,\"bytes\":%ld,", width, rounds, bytes);
+    printf("{\"bench\":\"floor_fanout\",\"width\":%d,\"rounds\":%d,\"failures\":%d,\"bytes\":%ld,", width,
+           rounds, fan_failures, bytes);
     floor_print_samples_ms(s, rounds);
     free(kids);
     free(s);

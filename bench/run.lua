@@ -291,8 +291,8 @@ end
 local scale_child -- bench/scale.lua's child, set once that file is loaded
 
 -- Prints one JSON line; run as `lua5.4 bench/run.lua --child KIND ...`.
-local function child_main(kind, a1, a2, a3)
-  if kind == "scale" then return scale_child(a1, a2, a3) end
+local function child_main(kind, a1, a2, a3, a4)
+  if kind == "scale" then return scale_child(a1, a2, a3, a4) end
   local sk = assert(sandkit())
   if kind == "capture" or kind == "capture_buffer" or kind == "stream" then
     local size, workdir = a1, a2
@@ -993,6 +993,13 @@ local function sdk_cmd(url, per, env)
     env or "", shell_quote(ROOT .. "/spec/servers/modal/bench_sdk.mjs"), shell_quote(url), per)
 end
 
+-- The SDK running n execs at once (bench/scale.lua's Modal baseline);
+-- --expose-gc so that it collects before its peak RSS is reset.
+local function sdk_wide_cmd(url, n, env)
+  return ("%s MODAL_TOKEN_ID=ak-test MODAL_TOKEN_SECRET=as-test MODAL_LOGLEVEL=error NODE_NO_WARNINGS=1 node --expose-gc %s %s --wide %d"):format(
+    env or "", shell_quote(ROOT .. "/spec/servers/modal/bench_sdk.mjs"), shell_quote(url), n)
+end
+
 -- Client CPU (user + system of the client process) against the SDK's.
 local function cpu_line(label, sk, base, fmt, note)
   local l = compare(label, sk, base, fmt, 0.3, note)
@@ -1334,7 +1341,7 @@ local scale = dofile(ROOT .. "/bench/scale.lua")({
   json_encode_flat = json_encode_flat, run_child = function(...) return run_child(...) end, shell_quote = shell_quote,
   platform_server = platform_server, modal_server = modal_server, run_json = run_json, floor_cmd = floor_cmd,
   tls_cert = tls_cert, modal_tls_server = modal_tls_server, remove_tree = remove_tree, heap_kb = heap_kb,
-  bwrap_argv_of = bwrap_argv_of,
+  bwrap_argv_of = bwrap_argv_of, sdk_wide_cmd = sdk_wide_cmd,
 })
 scale_child = scale.child
 
@@ -1410,7 +1417,7 @@ local function main(argv)
       for _, r in ipairs(scale.rows) do print(r.id, r.label .. " (--scale)") end
       return 0
     elseif a == "--child" then
-      child_main(argv[i + 1], argv[i + 2], argv[i + 3], argv[i + 4])
+      child_main(argv[i + 1], argv[i + 2], argv[i + 3], argv[i + 4], argv[i + 5])
       return 0
     elseif a == "--help" or a == "-h" then print(usage()) return 0
     else io.stderr:write("bench: unknown argument ", a, "\n", usage(), "\n") return 2 end

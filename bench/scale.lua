@@ -3,10 +3,15 @@
 -- which passes its helpers; returns { rows = ..., child = ... }.
 --
 -- Each measurement runs in a fresh lua5.4 (`run.lua --child scale KIND N
--- ARG`) so that its peak RSS and descriptors are its own: the child raises
--- its soft RLIMIT_NOFILE to the hard limit, warms up, resets VmHWM, then
--- runs N commands at once in tasks while a sampler task counts open
--- descriptors every 5 ms. Per-unit cost is wall / N, (VmHWM - VmRSS
+-- ARG [probe]`) so that its peak RSS and descriptors are its own: the
+-- child raises its soft RLIMIT_NOFILE to the hard limit, warms up, resets
+-- VmHWM, then runs N commands at once in tasks. A timed child measures
+-- only the wall and VmHWM, which cost nothing while it runs; a probe child
+-- (once per size) also samples open descriptors and malloc'd bytes every
+-- 5 ms. Those probes are not free and their cost grows with the work
+-- (listing /proc/self/fd is O(open descriptors), mallinfo2 O(free
+-- chunks): at 1,000 WebSockets they took 3/4 of the client's CPU), so they
+-- stay out of the timed wall. Per-unit cost is wall / N, (VmHWM - VmRSS
 -- before) / N and (peak descriptors - descriptors before) / N; growth is
 -- the per-unit cost at the large size over the one at the small size.
 return function(H)
@@ -16,10 +21,11 @@ return function(H)
 
   -- ---- the child ---------------------------------------------------------------
 
-  -- Descriptors are counted by a sampler task every 5 ms and by every
-  -- (n/20)th task right after its command was launched (short commands
-  -- can end between two samples).
-  local function run_wide(sk, n, one)
+  -- probe: descriptors (and malloc'd bytes, the Lua heap) are sampled by a
+  -- task every 5 ms and by every (n/20)th task right after its command was
+  -- launched (short commands can end between two samples); otherwise
+  -- nothing runs beside the n commands.
+  local function run_wide(sk, n, one, probe)
     local failures, first_err = 0, nil
     local done, peak_fds = false, H.open_fds()
     local function sample()
@@ -30,13 +36,15 @@ return function(H)
       local heap = H.heap_kb()
       if heap > M.peak_heap_kb then M.peak_heap_kb = heap end
     end
-    sk.spawn(function()
-      while not done do
-        sample()
-        sk.sleep(0.005)
-      end
-    end)
-    local step = math.max(1, n // 20)
+    if probe then
+      sk.spawn(function()
+        while not done do
+          sample()
+          sk.sleep(0.005)
+        end
+      end)
+    end
+    local step = probe and math.max(1, n // 20) or math.huge
     local left = n
     local t0 = now()
     for i = 1, n do
@@ -67,7 +75,8 @@ return function(H)
   -- working directory (local, fleets) or the server URL (remote).
   M.peak_lua_kb, M.peak_heap_kb = 0, 0
 
-  function M.child(kind, n_arg, arg)
+  function M.child(kind, n_arg, arg, mode)
+    local probe = mode == "probe"
     local sk = assert(H.sandkit())
     local n = math.tointeger(tonumber(n_arg))
     local soft, hard = H.raise_nofile()
@@ -109,18 +118,22 @@ return function(H)
     local rss0, fds0 = H.proc_status_kb("VmRSS"), H.open_fds()
     local wall, peak_fds, failures, first_err
     if sb then
-      wall, peak_fds, failures, first_err = run_wide(sk, n, one)
+      wall, peak_fds, failures, first_err = run_wide(sk, n, one, probe)
     else
       -- the whole fleet: start n clones, one exec on each, destroy
       local done, pf = false, fds0
       local t0 = now()
-      sk.spawn(function()
-        while not done do
-          local f = H.open_fds()
-          if f > pf then pf = f end
-          sk.sleep(0.005)
-        end
-      end)
+      if probe then
+        sk.spawn(function()
+          while not done do
+            local f = H.open_fds()
+            if f > pf then pf = f end
+            M.peak_lua_kb = math.max(M.peak_lua_kb, collectgarbage("count"))
+            M.peak_heap_kb = math.max(M.peak_heap_kb, H.heap_kb())
+            sk.sleep(0.005)
+          end
+        end)
+      end
       failures = 0
       sk.spawn(function()
         local fl, err = sk.fleet(fl_template, n)
@@ -145,28 +158,34 @@ return function(H)
     io.write(H.json_encode_flat({
       n = n, wall_ms = wall, growth_kb = hwm - rss0, lua_growth_kb = M.peak_lua_kb - lua_kb0,
       heap_growth_kb = M.peak_heap_kb - heap_kb0, fds0 = fds0, peak_fds = peak_fds, failures = failures,
-      first_error = first_err or "", peak_reset = reset, nofile_soft = soft, nofile_hard = hard,
+      first_error = first_err or "", peak_reset = reset, probe = probe, nofile_soft = soft, nofile_hard = hard,
     }), "\n")
   end
 
   -- ---- rows --------------------------------------------------------------------------
 
   -- One measurement at each size (median of `rounds` children). floor_of(n),
-  -- when given, is a C baseline doing the same n at once, run in the same
-  -- rounds (alternating who goes first), so the table can tell growth that
-  -- is the machine's from growth that is sandkit's.
-  local function measure(kind, sizes, rounds, arg_of, floor_of)
+  -- when given, is a baseline command doing the same n at once, run in the
+  -- same rounds (alternating who goes first), so the table can tell growth
+  -- that is the machine's (or the server's) from growth that is sandkit's:
+  -- a C floor printing samples_ms, or the official Modal SDK printing
+  -- wall_ms and growth_kb (its peak RSS growth). base_name names it.
+  local function measure(kind, sizes, rounds, arg_of, floor_of, base_name)
+    base_name = base_name or "C floor"
     local out = {}
     for _, n in ipairs(sizes) do
-      local walls, rss, fds, floors, heaps, luas = {}, {}, {}, {}, {}, {}
+      local walls, rss, fds, floors, heaps, luas, floor_rss = {}, {}, {}, {}, {}, {}, {}
       local limit
       for r = 1, rounds do
         local floor = floor_of and floor_of(n)
         local function run_floor()
           if floor then
             local fj = H.run_json(floor)
-            if (fj.failures or 0) ~= 0 then error(string.format("C floor x%d: %d failed", n, fj.failures), 0) end
-            append(floors, fj.samples_ms)
+            if (fj.failures or 0) ~= 0 then
+              error(string.format("%s x%d: %d failed: %s", base_name, n, fj.failures, fj.first_error or ""), 0)
+            end
+            if fj.samples_ms then append(floors, fj.samples_ms) else floors[#floors + 1] = fj.wall_ms end
+            if fj.growth_kb then floor_rss[#floor_rss + 1] = fj.growth_kb end
           end
         end
         if r % 2 == 1 then run_floor() end
@@ -177,14 +196,19 @@ return function(H)
         end
         walls[#walls + 1] = j.wall_ms
         rss[#rss + 1] = j.growth_kb
-        fds[#fds + 1] = j.peak_fds - j.fds0
-        heaps[#heaps + 1] = j.heap_growth_kb
-        luas[#luas + 1] = j.lua_growth_kb
         limit = j.nofile_soft
       end
+      -- descriptors and malloc'd bytes: one probe child (they vary little)
+      local pj = H.run_child("scale", kind, n, arg_of(n), "probe")
+      if pj.failures ~= 0 then
+        error(string.format("%s x%d (probe): %d failed: %s", kind, n, pj.failures, pj.first_error), 0)
+      end
+      fds[1], heaps[1], luas[1] = pj.peak_fds - pj.fds0, pj.heap_growth_kb, pj.lua_growth_kb
       out[n] = { wall = median(walls), rss = median(rss), fds = median(fds), nofile = limit,
-        floor = #floors > 0 and median(floors) or nil, heap = median(heaps), lua = median(luas) }
+        floor = #floors > 0 and median(floors) or nil, floor_rss = #floor_rss > 0 and median(floor_rss) or nil,
+        heap = median(heaps), lua = median(luas) }
     end
+    out.base_name = base_name
     return out
   end
 
@@ -208,16 +232,33 @@ return function(H)
         local mem_ok = true
         if mem_limit_kib then mem_ok = v.rss / n <= mem_limit_kib end
         local fg = v.floor and m[small].floor and (v.floor / n) / (m[small].floor / small)
-        l.growth = string.format("%.2f× (mem %.2f×%s)", g, gm, fg and string.format(", C floor %.2f×", fg) or "")
+        local base = m.base_name or "C floor"
+        l.growth = string.format("%.2f× (mem %.2f×%s)", g, gm, fg and string.format(", %s %.2f×", base, fg) or "")
         l.target = mem_limit_kib and string.format("≤ 1.2×; ≤ %d KiB/exec", mem_limit_kib) or "≤ 1.2×"
         l.result = (ok and mem_ok) and "PASS" or "MISS"
+        -- Whose growth: the baseline doing the same n at once on the same
+        -- machine (and, for the SDK, the same server) grows as much (within
+        -- 0.1×), some of it, or not at all (then it is sandkit's own).
         local why = ""
-        if not ok and fg and fg > 1.1 then
-          why = string.format("; the machine's: the C floor doing the same %d at once grows %.2f× too (2 cores)", n, fg)
+        local whose = base == "C floor" and "the machine's" or "the server's / the machine's"
+        if not ok and fg and fg > 1.1 and fg >= g - 0.1 then
+          why = string.format("; %s: the %s doing the same %d at once grows %.2f× too (2 cores)", whose, base, n, fg)
+        elseif not ok and fg and fg > 1.1 then
+          why = string.format("; partly %s: the %s doing the same %d at once grows %.2f×, sandkit %.2f×", whose, base, n,
+            fg, g)
+        elseif not ok and fg then
+          why = string.format("; sandkit's own: the %s doing the same %d at once grows %.2f×", base, n, fg)
         end
-        l.note = string.format("per-unit wall %s at %d vs %s at %d%s; malloc'd in use at the peak %s per unit (Lua heap %s)%s",
-          fmt_per_ms(v.wall / n), n, fmt_per_ms(m[small].wall / small), small, why,
-          fmt_kib(math.max(v.heap or 0, 0) / n), fmt_kib(math.max(v.lua or 0, 0) / n), note and ("; " .. note) or "")
+        local base_mem = ""
+        if v.floor_rss then
+          base_mem = string.format("; the %s's peak RSS growth %s per unit (%s at %d)", base,
+            fmt_kib(math.max(v.floor_rss, 0) / n), fmt_kib(math.max(m[small].floor_rss or 0, 0) / small), small)
+        end
+        local base_wall = fg and string.format(" (%s: %s vs %s)", base, fmt_per_ms(v.floor / n),
+          fmt_per_ms(m[small].floor / small)) or ""
+        l.note = string.format("per-unit wall %s at %d vs %s at %d%s%s; malloc'd in use at the peak %s per unit (Lua heap %s)%s%s",
+          fmt_per_ms(v.wall / n), n, fmt_per_ms(m[small].wall / small), small, base_wall, why,
+          fmt_kib(math.max(v.heap or 0, 0) / n), fmt_kib(math.max(v.lua or 0, 0) / n), base_mem, note and ("; " .. note) or "")
       else
         l.growth, l.target, l.result = "—", "", "info"
       end
@@ -269,10 +310,11 @@ return function(H)
         -- sandkit runs, read back from inside the sandbox)
         local floor_argv = { "/bin/sh", "-c", "true" }
         if iso == "bwrap" and ctx.sk then
-          os.execute("mkdir -p " .. H.shell_quote(dir .. "/probe"))
+          -- the floor's /tmp: a directory of its own (sandkit's is private)
+          os.execute("mkdir -p " .. H.shell_quote(dir .. "/probe") .. " " .. H.shell_quote(dir .. "/floor-tmp"))
           local sb = ctx.sk.LocalSandbox({ working_directory = dir .. "/probe", isolation = "bwrap" })
           assert(sb:start())
-          floor_argv = H.bwrap_argv_of(sb, "true")
+          floor_argv = H.bwrap_argv_of(sb, "true", dir .. "/floor-tmp")
           sb:destroy()
         end
         local m = measure("fleet_" .. iso, sizes, ctx.quick and 1 or 3, function()
@@ -315,9 +357,11 @@ return function(H)
       local srv = H.modal_server()
       local ok, res = pcall(function()
         local sizes = ctx.quick and { 4, 8 } or { 100, 500 }
-        local m = measure("modal", sizes, ctx.quick and 1 or 3, function() return srv.url end)
+        local m = measure("modal", sizes, ctx.quick and 1 or 3, function() return srv.url end,
+          function(n) return H.sdk_wide_cmd(srv.url, n) end, "SDK")
         return scale_lines("modal exec", "in flight", m, sizes, sizes[1], sizes[2], 64,
-          "h2c: streams share connections; " .. (nofile_note(m, sizes[2]) or ""))
+          "h2c: streams share connections; SDK = official modal@0.7.6 running the same n at once (Promise.all) against the same server in the same rounds; "
+            .. (nofile_note(m, sizes[2]) or ""))
       end)
       srv.stop()
       if not ok then error(res, 0) end
@@ -341,9 +385,11 @@ return function(H)
       end
       local srv = H.modal_tls_server(cert, key)
       local ok, res = pcall(function()
-        local m = measure("modal_tls", sizes, ctx.quick and 1 or 3, function() return srv.url .. " " .. cert end)
+        local m = measure("modal_tls", sizes, ctx.quick and 1 or 3, function() return srv.url .. " " .. cert end,
+          function(n) return H.sdk_wide_cmd(srv.url, n, "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=" .. H.shell_quote(cert)) end,
+          "SDK")
         return scale_lines("modal exec over TLS", "in flight", m, sizes, sizes[1], sizes[2], 64,
-          "self-signed certificate for 127.0.0.2, trusted through ca_file; streams share connections")
+          "self-signed certificate for 127.0.0.2, trusted through ca_file; streams share connections; SDK = official modal@0.7.6, the same n at once, same rounds")
       end)
       srv.stop()
       H.remove_tree(dir)

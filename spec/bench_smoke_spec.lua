@@ -60,17 +60,17 @@ local EXPECTED = {
 local EXPECTED_SCALE = {
   { prefix = "local exec, 1 in flight" },
   { prefix = "local exec, 4 in flight" },
-  { prefix = "local exec, 8 in flight", verdict = true },
+  { prefix = "local exec, 8 in flight", verdict = true, baseline = "C floor" },
   { prefix = "fleet, none, 2 sandboxes" },
-  { prefix = "fleet, none, 4 sandboxes", verdict = true },
+  { prefix = "fleet, none, 4 sandboxes", verdict = true, baseline = "C floor" },
   { prefix = "fleet, bwrap, 2 sandboxes", may_be_na = true },
-  { prefix = "fleet, bwrap, 4 sandboxes", verdict = true, may_be_na = true },
+  { prefix = "fleet, bwrap, 4 sandboxes", verdict = true, may_be_na = true, baseline = "C floor" },
   { prefix = "platform exec, 4 in flight" },
-  { prefix = "platform exec, 8 in flight", verdict = true },
+  { prefix = "platform exec, 8 in flight", verdict = true, baseline = "C floor" },
   { prefix = "modal exec, 4 in flight" },
-  { prefix = "modal exec, 8 in flight", verdict = true },
+  { prefix = "modal exec, 8 in flight", verdict = true, baseline = "SDK" },
   { prefix = "modal exec over TLS, 4 in flight", may_be_na = true },
-  { prefix = "modal exec over TLS, 8 in flight", verdict = true, may_be_na = true },
+  { prefix = "modal exec over TLS, 8 in flight", verdict = true, may_be_na = true, baseline = "SDK" },
 }
 
 local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
@@ -210,6 +210,8 @@ describe("bench/run.lua --scale --quick", function()
         assert.is_truthy(r.base:match("%d"), r.label .. ": per unit " .. r.base)
         if e.verdict then
           assert.is_truthy(r.growth:match("%d%.%d+×"), r.label .. ": growth " .. r.growth)
+          -- the baseline measured in the same rounds, with its own growth
+          assert.is_truthy(r.growth:find(e.baseline .. " %d+%.%d+×"), r.label .. ": growth " .. r.growth)
           assert.is_true(r.scale_result == "PASS" or r.scale_result == "MISS", r.label .. ": " .. r.scale_result)
         else
           assert.are.equal("info", r.scale_result, r.label)

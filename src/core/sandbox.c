@@ -423,17 +423,16 @@ static void process_on_timer(uv_timer_t *t)
     }
 }
 
+/* O(1): a sandbox with 1,000 commands in flight unlinks each as it ends. */
 static void process_unlink(sk_process *p)
 {
-    if (!p->sb)
+    if (!p->pprev)
         return;
-    for (sk_process **pp = &p->sb->procs; *pp; pp = &(*pp)->next) {
-        if (*pp == p) {
-            *pp = p->next;
-            p->next = NULL;
-            return;
-        }
-    }
+    *p->pprev = p->next;
+    if (p->next)
+        p->next->pprev = p->pprev;
+    p->next = NULL;
+    p->pprev = NULL;
 }
 
 static void process_free(sk_process *p)
@@ -514,6 +513,9 @@ sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracke
         snprintf(p->pid, sizeof p->pid, "%u", ++sb->next_local_pid);
     p->refs++; /* the sandbox's list */
     p->next = sb->procs;
+    if (p->next)
+        p->next->pprev = &p->next;
+    p->pprev = &sb->procs;
     sb->procs = p;
     if (timed && !p->exited)
         uv_timer_start(p->timer, process_on_timer, (uint64_t)o->timeout_ms, 0);
@@ -648,15 +650,10 @@ void sk_process_untrack(sk_process *p)
     if (!p->tracked)
         return;
     p->tracked = false;
-    if (p->sb) {
-        bool listed = false;
-        for (sk_process *q = p->sb->procs; q; q = q->next)
-            listed |= (q == p);
-        if (listed) {
-            process_unlink(p);
-            /* the caller of get() still holds its own reference */
-            p->refs--;
-        }
+    if (p->pprev) {
+        process_unlink(p);
+        /* the caller of get() still holds its own reference */
+        p->refs--;
     }
 }
 
@@ -727,6 +724,7 @@ void sk_sandbox_free(sk_sandbox *sb)
     while (p) {
         sk_process *next = p->next;
         p->next = NULL;
+        p->pprev = NULL;
         if (p->started && !p->exited)
             sb->provider->kill(p, SIGKILL);
         if (p->impl && sb->provider->release)

@@ -86,6 +86,7 @@ struct sk_process {
     void *ev_ud;
     void *impl;               /* provider's per-process state */
     sk_process *next;         /* in sb->procs */
+    sk_process **pprev;       /* what points at it in sb->procs; NULL: not listed */
     int refs;
 };
 

@@ -3,6 +3,7 @@
 // against a running reference server.
 //
 //   node bench_sdk.mjs <server-url> [runs]      e.g. http://127.0.0.1:41234 20
+//   node bench_sdk.mjs <server-url> --wide N    N execs at once (bench/scale.lua)
 //
 // Prints one JSON line {"exec_true_median_ms":..,"stdout_10mib_ms":..,
 // "exec_true_cpu_us":..,"stdout_10mib_cpu_ms":..}:
@@ -13,15 +14,25 @@
 //   mode, until all 10 MiB are read and the exit code is in;
 // - exec_true_cpu_us, stdout_10mib_cpu_ms: this process's CPU time (user +
 //   system, all threads: process.cpuUsage) over the same spans, per exec.
+// With --wide N it instead prints {"n":N,"wall_ms":..,"growth_kb":..,
+// "failures":..,"first_error":..,"peak_reset":..}: after three warm-up execs
+// one at a time, N exec(["true"]) at once (Promise.all, each until its exit
+// code and both streams are in); growth_kb is this process's peak RSS
+// growth over the span (VmHWM reset through /proc/self/clear_refs, else
+// process.memoryUsage().rss sampled every 5 ms), the same measure as
+// sandkit's scale child.
 // Credentials: MODAL_TOKEN_ID / MODAL_TOKEN_SECRET, default ak-test / as-test
 // (the server's defaults). A user's ~/.modal.toml is never read.
 
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const [url, runsArg] = process.argv.slice(2);
-if (!url || !/^https?:\/\//.test(url)) {
-  process.stderr.write('usage: node bench_sdk.mjs <server-url> [runs]\n');
+import fs from 'node:fs';
+
+const [url, runsArg, wideArg] = process.argv.slice(2);
+const wide = runsArg === '--wide' ? Number(wideArg) | 0 : 0;
+if (!url || !/^https?:\/\//.test(url) || (runsArg === '--wide' && wide < 1)) {
+  process.stderr.write('usage: node bench_sdk.mjs <server-url> [runs | --wide N]\n');
   process.exit(2);
 }
 const runs = Math.max(1, Number(runsArg ?? 20) | 0);
@@ -45,6 +56,45 @@ async function drain(stream) {
   }
 }
 
+function statusKb(field) {
+  const m = fs.readFileSync('/proc/self/status', 'utf8').match(new RegExp(`${field}:\\s*(\\d+)\\s*kB`));
+  return m ? Number(m[1]) : 0;
+}
+
+function resetPeakRss() {
+  try {
+    fs.writeFileSync('/proc/self/clear_refs', '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// N execs of `true` at once; see the header for what is printed.
+async function wideRun(sb, n) {
+  for (let i = 0; i < 3; i++) await timedExec(sb, ['true']); // warm-up
+  if (globalThis.gc) { globalThis.gc(); globalThis.gc(); }
+  const reset = resetPeakRss();
+  const rss0 = statusKb('VmRSS');
+  let sampled = process.memoryUsage().rss;
+  const sampler = reset ? null : setInterval(() => {
+    sampled = Math.max(sampled, process.memoryUsage().rss);
+  }, 5);
+  let failures = 0;
+  let firstError = '';
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: n }, () => timedExec(sb, ['true']).then((r) => {
+    if (r.code !== 0) throw new Error(`true exited ${r.code}`);
+  }).catch((e) => {
+    failures++;
+    firstError ||= String(e?.message ?? e).slice(0, 200);
+  })));
+  const wallMs = performance.now() - t0;
+  if (sampler) clearInterval(sampler);
+  const growthKb = reset ? statusKb('VmHWM') - rss0 : Math.max(sampled, process.memoryUsage().rss) / 1024 - rss0;
+  return { n, wall_ms: wallMs, growth_kb: growthKb, failures, first_error: firstError, peak_reset: reset };
+}
+
 async function timedExec(sb, argv, params) {
   const t0 = performance.now();
   const p = await sb.exec(argv, params);
@@ -52,12 +102,8 @@ async function timedExec(sb, argv, params) {
   return { ms: performance.now() - t0, out, code };
 }
 
-const mc = new ModalClient();
-const app = await mc.apps.fromName('mastra', { createIfMissing: true });
-const sb = await mc.sandboxes.create(app, mc.images.fromRegistry('ubuntu:22.04'), {
-  name: `bench-sdk-${process.pid}-${Date.now()}`,
-});
-try {
+// exec(['true']) `runs` times one at a time, then one 10 MiB transfer; see the header.
+async function serialRun(sb) {
   await timedExec(sb, ['true']); // warm-up
   const times = [];
   const cpu0 = process.cpuUsage();
@@ -83,6 +129,19 @@ try {
     exec_true_cpu_us: round((cpuExec.user + cpuExec.system) / runs),
     stdout_10mib_cpu_ms: round((cpuBig.user + cpuBig.system) / 1000),
   })}\n`);
+}
+
+const mc = new ModalClient();
+const app = await mc.apps.fromName('mastra', { createIfMissing: true });
+const sb = await mc.sandboxes.create(app, mc.images.fromRegistry('ubuntu:22.04'), {
+  name: `bench-sdk-${process.pid}-${Date.now()}`,
+});
+try {
+  if (wide) {
+    process.stdout.write(`${JSON.stringify(await wideRun(sb, wide))}\n`);
+  } else {
+    await serialRun(sb);
+  }
 } finally {
   await sb.terminate().catch(() => {});
 }
