@@ -1,12 +1,14 @@
 /* The small mechanisms the providers share, each written once: heap timers
  * (loop.h), the base36 id writer and the waiter list (sandbox.h), the child
- * environment builder and the reaped callback of the exit watch (proc.h). */
+ * environment builder and the reaped callback of the exit watch (proc.h),
+ * the capture buffer's move into a mapping (buf.h). */
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "loop.h"
 #include "proc.h"
 #include "sandbox.h"
@@ -212,6 +214,79 @@ static void test_reaped(void)
     sk_loop_free(loop);
 }
 
+/* ---- sk_buf: bulk buffers move into a mapping ------------------------------- */
+
+/* Byte i of the test pattern. */
+static char pattern_at(size_t i) { return (char)('a' + (i * 7 + i / 4096) % 26); }
+
+static bool pattern_ok(const char *d, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++)
+        if (d[i] != pattern_at(i))
+            return false;
+    return true;
+}
+
+/* Fills b to `total` bytes in 4 KiB appends, growing as a capture does. */
+static bool fill_capture(sk_buf *b, size_t total)
+{
+    char chunk[4096];
+    while (b->len < total) {
+        size_t n = total - b->len < sizeof chunk ? total - b->len : sizeof chunk;
+        for (size_t i = 0; i < n; i++)
+            chunk[i] = pattern_at(b->len + i);
+        if (sk_buf_reserve_within(b, n, SIZE_MAX) != 0)
+            return false;
+        memcpy(b->data + b->len, chunk, n);
+        b->len += n;
+        b->data[b->len] = '\0';
+    }
+    return true;
+}
+
+static void test_buf_mapped(void)
+{
+    size_t total = 3 * SK_BUF_MAP_MIN + 123;
+    sk_buf b = { 0 };
+    tap(fill_capture(&b, SK_BUF_MAP_MIN / 2) && !b.mapped, "sk_buf: a small capture stays on the heap");
+    tap(fill_capture(&b, total) && b.mapped, "sk_buf: past SK_BUF_MAP_MIN a capture is a mapping");
+    tap(b.len == total && pattern_ok(b.data, 0, total) && b.data[total] == '\0',
+        "sk_buf: every byte survives the move into the mapping and its growth");
+    /* sk_buf_append (a timeout note) grows a mapped buffer as a mapping. */
+    size_t cap = b.cap;
+    char *big = malloc(cap);
+    if (big)
+        memset(big, 'z', cap);
+    tap(big && sk_buf_append(&b, big, cap) == 0 && b.mapped && b.len == total + cap && b.data[b.len - 1] == 'z' &&
+            pattern_ok(b.data, 0, total),
+        "sk_buf: sk_buf_append grows a mapped buffer");
+    free(big);
+    b.len = total;
+    b.data[total] = '\0';
+    /* sk_buf_take hands out malloc'd memory even for a mapped buffer. */
+    char *taken = sk_buf_take(&b);
+    tap(taken && pattern_ok(taken, 0, total) && taken[total] == '\0' && !b.data && !b.mapped,
+        "sk_buf: sk_buf_take copies a mapped buffer into memory free() owns");
+    free(taken);
+    /* take_raw + shrink_raw + release: the Buffer userdata's path. */
+    tap(fill_capture(&b, total) && b.mapped, "sk_buf: mapped again");
+    size_t map_len = 0, len = b.len;
+    size_t before = b.cap;
+    char *raw = sk_buf_take_raw(&b, &map_len);
+    tap(raw && map_len == before && !b.data && b.len == 0 && !b.mapped, "sk_buf: take_raw reports the mapping's length");
+    raw = sk_buf_shrink_raw(raw, len, &map_len);
+    tap(map_len >= len + 1 && map_len < before && pattern_ok(raw, 0, len) && raw[len] == '\0',
+        "sk_buf: shrink_raw returns the unused pages and keeps every byte");
+    sk_buf_release(raw, map_len);
+    /* Heap buffers through the same path. */
+    tap(fill_capture(&b, 1000) && !b.mapped, "sk_buf: small again");
+    raw = sk_buf_take_raw(&b, &map_len);
+    raw = sk_buf_shrink_raw(raw, 1000, &map_len);
+    tap(map_len == 0 && raw && pattern_ok(raw, 0, 1000), "sk_buf: a heap buffer takes and shrinks with realloc");
+    sk_buf_release(raw, map_len);
+    sk_buf_free(&b);
+}
+
 int main(void)
 {
     test_timers();
@@ -219,6 +294,7 @@ int main(void)
     test_waiters();
     test_envp();
     test_reaped();
+    test_buf_mapped();
     printf("1..%d\n", tap_n);
     return tap_failed ? 1 : 0;
 }

@@ -17,6 +17,7 @@
 typedef struct skl_buffer {
     char *data; /* owned; NULL when empty or closed */
     size_t len;
+    size_t map_len; /* data is a mapping of this length (sk_buf_take_raw), 0: malloc'd */
     int closed;
 } skl_buffer;
 
@@ -32,7 +33,7 @@ static skl_buffer *buffer_new(lua_State *L)
 {
     skl_buffer *b = lua_newuserdatauv(L, sizeof *b, 0);
     b->data = NULL;
-    b->len = 0;
+    b->len = b->map_len = 0;
     b->closed = 0;
     luaL_setmetatable(L, SKL_BUFFER);
     return b;
@@ -42,15 +43,12 @@ void skl_buffer_push_take(lua_State *L, sk_buf *src)
 {
     skl_buffer *b = buffer_new(L); /* may raise: src still owns its bytes */
     b->len = src->len;
-    b->data = src->len ? sk_buf_take(src) : NULL;
+    if (src->len)
+        b->data = sk_buf_take_raw(src, &b->map_len);
     sk_buf_free(src);
-    /* Doubling left up to half the allocation unused; give it back (for
-     * large buffers glibc does this with mremap, no copy). */
-    if (b->data) {
-        char *shrunk = realloc(b->data, b->len + 1);
-        if (shrunk)
-            b->data = shrunk;
-    }
+    /* Doubling left up to half the allocation unused; give it back
+     * (without a copy: large captures are mappings, see buf.h). */
+    b->data = sk_buf_shrink_raw(b->data, b->len, &b->map_len);
     /* The bytes are outside the Lua heap: tell the collector about them, so
      * a loop dropping large buffers paces the GC as strings would. */
     if (b->len >= 65536)
@@ -179,9 +177,9 @@ static int buffer_write_to(lua_State *L)
 static int buffer_close(lua_State *L)
 {
     skl_buffer *b = luaL_checkudata(L, 1, SKL_BUFFER);
-    free(b->data);
+    sk_buf_release(b->data, b->map_len);
     b->data = NULL;
-    b->len = 0;
+    b->len = b->map_len = 0;
     b->closed = 1;
     return 0;
 }
