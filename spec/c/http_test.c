@@ -9,6 +9,8 @@
 
 #include "../servers/echo/harness.h"
 #include "buf.h"
+#include "grpc.h"
+#include "grpc_frame.h"
 #include "http.h"
 #include "log.h"
 #include "loop.h"
@@ -794,6 +796,53 @@ static void test_chain_and_shutdown(const echo_server *s)
     tap(a.done == 0 && b.done == 0, "sk_loop_free with requests in flight drops them silently");
 }
 
+/* grpc.c tells a stream that ended cleanly without grpc-status apart from
+ * other failures (status_missing): the Modal client retries that one at
+ * once, docs/reliability.md §"Lost trailers". */
+typedef struct grpc_probe {
+    bool done;
+    int code;
+    bool transport, status_missing;
+    uint64_t messages;
+} grpc_probe;
+
+static void grpc_probe_done(sk_grpc_call *c, const sk_grpc_outcome *o, void *ud)
+{
+    (void)c;
+    grpc_probe *p = ud;
+    p->done = true;
+    p->code = o->code;
+    p->transport = o->transport;
+    p->status_missing = o->status_missing;
+    p->messages = o->messages;
+}
+
+static void grpc_probe_run(sk_loop *loop, const echo_server *s, const char *path, grpc_probe *p)
+{
+    static const sk_grpc_callbacks cb = { .done = grpc_probe_done };
+    sk_grpc_request q = { .base_url = s->base, .path = path, .message = "abc", .message_len = 3 };
+    const char *err = NULL;
+    *p = (grpc_probe){ 0 };
+    if (!sk_grpc_start(loop, &q, &cb, p, &err))
+        return;
+    double end = sk_now_ms() + 15000;
+    while (!p->done && sk_now_ms() < end)
+        sk_loop_turn(loop, 50);
+}
+
+static void test_grpc_status_missing(sk_loop *loop, const echo_server *s)
+{
+    grpc_probe p;
+    grpc_probe_run(loop, s, "/grpc/no-status", &p);
+    tap(p.done && p.code == SK_GRPC_UNKNOWN && p.transport && p.status_missing && p.messages == 1,
+        "a stream that ends without grpc-status is UNKNOWN and marked status_missing (code %d, %llu messages)",
+        p.code, (unsigned long long)p.messages);
+    grpc_probe_run(loop, s, "/grpc/echo", &p);
+    tap(p.done && p.code == SK_GRPC_OK && !p.status_missing, "with its grpc-status it is not");
+    grpc_probe_run(loop, s, "/grpc/trailers-only", &p);
+    tap(p.done && p.code == SK_GRPC_NOT_FOUND && !p.status_missing, "nor a trailers-only error");
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -814,6 +863,7 @@ int main(void)
     test_cancel(loop, &s);
     test_tls(loop, &s);
     test_grpc(loop, &s);
+    test_grpc_status_missing(loop, &s);
     sk_loop_free(loop);
     test_chain_and_shutdown(&s);
     echo_stop(&s);

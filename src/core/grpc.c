@@ -139,8 +139,10 @@ static void grpc_on_done(sk_http *req, const sk_http_result *res, void *ud)
         o.transport = true;
         if (res->status != 200)
             snprintf(msg, sizeof msg, "HTTP status %d without grpc-status", res->status);
-        else
+        else {
             snprintf(msg, sizeof msg, "the stream ended without grpc-status");
+            o.status_missing = true;
+        }
         o.message = msg;
     }
     if (!c->cb.message && c->messages > 0) {

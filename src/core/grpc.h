@@ -50,6 +50,8 @@ typedef struct sk_grpc_outcome {
     const char *details_bin;   /* grpc-status-details-bin (base64) or NULL */
     int http_status;           /* 0 if none arrived */
     bool transport;            /* no gRPC status: connection, deadline, protocol failure */
+    bool status_missing;       /* an HTTP 200 stream ended cleanly without grpc-status; libcurl
+                                * 7.88 can drop trailers, docs/reliability.md §"Lost trailers" */
     uint64_t messages;         /* response messages received */
     const uint8_t *response;   /* first response message when no message callback was given */
     size_t response_len;

@@ -70,6 +70,7 @@ struct mc_call {
     mc_retry policy;
     int retries;
     bool auth_retried;
+    bool status_retried; /* see call_on_grpc_done */
     /* stdio */
     char *exec_id;
     int fd;
@@ -716,6 +717,18 @@ static void call_on_grpc_done(sk_grpc_call *g, const sk_grpc_outcome *o, void *u
             return;
         }
         call_finish(call, &r);
+        return;
+    }
+    /* libcurl 7.88 drops a stream's trailers when it ends while another
+     * stream on the connection holds nghttp2 paused: a TaskExecWait answer
+     * arriving during bulk stdout lost its grpc-status, and the policy's
+     * 1 s wait before the retry became the exec's wall time. The first such
+     * ending of a call is retried at once; later ones follow the policy, so
+     * a server that never sends a status cannot make us spin.
+     * docs/reliability.md §"Lost trailers". */
+    if (o->status_missing && !call->status_retried && sk_mc_retryable(o->code)) {
+        call->status_retried = true;
+        call_sleep(call, 0);
         return;
     }
     /* Router calls: one JWT refresh per attempt on UNAUTHENTICATED. */
