@@ -79,17 +79,6 @@ static double thread_cpu_ms(void)
            (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1000;
 }
 
-static int closed_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    socklen_t len = sizeof a;
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 static json_t *admin_json(sk_loop *loop, const echo_server *s, const char *path, const char *body)
 {
     char *text = echo_admin(loop, s, path, body);

@@ -125,17 +125,6 @@ static const char *jstr(json_t *o, const char *path1, const char *path2)
     return json_string_value(v);
 }
 
-static int closed_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    socklen_t len = sizeof a;
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 static long server_stat(sk_loop *loop, const echo_server *s, const char *group, const char *key)
 {
     char *body = echo_admin(loop, s, "/__admin/stats", NULL);

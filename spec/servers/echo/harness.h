@@ -5,7 +5,9 @@
 #define SK_ECHO_HARNESS_H
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -128,6 +131,19 @@ static bool run_until(sk_loop *loop, const int *counter, int target, int max_ms)
     while (*counter < target && sk_now_ms() < end)
         sk_loop_turn(loop, 20);
     return *counter >= target;
+}
+
+/* A loopback TCP port nothing listens on (bound, then closed): connecting
+ * to it is refused. */
+static int closed_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof a;
+    bind(fd, (struct sockaddr *)&a, sizeof a);
+    getsockname(fd, (struct sockaddr *)&a, &len);
+    close(fd);
+    return ntohs(a.sin_port);
 }
 
 /* ---- blocking admin requests over sk_http ----------------------------------- */
