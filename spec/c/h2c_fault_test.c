@@ -565,7 +565,10 @@ static void test_two_origins(const echo_server *a, const echo_server *b)
     sk_http_request qb = { .url = burl, .version = SK_HTTP_2_PRIOR_KNOWLEDGE };
     call ca, cs[N];
     start(loop, &ca, &qa);
-    for (int i = 0; i < 20; i++)
+    /* A's opener must be connected (its request at A) before B's burst:
+     * waited for, not given a fixed time, which a loaded machine can miss. */
+    double until = sk_now_ms() + 10000;
+    while (received(loop, a, "/slow") < 1 && sk_now_ms() < until)
         sk_loop_turn(loop, 5);
     for (int i = 0; i < N; i++)
         start(loop, &cs[i], &qb);
