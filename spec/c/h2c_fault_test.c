@@ -397,8 +397,14 @@ static void stuck_head(const echo_server *s, raw_mode mode, const char *what)
         call st = { 0 };
         if (round == 1) {
             q.timeout_ms = 60000;
+            int accepted = atomic_load(&rs.accepts);
             start(loop, &st, &q);
-            for (int i = 0; i < 20; i++)
+            /* its connection at the raw server, then a few turns for the
+             * stuck block to arrive: waited for with a deadline */
+            double until = sk_now_ms() + 10000;
+            while (atomic_load(&rs.accepts) == accepted && sk_now_ms() < until)
+                sk_loop_turn(loop, 5);
+            for (int i = 0; i < 10; i++)
                 sk_loop_turn(loop, 5);
         }
         double c0 = thread_cpu_ms();
