@@ -23,9 +23,16 @@ run_tap() { # name, command...
   timeout -k 10 "${SANDKIT_TEST_TIMEOUT:-900}" "$@" > "$out/$name.tap" 2>&1
   rc=$?
   if [ $rc -ne 0 ] && ! grep -q '^not ok' "$out/$name.tap"; then
-    echo "not ok 0 - $name exited with status $rc" >> "$out/$name.tap"
+    # what it printed last, as diagnostics of the failure
+    { echo "not ok 0 - $name exited with status $rc"; tail -n 15 "$out/$name.tap" | sed 's/^/# /'; } > "$out/$name.tail"
+    cat "$out/$name.tail" >> "$out/$name.tap"
+    rm -f "$out/$name.tail"
   fi
-  grep -E '^not ok' "$out/$name.tap" | sed 's/^/   /'
+  # Each failure with the diagnostic lines under it: CI keeps only this
+  # output, and a failure that happens once must be readable from it.
+  awk '/^not ok/ { print "   " $0; n = 15; next }
+       n > 0 && /^#/ { print "     " $0; n--; next }
+       { n = 0 }' "$out/$name.tap"
 }
 
 for f in $(ls spec/*_spec.lua spec/*/*_spec.lua 2>/dev/null | sort); do
