@@ -271,15 +271,16 @@ describe("lifecycle", function()
   end)
 
   it("a dropped sandbox kills its processes when collected", function()
-    local marker = "31.4159"
+    local procs = require "helpers.procs"
+    local m = procs.sleep_marker(31)
     do
       local sb = new()
-      assert(sb.processes:spawn("exec sleep " .. marker))
+      assert(sb.processes:spawn("exec " .. m))
+      assert.is_true(procs.wait_for(function() return #procs.pids_matching(m) == 1 end), "the process never ran")
     end
-    collectgarbage()
-    collectgarbage()
-    local procs = require "helpers.procs"
-    assert.equal(0, procs.wait_gone("sleep " .. marker))
+    local ok = procs.gone_collecting(m)
+    procs.kill_matching(m)
+    assert.is_true(ok, "the dropped sandbox's process survived collection")
   end)
 end)
 

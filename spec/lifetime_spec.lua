@@ -38,8 +38,7 @@ for _, isolation in ipairs(ISOLATIONS) do
         -- the exec starts on the loop: wait for both (a deadline, not one step's sample)
         assert.is_true(procs.wait_for(function() return #procs.pids_matching(m) >= 2 end, 30))
       end
-      full_gc()
-      local ok = gone(m)
+      local ok = procs.gone_collecting(m)
       kill_leftovers(m)
       assert.is_true(ok, "survivors of " .. m)
     end)

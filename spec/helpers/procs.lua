@@ -114,6 +114,15 @@ function M.gone(needle, seconds)
   return M.wait_for(function() return #M.pids_matching(needle) == 0 end, seconds)
 end
 
+--- gone(), with a full collection on every poll: a test of cleanup by
+-- __gc must not hinge on which cycle finalizes the object.
+function M.gone_collecting(needle, seconds)
+  return M.wait_for(function()
+    collectgarbage()
+    return #M.pids_matching(needle) == 0
+  end, seconds)
+end
+
 --- SIGKILLs every live process whose command line contains `needle`:
 -- cleanup after a test that failed before its processes were reaped.
 function M.kill_matching(needle)
