@@ -133,7 +133,7 @@ function M.live_processes(needle)
   return found
 end
 
---- Waits (bounded: `seconds`, default 10) until no live process's command
+--- Waits (bounded: `seconds`, default 30) until no live process's command
 -- line contains `needle`; returns those still alive (expected: none). A
 -- killed process leaves /proc asynchronously, so this never samples once.
 function M.wait_live_processes_gone(needle, seconds)

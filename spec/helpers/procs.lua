@@ -65,14 +65,16 @@ function M.matching(needle)
   return n
 end
 
---- Polls `pred` until it returns a truthy value or `seconds` (default 10)
+--- Polls `pred` until it returns a truthy value or `seconds` (default 30)
 -- pass, turning the sandkit loop meanwhile (so our own children get
--- reaped); returns pred's last value. A killed process leaves /proc
--- asynchronously (its parent, or init for an orphan, reaps it), so a check
--- right after a kill samples a race: wait for the state instead.
+-- reaped); returns pred's last value. A state that comes ends the wait at
+-- once, so the bound is generous: a CI machine can stall for seconds. A
+-- killed process leaves /proc asynchronously (its parent, or init for an
+-- orphan, reaps it), so a check right after a kill samples a race: wait
+-- for the state instead.
 function M.wait_for(pred, seconds)
   local sandkit = require "sandkit"
-  local deadline = sandkit.now() + (seconds or 10) * 1000
+  local deadline = sandkit.now() + (seconds or 30) * 1000
   while true do
     local v = pred()
     if v or sandkit.now() > deadline then return v end
@@ -108,7 +110,7 @@ function M.unique(prefix)
   return ("%s-%s-%d"):format(prefix, M.self_pid(), unique_count)
 end
 
---- Waits (bounded, default 10 s) until no live process's command line
+--- Waits (bounded, default 30 s) until no live process's command line
 -- contains `needle` (read from /proc, see pids_matching); true once none.
 function M.gone(needle, seconds)
   return M.wait_for(function() return #M.pids_matching(needle) == 0 end, seconds)

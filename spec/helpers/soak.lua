@@ -175,7 +175,7 @@ function M.run(n)
   sandboxes = nil
   -- the last kills' process groups are reaped, and the handles closed, by
   -- the loop: turn it until it has nothing left (bounded)
-  local deadline = core.now() + 10000
+  local deadline = core.now() + 30000
   while (sandkit.step(0.02) or #procs.children() > 0) and core.now() < deadline do end
   -- a killed command's pipes close after a short drain (proc.c), maybe
   -- after the last child is reaped: wait for that too (bounded)
