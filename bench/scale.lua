@@ -170,7 +170,9 @@ return function(H)
   -- that is the machine's (or the server's) from growth that is sandkit's:
   -- a C floor printing samples_ms, or the official Modal SDK printing
   -- wall_ms and growth_kb (its peak RSS growth). base_name names it.
-  local function measure(kind, sizes, rounds, arg_of, floor_of, base_name)
+  -- srv, when given (the Modal rows), counts the connections the probe
+  -- child's exec calls came in on (the server logs each call's peer).
+  local function measure(kind, sizes, rounds, arg_of, floor_of, base_name, srv)
     base_name = base_name or "C floor"
     local out = {}
     for _, n in ipairs(sizes) do
@@ -199,6 +201,7 @@ return function(H)
         limit = j.nofile_soft
       end
       -- descriptors and malloc'd bytes: one probe child (they vary little)
+      if srv then srv.reset_log() end
       local pj = H.run_child("scale", kind, n, arg_of(n), "probe")
       if pj.failures ~= 0 then
         error(string.format("%s x%d (probe): %d failed: %s", kind, n, pj.failures, pj.first_error), 0)
@@ -207,9 +210,19 @@ return function(H)
       out[n] = { wall = median(walls), rss = median(rss), fds = median(fds), nofile = limit,
         floor = #floors > 0 and median(floors) or nil, floor_rss = #floor_rss > 0 and median(floor_rss) or nil,
         heap = median(heaps), lua = median(luas) }
+      if srv then out[n].conns, out[n].execs = srv.exec_connections() end
     end
     out.base_name = base_name
     return out
+  end
+
+  -- "connections: 1 for 103 execs at 100, ..." (warm-up execs included)
+  local function conns_note(m, sizes)
+    local parts = {}
+    for _, n in ipairs(sizes) do
+      if m[n].conns then parts[#parts + 1] = string.format("%d for %d execs at %d", m[n].conns, m[n].execs, n) end
+    end
+    return #parts > 0 and ("connections the exec calls came in on (probe child): " .. table.concat(parts, ", ")) or ""
   end
 
   local function fmt_per_ms(ms)
@@ -358,10 +371,10 @@ return function(H)
       local ok, res = pcall(function()
         local sizes = ctx.quick and { 4, 8 } or { 100, 500 }
         local m = measure("modal", sizes, ctx.quick and 1 or 3, function() return srv.url end,
-          function(n) return H.sdk_wide_cmd(srv.url, n) end, "SDK")
+          function(n) return H.sdk_wide_cmd(srv.url, n) end, "SDK", srv)
         return scale_lines("modal exec", "in flight", m, sizes, sizes[1], sizes[2], 64,
           "h2c: streams share connections; SDK = official modal@0.7.6 running the same n at once (Promise.all) against the same server in the same rounds; "
-            .. (nofile_note(m, sizes[2]) or ""))
+            .. conns_note(m, sizes) .. "; " .. (nofile_note(m, sizes[2]) or ""))
       end)
       srv.stop()
       if not ok then error(res, 0) end
@@ -387,9 +400,10 @@ return function(H)
       local ok, res = pcall(function()
         local m = measure("modal_tls", sizes, ctx.quick and 1 or 3, function() return srv.url .. " " .. cert end,
           function(n) return H.sdk_wide_cmd(srv.url, n, "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=" .. H.shell_quote(cert)) end,
-          "SDK")
+          "SDK", srv)
         return scale_lines("modal exec over TLS", "in flight", m, sizes, sizes[1], sizes[2], 64,
-          "self-signed certificate for 127.0.0.2, trusted through ca_file; streams share connections; SDK = official modal@0.7.6, the same n at once, same rounds")
+          "self-signed certificate for 127.0.0.2, trusted through ca_file; streams share connections, at most 96 on one (docs/protocols/event-core.md §5); SDK = official modal@0.7.6, the same n at once, same rounds; "
+            .. conns_note(m, sizes))
       end)
       srv.stop()
       H.remove_tree(dir)

@@ -694,6 +694,81 @@ static void test_tls(sk_loop *loop, const echo_server *s)
     call_reset(&c);
 }
 
+/* M h2 (TLS, prior knowledge) GETs of url at once; returns how many got
+ * 200 over HTTP/2 and sets *connects to the connections they opened. */
+static int tls_burst(sk_loop *loop, const echo_server *s, const char *url, long *connects)
+{
+    enum { M = 300 };
+    static call cs[M];
+    sk_http_request q = { .url = url, .ca_file = s->ca_file, .version = SK_HTTP_2_PRIOR_KNOWLEDGE };
+    for (int i = 0; i < M; i++) {
+        memset(&cs[i], 0, sizeof cs[i]);
+        start(loop, &cs[i], &q, false);
+    }
+    int done = 0;
+    for (double end = sk_now_ms() + 30000; done < M && sk_now_ms() < end; sk_loop_turn(loop, 20)) {
+        done = 0;
+        for (int i = 0; i < M; i++)
+            done += cs[i].done;
+    }
+    int good = 0;
+    *connects = 0;
+    for (int i = 0; i < M; i++) {
+        bool ok = cs[i].status == 200 && cs[i].http_version == 20;
+        if (!ok && good == i)
+            tap_note("TLS burst request %d (the first that failed): err=%d %s", i, cs[i].err, cs[i].error);
+        good += ok;
+        *connects += cs[i].connects;
+        call_reset(&cs[i]);
+    }
+    return good;
+}
+
+/* Waits (with a deadline) until at most `keep` of the TLS h2 sessions
+ * opened since open0 are still open; returns how many are. */
+static long tls_open_after(sk_loop *loop, const echo_server *s, long open0, long keep)
+{
+    long open = -1;
+    for (double end = sk_now_ms() + 15000; sk_now_ms() < end; sk_loop_turn(loop, 50))
+        if ((open = server_stat(loop, s, "h2Open", "tls") - open0) <= keep)
+            break;
+    return open;
+}
+
+/* h2 over TLS (prior knowledge, as gRPC asks): a burst larger than one
+ * connection's share spreads over a few connections, never one per
+ * request, loses nothing, and the extra connections close once it is over,
+ * while the first stays for the requests that follow; a second burst, on
+ * pools whose connections have closed, does the same
+ * (docs/protocols/event-core.md §5). */
+static void test_tls_burst(const echo_server *s)
+{
+    sk_loop *loop = sk_loop_new();
+    char url[256], hello[256];
+    snprintf(url, sizeof url, "%s/slow?ms=300", s->tls_base);
+    snprintf(hello, sizeof hello, "%s/hello", s->tls_base);
+    free(echo_admin(loop, s, "/__admin/reset", "{}"));
+    /* Those of the other tests stay open: nothing drives their loop. */
+    long open0 = server_stat(loop, s, "h2Open", "tls");
+    for (int round = 1; round <= 2; round++) {
+        long before = server_stat(loop, s, "connections", "tls"), connects = 0;
+        int good = tls_burst(loop, s, url, &connects);
+        long conns = server_stat(loop, s, "connections", "tls") - before;
+        tap(good == 300 && conns >= 2 && conns <= 8 && connects == conns,
+            "burst %d: %d of 300 h2 (TLS) requests at once over %ld connections (client connects %ld)", round,
+            good, conns, connects);
+        long open = tls_open_after(loop, s, open0, 1);
+        call c = { 0 };
+        sk_http_request q = { .url = hello, .ca_file = s->ca_file, .version = SK_HTTP_2_PRIOR_KNOWLEDGE };
+        bool fin = fetch(loop, &c, &q);
+        tap(open == 1 && fin && c.status == 200 && c.connects == 0,
+            "after burst %d one TLS connection stays open (%ld) and the next request reuses it (connects %ld)",
+            round, open, c.connects);
+        call_reset(&c);
+    }
+    sk_loop_free(loop);
+}
+
 static void test_grpc(sk_loop *loop, const echo_server *s)
 {
     char url[256];
@@ -851,6 +926,7 @@ int main(void)
     test_failures(loop, &s);
     test_cancel(loop, &s);
     test_tls(loop, &s);
+    test_tls_burst(&s);
     test_grpc(loop, &s);
     test_grpc_status_missing(loop, &s);
     sk_loop_free(loop);

@@ -4,10 +4,11 @@
  * starts and cancels made while curl is running (depth > 0) are deferred to
  * http_svc_flush, which runs once curl has returned to us.
  *
- * Two multi handles (pools) per loop: curl 7.88 will reuse an idle
- * HTTP/1.1 connection for an h2c prior-knowledge request to the same
- * host:port and then speak HTTP/2 on it, so h2c requests get a connection
- * cache of their own. */
+ * Multi handles (pools) per loop: curl 7.88 will reuse an idle HTTP/1.1
+ * connection for an h2c prior-knowledge request to the same host:port and
+ * then speak HTTP/2 on it, so h2c requests get a connection cache of their
+ * own; h2 over TLS gets pools of its own, opened as bursts need them
+ * (http_tls_pool). */
 #include "http.h"
 
 #include <ctype.h>
@@ -53,7 +54,11 @@ typedef struct http_hdrs {
     size_t n, cap;
 } http_hdrs;
 
-enum { HTTP_POOL_DEFAULT, HTTP_POOL_H2C, HTTP_POOL_COUNT };
+/* h2 over TLS: a multi per HTTP_TLS_POOL_STREAMS streams in flight, at
+ * most HTTP_TLS_POOLS of them; see http_tls_pool. */
+#define HTTP_TLS_POOL_STREAMS 96
+#define HTTP_TLS_POOLS 64
+enum { HTTP_POOL_DEFAULT, HTTP_POOL_H2C, HTTP_POOL_TLS, HTTP_POOL_COUNT = HTTP_POOL_TLS + HTTP_TLS_POOLS };
 
 struct http_pool {
     http_svc *svc;
@@ -65,6 +70,8 @@ struct http_pool {
     size_t partial_heads; /* transfers between their status line and the end of their headers */
     unsigned head_kicks;  /* kicks since the last header line; see http_on_kick */
     size_t n_added;       /* transfers handed to this multi and not yet removed */
+    size_t n_load;        /* requests that chose this pool and are not freed yet; see http_tls_pool */
+    int index;            /* in svc->pools */
     size_t h2c_connecting; /* of them, h2c openers whose request has not gone out yet; see http_h2c_mode */
     bool h2c_idle;        /* an h2c transfer ended well: its connection may wait in curl's cache */
     http_sock *socks;
@@ -85,7 +92,8 @@ typedef struct http_hdr_set {
 struct http_svc {
     sk_loop_hook hook;
     sk_loop *loop;
-    http_pool pools[HTTP_POOL_COUNT];
+    http_pool *pools[HTTP_POOL_COUNT]; /* the first n_pools are open; see http_pool_open */
+    int n_pools;
     sk_http *reqs;     /* in flight, added to the multi */
     sk_http *pending;  /* started while curl was running, not yet added */
     sk_http *sending;  /* whose body curl may still be sending; see http_drop_upload_buffers */
@@ -358,8 +366,10 @@ static void http_hdr_set_unref(http_svc *svc, http_hdr_set *set)
 
 static void http_req_free(sk_http *r)
 {
-    if (r->pool)
+    if (r->pool) {
         http_partial_head(r, false);
+        r->pool->n_load--;
+    }
     if (r->svc)
         http_sending_unlink(r->svc, r);
     if (r->easy)
@@ -586,8 +596,8 @@ static void http_svc_flush(http_svc *svc)
     if (svc->depth > 0 || svc->closing)
         return;
     for (;;) {
-        for (int i = 0; i < HTTP_POOL_COUNT; i++)
-            http_check_info(&svc->pools[i]);
+        for (int i = 0; i < svc->n_pools; i++)
+            http_check_info(svc->pools[i]);
         bool again = false;
         /* Walked only when there is something to find: with thousands of
          * streams in flight a walk per action cost a few percent of the
@@ -835,8 +845,8 @@ static void http_svc_shutdown(sk_loop_hook *hook, sk_loop *loop)
         svc->hdr_sets->refs = 1;
         http_hdr_set_unref(svc, svc->hdr_sets);
     }
-    for (int i = 0; i < HTTP_POOL_COUNT; i++) {
-        http_pool *pool = &svc->pools[i];
+    for (int i = 0; i < svc->n_pools; i++) {
+        http_pool *pool = svc->pools[i];
         /* Stop watching before curl closes its cached connections. */
         while (pool->socks)
             http_sock_close(pool, pool->socks);
@@ -852,7 +862,48 @@ static void http_svc_shutdown(sk_loop_hook *hook, sk_loop *loop)
 static void http_svc_finish(sk_loop_hook *hook, sk_loop *loop)
 {
     (void)loop;
-    free(hook);
+    http_svc *svc = (http_svc *)hook;
+    for (int i = 0; i < svc->n_pools; i++)
+        free(svc->pools[i]); /* their timers are closed by now */
+    free(svc);
+}
+
+/* A pool on a new multi, not yet on the loop; NULL when out of memory. */
+static http_pool *http_pool_new(void)
+{
+    http_pool *pool = calloc(1, sizeof *pool);
+    if (pool && !(pool->multi = curl_multi_init())) {
+        free(pool);
+        return NULL;
+    }
+    return pool;
+}
+
+/* Makes pool the next pool of svc. Pools stay until the loop ends (their
+ * handles close with it). */
+static http_pool *http_pool_open(http_svc *svc, http_pool *pool)
+{
+    pool->index = svc->n_pools;
+    svc->pools[svc->n_pools++] = pool;
+    sk_loop *loop = svc->loop;
+    CURLM *multi = pool->multi;
+    pool->svc = svc;
+    curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, http_curl_socket);
+    curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, pool);
+    curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, http_curl_timer);
+    curl_multi_setopt(multi, CURLMOPT_TIMERDATA, pool);
+    curl_multi_setopt(multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    /* libcurl's own cap is 100 streams per connection; past it every
+     * further transfer opens a connection of its own (7.88 does not wait
+     * for the one being set up), so a burst of a few hundred calls
+     * opened hundreds of TLS connections. The server's
+     * SETTINGS_MAX_CONCURRENT_STREAMS still applies. */
+    curl_multi_setopt(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, HTTP_MAX_STREAMS);
+    uv_timer_init(sk_loop_uv(loop), &pool->timer);
+    pool->timer.data = pool;
+    uv_timer_init(sk_loop_uv(loop), &pool->kick);
+    pool->kick.data = pool;
+    return pool;
 }
 
 static http_svc *http_svc_get(sk_loop *loop)
@@ -867,38 +918,24 @@ static http_svc *http_svc_get(sk_loop *loop)
     if (!svc)
         return NULL;
     svc->loop = loop;
-    for (int i = 0; i < HTTP_POOL_COUNT; i++) {
-        if (!(svc->pools[i].multi = curl_multi_init())) {
-            while (i-- > 0)
-                curl_multi_cleanup(svc->pools[i].multi);
+    http_pool *fixed[HTTP_POOL_TLS];
+    for (int i = 0; i < HTTP_POOL_TLS; i++) {
+        if (!(fixed[i] = http_pool_new())) {
+            while (i-- > 0) {
+                curl_multi_cleanup(fixed[i]->multi);
+                free(fixed[i]);
+            }
             free(svc);
             return NULL;
         }
     }
+    for (int i = 0; i < HTTP_POOL_TLS; i++)
+        http_pool_open(svc, fixed[i]);
     uv_timer_init(sk_loop_uv(loop), &svc->deadline);
     svc->deadline.data = svc;
     /* A backstop only: it may stay armed past the requests it was armed
      * for, and must not keep the loop alive (sk_loop_alive) meanwhile. */
     uv_unref((uv_handle_t *)&svc->deadline);
-    for (int i = 0; i < HTTP_POOL_COUNT; i++) {
-        http_pool *pool = &svc->pools[i];
-        pool->svc = svc;
-        curl_multi_setopt(pool->multi, CURLMOPT_SOCKETFUNCTION, http_curl_socket);
-        curl_multi_setopt(pool->multi, CURLMOPT_SOCKETDATA, pool);
-        curl_multi_setopt(pool->multi, CURLMOPT_TIMERFUNCTION, http_curl_timer);
-        curl_multi_setopt(pool->multi, CURLMOPT_TIMERDATA, pool);
-        curl_multi_setopt(pool->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
-        /* libcurl's own cap is 100 streams per connection; past it every
-         * further transfer opens a connection of its own (7.88 does not wait
-         * for the one being set up), so a burst of a few hundred calls
-         * opened hundreds of TLS connections. The server's
-         * SETTINGS_MAX_CONCURRENT_STREAMS still applies. */
-        curl_multi_setopt(pool->multi, CURLMOPT_MAX_CONCURRENT_STREAMS, HTTP_MAX_STREAMS);
-        uv_timer_init(sk_loop_uv(loop), &pool->timer);
-        pool->timer.data = pool;
-        uv_timer_init(sk_loop_uv(loop), &pool->kick);
-        pool->kick.data = pool;
-    }
     svc->hook.shutdown = http_svc_shutdown;
     svc->hook.finish = http_svc_finish;
     sk_loop_add_hook(loop, &svc->hook);
@@ -1299,6 +1336,33 @@ static const char *http_setup(sk_http *r, const sk_http_request *q)
     return NULL;
 }
 
+/* The pool for an h2 request over TLS. curl 7.88 runs every transfer on a
+ * connection for each event on its socket, and puts all the streams to one
+ * origin on one connection: a burst of n calls cost O(n) per event, O(n²)
+ * in all. Each pool is a multi of its own (its own connection cache), and
+ * filling them in order keeps a connection at HTTP_TLS_POOL_STREAMS
+ * streams at most, while a burst still opens one connection per pool (the
+ * pool's first transfer connects, the others wait for it: PIPEWAIT).
+ * Requests that come one at a time all stay in the first pool, on one
+ * connection. The cap stays below 100: until the server's SETTINGS
+ * arrive, 7.88 assumes it allows 100 streams, and a transfer past that
+ * opens a connection of its own. docs/protocols/event-core.md §5 */
+static http_pool *http_tls_pool(http_svc *svc)
+{
+    http_pool *least = NULL;
+    for (int i = HTTP_POOL_TLS; i < svc->n_pools; i++) {
+        http_pool *pool = svc->pools[i];
+        if (pool->n_load < HTTP_TLS_POOL_STREAMS)
+            return pool;
+        if (!least || pool->n_load < least->n_load)
+            least = pool;
+    }
+    http_pool *pool = svc->n_pools < HTTP_POOL_COUNT ? http_pool_new() : NULL;
+    if (pool)
+        return http_pool_open(svc, pool);
+    return least ? least : svc->pools[HTTP_POOL_H2C];
+}
+
 sk_http *sk_http_start(sk_loop *loop, const sk_http_request *q, const sk_http_callbacks *cb,
                        void *ud, const char **errmsg)
 {
@@ -1323,7 +1387,18 @@ sk_http *sk_http_start(sk_loop *loop, const sk_http_request *q, const sk_http_ca
         goto fail;
     }
     r->svc = svc;
-    r->pool = &svc->pools[q->version == SK_HTTP_2_PRIOR_KNOWLEDGE ? HTTP_POOL_H2C : HTTP_POOL_DEFAULT];
+    if (q->version != SK_HTTP_2_PRIOR_KNOWLEDGE)
+        r->pool = svc->pools[HTTP_POOL_DEFAULT];
+    else if (strncasecmp(q->url, "https://", 8) == 0)
+        r->pool = http_tls_pool(svc);
+    else
+        r->pool = svc->pools[HTTP_POOL_H2C];
+    r->pool->n_load++;
+    /* A pool past the first exists for a burst: its connection closes
+     * with its last stream rather than wait idle in its cache, where
+     * nothing would drive that multi again to notice it closing. */
+    if (r->pool->index > HTTP_POOL_TLS)
+        curl_easy_setopt(r->easy, CURLOPT_FORBID_REUSE, 1L);
     r->cb = *cb;
     r->ud = ud;
     if ((err = http_setup(r, q)))

@@ -27,7 +27,9 @@ const faults = {
 };
 let log = [];
 let lastOfferedProtocols = null;
-const stats = { connections: { plain: 0, tls: 0 }, h2Sessions: { plain: 0, tls: 0 } };
+// h2Open: h2 sessions open right now (never reset; HTTP/1.1 ones close on
+// their own after an idle while, these do not).
+const stats = { connections: { plain: 0, tls: 0 }, h2Sessions: { plain: 0, tls: 0 }, h2Open: { tls: 0 } };
 const sockets = new Set();
 
 function note(entry) {
@@ -330,7 +332,11 @@ const secure = http2.createSecureServer({
   key: fs.readFileSync(keyFile), cert: fs.readFileSync(certFile), allowHTTP1: true,
 }, (req, res) => onRequest(req, res, 'tls'));
 secure.on('upgrade', (req, socket, head) => onUpgrade(req, socket, head, 'tls'));
-secure.on('session', () => stats.h2Sessions.tls++);
+secure.on('session', (sess) => {
+  stats.h2Sessions.tls++;
+  stats.h2Open.tls++;
+  sess.on('close', () => stats.h2Open.tls--);
+});
 secure.on('secureConnection', (socket) => {
   stats.connections.tls++;
   sockets.add(socket);
