@@ -557,6 +557,46 @@ static void test_max_streams(const echo_server *s)
     }
 }
 
+/* A stalled header block on an old connection, with more newer ones than
+ * the stall kick once walked (16, newest first; http_on_kick): one stream
+ * per connection, A's answer (a 4 KiB header block through a 1 KiB receive
+ * buffer, which curl 7.88 leaves half-read without a kick) comes after 20
+ * long calls opened connections of their own. A must end whole while they
+ * still run (before its timeout); they are cancelled after. */
+static void test_kick_every_socket(const echo_server *s)
+{
+    enum { LONG_CALLS = 20 };
+    sk_loop *loop = sk_loop_new();
+    reset(loop, s);
+    free(echo_admin(loop, s, "/__admin/faults", "{\"h2MaxStreams\": 1, \"delayMs\": 3000}"));
+    char url_a[128], url_long[128];
+    snprintf(url_a, sizeof url_a, "%s/headers?n=20", s->base);
+    snprintf(url_long, sizeof url_long, "%s/slow?ms=60000", s->base);
+    sk_http_request qa = { .url = url_a, .version = SK_HTTP_2_PRIOR_KNOWLEDGE, .recv_buffer_bytes = 1024,
+                           .timeout_ms = 20000 };
+    sk_http_request ql = { .url = url_long, .version = SK_HTTP_2_PRIOR_KNOWLEDGE, .timeout_ms = 90000 };
+    call a, longs[LONG_CALLS];
+    start(loop, &a, &qa);
+    for (double end = sk_now_ms() + 10000; received(loop, s, "/headers") < 1 && sk_now_ms() < end;)
+        sk_loop_turn(loop, 20);
+    for (int i = 0; i < LONG_CALLS; i++)
+        start(loop, &longs[i], &ql);
+    run_until(loop, &a.done, 1, 30000);
+    long sessions = h2_sessions(loop, s);
+    int still_long = 0;
+    for (int i = 0; i < LONG_CALLS; i++) {
+        still_long += !longs[i].done;
+        if (longs[i].req)
+            sk_http_cancel(longs[i].req); /* no callback after this */
+    }
+    free(echo_admin(loop, s, "/__admin/faults", "{\"h2MaxStreams\": null, \"delayMs\": 0}"));
+    tap(a.done == 1 && a.err == SK_HTTP_OK && a.status == 200 && still_long == LONG_CALLS &&
+            sessions > 16,
+        "a header block stalled on the oldest of %ld connections ends (%s) while %d long calls still run",
+        sessions, a.done ? (a.err == SK_HTTP_OK ? "whole" : a.error) : "hung", still_long);
+    sk_loop_free(loop);
+}
+
 /* Two h2c origins from one loop: a call to B never rides A's connection,
  * and B's burst shares one connection of its own. */
 static void test_two_origins(const echo_server *a, const echo_server *b)
@@ -692,6 +732,7 @@ int main(void)
     test_goaway(&a);
     test_resets(&a);
     test_max_streams(&a);
+    test_kick_every_socket(&a);
     test_two_origins(&a, &b);
     test_cancel_and_free(&a);
     test_idle_after(&a);

@@ -45,6 +45,7 @@ typedef struct http_sock {
     uv_poll_t poll;
     curl_socket_t fd;
     http_pool *pool;
+    unsigned kicked; /* the pool's kick round that last reported it; see http_on_kick */
     struct http_sock *prev, *next;
 } http_sock;
 
@@ -69,6 +70,7 @@ struct http_pool {
     bool delivered;       /* body bytes were delivered during this socket action */
     size_t partial_heads; /* transfers between their status line and the end of their headers */
     unsigned head_kicks;  /* kicks since the last header line; see http_on_kick */
+    unsigned kick_round;  /* numbers the kicks, for http_sock.kicked */
     size_t n_added;       /* transfers handed to this multi and not yet removed */
     size_t n_load;        /* requests that chose this pool and are not freed yet; see http_tls_pool */
     int index;            /* in svc->pools */
@@ -697,12 +699,21 @@ static void http_on_kick(uv_timer_t *t)
     http_pool *pool = t->data;
     pool->kick_armed = false;
     pool->head_kicks++;
-    curl_socket_t fds[16];
-    int n = 0;
-    for (http_sock *s = pool->socks; s && n < 16; s = s->next)
-        fds[n++] = s->fd; /* copied: an action may close sockets */
-    for (int i = 0; i < n && pool->multi; i++)
-        http_socket_action(pool, fds[i], CURL_CSELECT_IN);
+    /* Every watched socket once (an h2c pool holds dozens of connections).
+     * An action may close sockets or open new ones, so the walk starts over
+     * after each and takes the first socket not yet reported this round:
+     * quadratic in the sockets of one pool, which are few, and no memory
+     * to allocate. */
+    unsigned round = ++pool->kick_round;
+    for (;;) {
+        http_sock *s = pool->socks;
+        while (s && s->kicked == round)
+            s = s->next;
+        if (!s || !pool->multi)
+            break;
+        s->kicked = round;
+        http_socket_action(pool, s->fd, CURL_CSELECT_IN);
+    }
 }
 
 /* A transfer failed, or a joiner's connection died: the other streams of
