@@ -191,17 +191,18 @@ describe("row 5: a timeout bounds exec", function()
       local m = marker()
       local path
       local watched = setmetatable({}, { __mode = "v" }) -- sees the collection
+      local seen, running
       do
         local sb = new()
         assert(sb:exec("(setsid sh -c 'exec " .. m .. "' >/dev/null 2>&1 &)"))
         path = sb:info().metadata.cgroup.path
         watched.sb = sb
+        -- held meanwhile, so that no collection kills the escapee before it is seen
+        running = procs.wait_for(function()
+          seen = #procs.pids_matching(m)
+          return seen == 1
+        end)
       end
-      local seen
-      local running = procs.wait_for(function()
-        seen = #procs.pids_matching(m)
-        return seen == 1
-      end)
       -- a full cycle on every poll: which cycle finalizes the sandbox is
       -- the collector's business, that it takes its processes along is ours
       local collected = procs.wait_for(function()
