@@ -115,14 +115,21 @@ fail:
     return -1;
 }
 
-/* Reads both pipes of floor_spawn_piped to EOF through poll with a 64 KiB
- * buffer (libuv's read size), handing stdout's bytes to sink when there is
- * one; stderr is dropped. Closes both. 0, or -1 (poll or sink failed). */
-static inline int floor_drain(int rd[2], int (*sink)(void *ud, const char *p, size_t n), void *ud)
+/* Where stdout goes when it is kept: room gives the place for the next
+ * read (*cap bytes; NULL: failed), took the length read into it. */
+typedef struct floor_sink {
+    char *(*room)(void *ud, size_t *cap);
+    void (*took)(void *ud, size_t n);
+    void *ud;
+} floor_sink;
+
+/* Reads both pipes of floor_spawn_piped to EOF through poll: stdout in
+ * place into out when there is one, else, like stderr, into scratch and
+ * dropped. Closes both. 0, or -1 (poll or out failed). */
+static inline int floor_drain(int rd[2], char *scratch, size_t scratch_len, const floor_sink *out)
 {
     struct pollfd pf[2] = { { rd[0], POLLIN, 0 }, { rd[1], POLLIN, 0 } };
     int open_fds = 2, rc = -1;
-    char buf[65536];
     while (open_fds > 0) {
         if (poll(pf, 2, -1) < 0) {
             if (errno == EINTR)
@@ -132,10 +139,14 @@ static inline int floor_drain(int rd[2], int (*sink)(void *ud, const char *p, si
         for (int i = 0; i < 2; i++) {
             if (pf[i].fd < 0 || pf[i].revents == 0)
                 continue;
-            ssize_t n = read(pf[i].fd, buf, sizeof buf);
+            char *at = scratch;
+            size_t cap = scratch_len;
+            if (i == 0 && out && !(at = out->room(out->ud, &cap)))
+                goto out;
+            ssize_t n = read(pf[i].fd, at, cap);
             if (n > 0) {
-                if (i == 0 && sink && sink(ud, buf, (size_t)n) != 0)
-                    goto out;
+                if (i == 0 && out)
+                    out->took(out->ud, (size_t)n);
                 continue;
             }
             if (n < 0 && errno == EINTR)
@@ -168,7 +179,8 @@ static inline int spawn_run_once(char *const argv[], char *const envp[], int *ex
     pid_t pid;
     if (floor_spawn_piped(&pid, argv, envp, NULL, rd) != 0)
         return -1;
-    int rc = floor_drain(rd, NULL, NULL);
+    char buf[65536]; /* libuv's read size */
+    int rc = floor_drain(rd, buf, sizeof buf, NULL);
     floor_reap(pid, &status);
     if (rc == 0 && exit_status)
         *exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

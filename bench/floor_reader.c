@@ -72,46 +72,23 @@ static int sink_reserve(reader_sink *k)
     return 0;
 }
 
-/* Reads both pipes to EOF through poll: stdout into the sink (in place
- * when keeping), stderr dropped. Closes both. 0, or -1. */
-static int reader_drain(int rd[2], reader_sink *k)
+/* Kept: straight into the mapping. Counted only: into a scratch buffer
+ * of the pipe's size. */
+static char *sink_room(void *ud, size_t *cap)
 {
     static char scratch[PIPE_SIZE];
-    struct pollfd pf[2] = { { rd[0], POLLIN, 0 }, { rd[1], POLLIN, 0 } };
-    int open_fds = 2, rc = -1;
-    while (open_fds > 0) {
-        if (poll(pf, 2, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            goto out;
-        }
-        for (int i = 0; i < 2; i++) {
-            if (pf[i].fd < 0 || pf[i].revents == 0)
-                continue;
-            bool in_place = i == 0 && k->keep;
-            if (in_place && sink_reserve(k) != 0)
-                goto out;
-            ssize_t n = in_place ? read(pf[i].fd, k->data + k->len, k->cap - k->len)
-                                 : read(pf[i].fd, scratch, sizeof scratch);
-            if (n > 0) {
-                if (i == 0)
-                    k->len += (size_t)n;
-                continue;
-            }
-            if (n < 0 && errno == EINTR)
-                continue;
-            close(pf[i].fd);
-            pf[i].fd = -1;
-            open_fds--;
-        }
+    reader_sink *k = ud;
+    if (!k->keep) {
+        *cap = sizeof scratch;
+        return scratch;
     }
-    rc = 0;
-out:
-    for (int i = 0; i < 2; i++)
-        if (pf[i].fd >= 0)
-            close(pf[i].fd);
-    return rc;
+    if (sink_reserve(k) != 0)
+        return NULL;
+    *cap = k->cap - k->len;
+    return k->data + k->len;
 }
+
+static void sink_took(void *ud, size_t n) { ((reader_sink *)ud)->len += n; }
 
 /* One run: spawn, drain, reap. */
 static int reader_run(const char *script, char *const envp[], reader_sink *k)
@@ -122,7 +99,9 @@ static int reader_run(const char *script, char *const envp[], reader_sink *k)
     if (floor_spawn_piped(&pid, argv, envp, NULL, rd) != 0)
         return -1;
     (void)fcntl(rd[0], F_SETPIPE_SZ, PIPE_SIZE);
-    int rc = reader_drain(rd, k);
+    char stderr_buf[65536];
+    floor_sink out = { sink_room, sink_took, k };
+    int rc = floor_drain(rd, stderr_buf, sizeof stderr_buf, &out);
     floor_reap(pid, NULL);
     return rc;
 }
