@@ -130,6 +130,7 @@ enum { RAW_MAX_CONNS = 64 };
 
 typedef struct raw_server {
     int lfd, port, wake[2];
+    char url[64]; /* http://127.0.0.1:PORT/x */
     raw_mode mode;
     pthread_t thread;
     atomic_int accepts;
@@ -226,6 +227,7 @@ static int raw_start(raw_server *rs, raw_mode mode)
         getsockname(rs->lfd, (struct sockaddr *)&a, &len) != 0 || pipe2(rs->wake, O_CLOEXEC) != 0)
         return -1;
     rs->port = ntohs(a.sin_port);
+    snprintf(rs->url, sizeof rs->url, "http://127.0.0.1:%d/x", rs->port);
     return pthread_create(&rs->thread, NULL, raw_main, rs) == 0 ? 0 : -1;
 }
 
@@ -255,9 +257,7 @@ static void burst_to_raw(raw_mode mode, const char *what, long timeout_ms, sk_ht
         return;
     }
     sk_loop *loop = sk_loop_new();
-    char url[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/x", rs.port);
-    sk_http_request q = { .url = url, .method = "POST", .body = "once", .body_len = 4,
+    sk_http_request q = { .url = rs.url, .method = "POST", .body = "once", .body_len = 4,
                           .version = SK_HTTP_2_PRIOR_KNOWLEDGE, .timeout_ms = timeout_ms };
     call cs[N];
     double cpu0 = thread_cpu_ms(), t0 = sk_now_ms();
@@ -375,9 +375,7 @@ static void stuck_head(const echo_server *s, raw_mode mode, const char *what)
         return;
     }
     sk_loop *loop = sk_loop_new();
-    char url[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/x", rs.port);
-    sk_http_request q = { .url = url, .version = SK_HTTP_2_PRIOR_KNOWLEDGE, .timeout_ms = 1500 };
+    sk_http_request q = { .url = rs.url, .version = SK_HTTP_2_PRIOR_KNOWLEDGE, .timeout_ms = 1500 };
     call stuck;
     double cpu0 = thread_cpu_ms(), t0 = sk_now_ms();
     start(loop, &stuck, &q);
@@ -679,9 +677,7 @@ static void test_cancel_and_free(const echo_server *s)
     /* Free the loop with a burst in flight against a server that never answers. */
     raw_server rs;
     raw_start(&rs, RAW_SILENT);
-    char rurl[128];
-    snprintf(rurl, sizeof rurl, "http://127.0.0.1:%d/x", rs.port);
-    sk_http_request r = { .url = rurl, .version = SK_HTTP_2_PRIOR_KNOWLEDGE };
+    sk_http_request r = { .url = rs.url, .version = SK_HTTP_2_PRIOR_KNOWLEDGE };
     call cs[N];
     for (int i = 0; i < N; i++)
         start(loop, &cs[i], &r);
