@@ -754,9 +754,11 @@ static void test_tls_burst(const echo_server *s)
         long before = server_stat(loop, s, "connections", "tls"), connects = 0;
         int good = tls_burst(loop, s, url, &connects);
         long conns = server_stat(loop, s, "connections", "tls") - before;
-        tap(good == 300 && conns >= 2 && conns <= 8 && connects == conns,
-            "burst %d: %d of 300 h2 (TLS) requests at once over %ld connections (client connects %ld)", round,
-            good, conns, connects);
+        long peak = server_stat(loop, s, "h2PeakStreams", "tls");
+        tap(good == 300 && conns >= 2 && conns <= 8 && connects == conns && peak > 0 && peak <= 96,
+            "burst %d: %d of 300 h2 (TLS) requests at once over %ld connections (client connects %ld), at most "
+            "%ld streams on one",
+            round, good, conns, connects, peak);
         long open = tls_open_after(loop, s, open0, 1);
         call c = { 0 };
         sk_http_request q = { .url = hello, .ca_file = s->ca_file, .version = SK_HTTP_2_PRIOR_KNOWLEDGE };

@@ -28,8 +28,11 @@ const faults = {
 let log = [];
 let lastOfferedProtocols = null;
 // h2Open: h2 sessions open right now (never reset; HTTP/1.1 ones close on
-// their own after an idle while, these do not).
-const stats = { connections: { plain: 0, tls: 0 }, h2Sessions: { plain: 0, tls: 0 }, h2Open: { tls: 0 } };
+// their own after an idle while, these do not). h2PeakStreams: the most
+// streams one TLS session had open at once (since the last reset).
+const stats = {
+  connections: { plain: 0, tls: 0 }, h2Sessions: { plain: 0, tls: 0 }, h2Open: { tls: 0 }, h2PeakStreams: { tls: 0 },
+};
 const sockets = new Set();
 
 function note(entry) {
@@ -79,6 +82,7 @@ async function admin(req, res, url) {
     lastOfferedProtocols = null;
     stats.connections = { plain: 0, tls: 0 };
     stats.h2Sessions = { plain: 0, tls: 0 };
+    stats.h2PeakStreams = { tls: 0 };
     faults.delayMs = 0; faults.wsReject = 0; faults.wsDeaf = false; faults.h2MaxStreams = null;
     return sendJson(res, 200, { ok: true });
   }
@@ -336,6 +340,12 @@ secure.on('session', (sess) => {
   stats.h2Sessions.tls++;
   stats.h2Open.tls++;
   sess.on('close', () => stats.h2Open.tls--);
+  let open = 0;
+  sess.on('stream', (stream) => {
+    open++;
+    stats.h2PeakStreams.tls = Math.max(stats.h2PeakStreams.tls, open);
+    stream.on('close', () => open--);
+  });
 });
 secure.on('secureConnection', (socket) => {
   stats.connections.tls++;
