@@ -134,6 +134,7 @@ typedef struct raw_server {
     raw_mode mode;
     pthread_t thread;
     atomic_int accepts;
+    atomic_int answers; /* connections answered (raw_answer wrote what it writes) */
 } raw_server;
 
 static void raw_write(int fd, const void *p, size_t n)
@@ -194,6 +195,7 @@ static void *raw_main(void *arg)
             if (keep && !answered[i]) {
                 answered[i] = true;
                 keep = raw_answer(rs, c->fd);
+                atomic_fetch_add(&rs->answers, 1);
             }
             if (!keep) {
                 close(c->fd);
@@ -395,12 +397,12 @@ static void stuck_head(const echo_server *s, raw_mode mode, const char *what)
         call st = { 0 };
         if (round == 1) {
             q.timeout_ms = 60000;
-            int accepted = atomic_load(&rs.accepts);
+            int answered = atomic_load(&rs.answers);
             start(loop, &st, &q);
-            /* its connection at the raw server, then a few turns for the
-             * stuck block to arrive: waited for with a deadline */
+            /* the raw server has written the stuck block (waited for with a
+             * deadline); it is in our socket then, and a few turns read it */
             double until = sk_now_ms() + 10000;
-            while (atomic_load(&rs.accepts) == accepted && sk_now_ms() < until)
+            while (atomic_load(&rs.answers) == answered && sk_now_ms() < until)
                 sk_loop_turn(loop, 5);
             for (int i = 0; i < 10; i++)
                 sk_loop_turn(loop, 5);
@@ -473,9 +475,10 @@ static void replay_case(const echo_server *s, const char *path, const char *what
                           .version = SK_HTTP_2_PRIOR_KNOWLEDGE, .timeout_ms = 10000 };
     call h = { 0 }, c;
     if (joined) {
-        /* An opener in flight (its connection set up), so c joins it. */
+        /* An opener in flight, its connection set up (its request at the
+         * server: waited for with a deadline), so c joins it. */
         start(loop, &h, &hold);
-        for (int i = 0; i < 20; i++)
+        for (double until = sk_now_ms() + 10000; received(loop, s, "/slow") < 1 && sk_now_ms() < until;)
             sk_loop_turn(loop, 5);
     }
     start(loop, &c, &q);
