@@ -134,6 +134,18 @@
 #endif
 #endif
 
+/* Spawning through clone(CLONE_VM | CLONE_VFORK | CLONE_FILES) with a
+ * child that takes a private descriptor table of a few entries
+ * (close_range CLOSE_RANGE_UNSHARE, Linux 5.9) instead of copying and
+ * closing every descriptor of ours (spawn.c): glibc on Linux. */
+#ifndef SK_HAVE_CLONE_SPAWN
+#if SK_NATIVE_LINUX && SK_NATIVE_GLIBC_MINOR > 0
+#define SK_HAVE_CLONE_SPAWN 1
+#else
+#define SK_HAVE_CLONE_SPAWN 0
+#endif
+#endif
+
 /* Control groups (cgroup.c reads /proc/self and the cgroup file systems):
  * Linux only; without them a command's escaped descendants are not killed. */
 #ifndef SK_HAVE_CGROUP

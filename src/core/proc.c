@@ -1,6 +1,6 @@
 /* Child processes on the loop; see proc.h.
  *
- * Spawned with posix_spawn (glibc: clone(CLONE_VM|CLONE_VFORK)) rather than
+ * Spawned without copying our address space (child.h) rather than with
  * uv_spawn, whose fork() copies the whole page table of the Lua process and
  * made a trivial exec about 1.8x the cost of posix_spawn (bench/README.md).
  * Output comes through real pipes (libuv would use socketpairs, slower for
@@ -12,12 +12,12 @@
  * callbacks and kills the group; the child is still reaped. */
 #include "proc.h"
 #include "compat.h"
+#include "child.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -323,62 +323,6 @@ static void proc_close_fds(int *fds, int n)
             close(fds[i]);
 }
 
-/* posix_spawn with our stdio, session and signal setup; keep[i] (see
- * sk_proc_opts.keep_fds) becomes the child's fd 3 + i. Returns 0 or an
- * errno value. */
-static int proc_posix_spawn(const sk_proc_opts *o, int in_fd, int out_fd, int err_fd,
-                            const int *keep, pid_t *pid)
-{
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    int rc = posix_spawn_file_actions_init(&fa);
-    if (rc)
-        return rc;
-    rc = posix_spawnattr_init(&attr);
-    if (rc) {
-        posix_spawn_file_actions_destroy(&fa);
-        return rc;
-    }
-    if (in_fd >= 0)
-        rc = posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
-    else
-        rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    if (!rc)
-        rc = posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
-    if (!rc)
-        rc = posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
-    int n_keep = o->n_keep_fds > 0 ? o->n_keep_fds : 0;
-    for (int i = 0; !rc && i < n_keep; i++)
-        rc = posix_spawn_file_actions_adddup2(&fa, keep[i], 3 + i);
-    /* Nothing of ours but stdio (and keep_fds) reaches the child, CLOEXEC or not. */
-    short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
-    if (!rc)
-        rc = sk_spawn_close_inherited(&fa, &flags, 3 + n_keep);
-
-    /* We ignore SIGPIPE (and a host may have changed others): the child
-     * starts with default dispositions and nothing blocked. */
-    sigset_t defaults, empty;
-    sigemptyset(&empty);
-    sigemptyset(&defaults);
-    static const int reset[] = { SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD, SIGUSR1,
-                                 SIGUSR2, SIGALRM, SIGTSTP, SIGTTIN, SIGTTOU, SIGXFSZ };
-    for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++)
-        sigaddset(&defaults, reset[i]);
-    if (!rc && o->new_group)
-        rc = sk_spawn_new_group(&attr, &flags);
-    if (!rc)
-        rc = posix_spawnattr_setflags(&attr, flags);
-    if (!rc)
-        rc = posix_spawnattr_setsigdefault(&attr, &defaults);
-    if (!rc)
-        rc = posix_spawnattr_setsigmask(&attr, &empty);
-    if (!rc)
-        rc = sk_spawnp_in(pid, o->file, &fa, &attr, o->argv, o->envp ? o->envp : sk_environ(), o->cwd);
-    posix_spawnattr_destroy(&attr);
-    posix_spawn_file_actions_destroy(&fa);
-    return rc;
-}
-
 /* ---- a fresh session keyring ----------------------------------------------
  * The session keyring belongs to a thread's credentials (Linux >= 3.8) and a
  * child inherits the spawning thread's. Such spawns are made by one spawner
@@ -408,7 +352,7 @@ static void proc_spawn_job_run(proc_spawn_job *j)
     if (rc != 0)
         j->rc = rc;
     else
-        j->rc = proc_posix_spawn(j->o, j->in_fd, j->out_fd, j->err_fd, j->keep, &j->pid);
+        j->rc = sk_child_spawn(j->o, j->in_fd, j->out_fd, j->err_fd, j->keep, &j->pid);
 }
 
 static void *proc_spawner_main(void *arg)
@@ -506,7 +450,7 @@ sk_proc *sk_proc_spawn(sk_loop *loop, const sk_proc_opts *o, const sk_proc_callb
         rc = proc_spawn_fresh_keyring(&job);
         pid = job.pid;
     } else {
-        rc = proc_posix_spawn(o, in[0], out[1], err[1], keep, &pid);
+        rc = sk_child_spawn(o, in[0], out[1], err[1], keep, &pid);
     }
     proc_close_fds(keep, n_keep);
     free(keep);
