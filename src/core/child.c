@@ -38,10 +38,7 @@
 #include <unistd.h>
 
 #if SK_HAVE_CLONE_SPAWN
-#include <linux/close_range.h>
-#include <sched.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #endif
 
 /* We ignore SIGPIPE (and a host may have changed others): the child starts
@@ -211,14 +208,14 @@ static SPAWN_CHILD_CODE int spawn_child_main(void *arg)
     spawn_child *c = arg;
     const sk_proc_opts *o = c->o;
     /* a table of our own, holding only what is below the window's end */
-    if (syscall(SYS_close_range, (unsigned)(c->window + SPAWN_SLOTS), ~0U, CLOSE_RANGE_UNSHARE) != 0) {
+    if (sk_close_range((unsigned)(c->window + SPAWN_SLOTS), true) != 0) {
         c->no_unshare = true;
         goto fail;
     }
     for (int i = 0; i < c->n_fds; i++)
         if (dup2(c->window + i, i) < 0) /* the copy is not close-on-exec */
             goto fail;
-    if (syscall(SYS_close_range, (unsigned)c->n_fds, ~0U, 0) != 0)
+    if (sk_close_range((unsigned)c->n_fds, false) != 0)
         goto fail;
     /* handlers are ours and cannot run in the new program: default them,
      * with the listed ones; then nothing blocked */
@@ -340,8 +337,7 @@ static int spawn_clone(const sk_proc_opts *o, int in_fd, int out_fd, int err_fd,
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
-        child = clone(spawn_child_main, spawn_stack + SPAWN_STACK, CLONE_VM | CLONE_VFORK | CLONE_FILES | SIGCHLD,
-                      &c);
+        child = sk_clone_vfork_files(spawn_child_main, spawn_stack + SPAWN_STACK, &c);
         if (child < 0)
             rc = errno == EAGAIN || errno == ENOMEM ? errno : -1; /* refused (EINVAL, EPERM): not here */
         pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -14,8 +14,12 @@
 #if SK_HAVE_GETRANDOM
 #include <sys/random.h>
 #endif
-#if SK_HAVE_PIDFD || SK_HAVE_KEYRINGS || SK_HAVE_OPENAT2 || SK_HAVE_FSUID
+#if SK_HAVE_PIDFD || SK_HAVE_KEYRINGS || SK_HAVE_OPENAT2 || SK_HAVE_FSUID || SK_HAVE_CLONE_SPAWN
 #include <sys/syscall.h>
+#endif
+#if SK_HAVE_CLONE_SPAWN
+#include <linux/close_range.h>
+#include <sched.h>
 #endif
 #if SK_HAVE_KEYRINGS
 #include <linux/keyctl.h>
@@ -162,6 +166,41 @@ int sk_pidfd_open(pid_t pid)
     return (int)syscall(SYS_pidfd_open, pid, 0);
 #else
     (void)pid;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+#if SK_HAVE_CLONE_SPAWN && defined(__has_attribute)
+#if __has_attribute(no_sanitize)
+/* runs in the spawned child, before execve (child.c) */
+#define COMPAT_CHILD_SAFE __attribute__((no_sanitize("address", "undefined")))
+#endif
+#endif
+#ifndef COMPAT_CHILD_SAFE
+#define COMPAT_CHILD_SAFE
+#endif
+
+pid_t sk_clone_vfork_files(int (*fn)(void *), void *stack_top, void *arg)
+{
+#if SK_HAVE_CLONE_SPAWN
+    return clone(fn, stack_top, CLONE_VM | CLONE_VFORK | CLONE_FILES | SIGCHLD, arg);
+#else
+    (void)fn;
+    (void)stack_top;
+    (void)arg;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+COMPAT_CHILD_SAFE int sk_close_range(unsigned from, bool unshare)
+{
+#if SK_HAVE_CLONE_SPAWN
+    return (int)syscall(SYS_close_range, from, ~0U, unshare ? CLOSE_RANGE_UNSHARE : 0U);
+#else
+    (void)from;
+    (void)unshare;
     errno = ENOSYS;
     return -1;
 #endif

@@ -279,6 +279,15 @@ void sk_pipe_grow(int fd, int bytes);
  * without pidfds): the caller then relies on SIGCHLD. */
 int sk_pidfd_open(pid_t pid);
 
+/* For child.c's spawn (SK_HAVE_CLONE_SPAWN; elsewhere both fail with
+ * ENOSYS). The child of sk_clone_vfork_files runs fn(arg) on stack_top,
+ * sharing our memory and descriptor table; we wait until it has called
+ * execve or exited. sk_close_range closes from `from` up; with `unshare`
+ * the caller first takes a table of its own holding only the descriptors
+ * below `from` (nothing else is copied). Both are safe in that child. */
+pid_t sk_clone_vfork_files(int (*fn)(void *), void *stack_top, void *arg);
+int sk_close_range(unsigned from, bool unshare);
+
 /* The calling thread joins a new, empty session keyring (Linux keyrings);
  * 0, or an errno. Where there are no keyrings there is none to leak: 0. */
 int sk_join_new_session_keyring(void);
