@@ -187,6 +187,22 @@ describe("row 5: a timeout bounds exec", function()
       assert.is_false(is_dir(path), path .. " was left behind")
     end)
 
+    maybe("destroy removes an idle sandbox's cgroup with the command cgroups it kept for reuse", function()
+      local sb = new()
+      -- three at once: three command cgroups, kept empty once they finish
+      local ops = {}
+      for i = 1, 3 do ops[i] = sb:exec_async("sleep 0.2; echo " .. i) end
+      for i = 1, 3 do assert.equal(i .. "\n", assert(ops[i]:wait()).stdout) end
+      local path = sb:info().metadata.cgroup.path
+      local kept = 0
+      for name in io.popen("ls " .. path):lines() do
+        if name:match("^c%d+$") then kept = kept + 1 end
+      end
+      assert.equal(3, kept, "the finished commands' cgroups are kept under " .. path)
+      assert(sb:destroy())
+      assert.is_false(is_dir(path), path .. " was left behind")
+    end)
+
     maybe("a collected sandbox takes its escapees and its cgroup along", function()
       local m = marker()
       local path

@@ -454,12 +454,28 @@ int sk_cgroup_signal(sk_cgroup *cg, int sig)
     return sig == SIGKILL ? cgroup_kill_dir(v, cg->path) : cgroup_walk(cg->path, cgroup_signal_listed, sig);
 }
 
+/* A tree with nothing alive in it needs no kill and no walk: rmdir of a
+ * cgroup fails (EBUSY) while a process or a child cgroup is in it, so
+ * removing the spare command cgroups, then cg, succeeds exactly when the
+ * tree was empty. 0, or -1 with whatever is left for the kill and walk. */
+static int cgroup_remove_empty(sk_cgroup *cg)
+{
+    while (cg->n_spare > 0) {
+        char *spare = cg->spare[cg->n_spare - 1];
+        if (rmdir(spare) != 0 && errno != ENOENT)
+            return -1;
+        free(spare);
+        cg->n_spare--;
+    }
+    return rmdir(cg->path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
 int sk_cgroup_destroy(sk_cgroup *cg, int wait_ms)
 {
     if (!cg)
         return 0;
     int v = cgroup_version_now();
-    int rc = v ? cgroup_destroy_dir(v, cg->path, wait_ms) : -1; /* spares too */
+    int rc = !v ? -1 : cgroup_remove_empty(cg) == 0 ? 0 : cgroup_destroy_dir(v, cg->path, wait_ms);
     cg->gone = true;
     cgroup_unref(cg); /* live children keep the struct until they go */
     return rc;
