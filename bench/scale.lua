@@ -123,13 +123,16 @@ return function(H)
       -- the whole fleet: start n clones, one exec on each, destroy
       local done, pf = false, fds0
       local t0 = now()
+      local function sample()
+        local f = H.open_fds()
+        if f > pf then pf = f end
+        M.peak_lua_kb = math.max(M.peak_lua_kb, collectgarbage("count"))
+        M.peak_heap_kb = math.max(M.peak_heap_kb, H.heap_kb())
+      end
       if probe then
         sk.spawn(function()
           while not done do
-            local f = H.open_fds()
-            if f > pf then pf = f end
-            M.peak_lua_kb = math.max(M.peak_lua_kb, collectgarbage("count"))
-            M.peak_heap_kb = math.max(M.peak_heap_kb, H.heap_kb())
+            sample()
             sk.sleep(0.005)
           end
         end)
@@ -140,7 +143,24 @@ return function(H)
         if not fl then
           failures, first_err = n, tostring(err)
         else
-          for _, r in ipairs(fl:exec("true")) do
+          local results
+          if probe then
+            -- what Fleet:exec does, with a sample once every exec is
+            -- launched: the loop takes all their events in one turn,
+            -- closing the descriptors before any task (the sampler's
+            -- timer included) runs again
+            local ops = {}
+            for i = 1, #fl do ops[i] = fl[i]:exec_async("true") end
+            sample()
+            results = {}
+            for i, op in ipairs(ops) do
+              local r, e = op:wait()
+              results[i] = r or e
+            end
+          else
+            results = fl:exec("true")
+          end
+          for _, r in ipairs(results) do
             if type(r) ~= "table" or r.exit_code ~= 0 then
               failures = failures + 1
               first_err = first_err or tostring(r.kind and r or r.stderr)
