@@ -75,6 +75,7 @@ build = {
       sources = {
         "src/core/buf.c",
         "src/core/cgroup.c",
+        "src/core/child.c",
         "src/core/compat.c",
         "src/core/error.c",
         "src/core/fs_local.c",
