@@ -540,11 +540,19 @@ static void process_capture_failed(sk_process *p)
     sk_buf_free(&p->err);
 }
 
+/* The first read of a stream gets a small slot: most commands print little,
+ * and a full-size one (128 KiB) per stream was a mapping made and dropped
+ * per command, or heap churn at a thousand commands in flight. Output that
+ * fills it gets full-size slots from the next read on. */
+enum { PROCESS_FIRST_SLOT = 4096 - 1 };
+
 char *sk_process_capture_slot(sk_process *p, int stream, size_t *len)
 {
     sk_buf *b = stream == 1 ? &p->out : &p->err;
     if (!p->capture || p->exited || p->capture_failed || b->len >= p->max_output)
         return NULL;
+    if (!b->cap && *len > PROCESS_FIRST_SLOT)
+        *len = PROCESS_FIRST_SLOT;
     size_t room = p->max_output - b->len;
     if (*len > room)
         *len = room;
