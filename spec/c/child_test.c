@@ -66,6 +66,18 @@ static run_result run(const char *script, const int *keep, int n_keep, const cha
     return r;
 }
 
+static int count_fds(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
 static int open_many(int *fds, int n)
 {
     for (int i = 0; i < n; i++)
@@ -292,6 +304,18 @@ int main(void)
     r = run(list_fds, NULL, 0, NULL, NULL, false);
     tap(r.rc == 0 && strcmp(sorted_fds(r.out), "0 1 2") == 0, "after all that, still stdio only: %s", r.out);
     close_all(many, n_many);
+
+    /* what a module unload gives back, and takes anew at the next spawn */
+    int window_fds = SK_HAVE_CLONE_SPAWN && !under_valgrind() ? 20 : 0;
+    int before = count_fds();
+    sk_child_spawn_release();
+    int released = count_fds();
+    r = run(list_fds, NULL, 0, NULL, NULL, false);
+    int again = count_fds();
+    tap(before - released == window_fds && again - released == window_fds && r.rc == 0 &&
+            strcmp(sorted_fds(r.out), "0 1 2") == 0,
+        "release closes the %d reserved descriptors (%d -> %d), the next spawn reserves them again (%d): %s",
+        window_fds, before, released, again, r.out);
 
     /* a host that closes every descriptor above stderr (as daemons do)
      * and opens its own: the numbers of the window are its now */

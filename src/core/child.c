@@ -141,10 +141,12 @@ typedef struct spawn_child {
 } spawn_child;
 
 static pthread_mutex_t spawn_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool spawn_tried;      /* the window was looked for */
-static int spawn_window = -1; /* -1: posix_spawn from now on */
+static bool spawn_tried;       /* the window was looked for */
+static int spawn_window = -1;  /* its first slot, while the slots are ours */
+static bool spawn_usable;      /* false: posix_spawn from now on */
 static struct stat spawn_null; /* what the last slot holds */
-static char *spawn_stack;
+static char *spawn_map;        /* the children's stack, a guard page below */
+static size_t spawn_map_len;
 
 static SPAWN_CHILD_CODE size_t spawn_strlen(const char *s)
 {
@@ -280,8 +282,13 @@ static void spawn_window_open(void)
         }
     }
     close(null_fd);
-    if (window < 0 || fstat(window + SPAWN_SLOTS - 1, &spawn_null) != 0)
+    if (window < 0)
         return;
+    if (fstat(window + SPAWN_SLOTS - 1, &spawn_null) != 0) {
+        for (int i = 0; i < SPAWN_SLOTS; i++)
+            close(window + i);
+        return;
+    }
     /* a guard page below: an overflow faults instead of writing our heap */
     long page = sysconf(_SC_PAGESIZE);
     size_t guard = page > 0 ? (size_t)page : 4096;
@@ -294,8 +301,10 @@ static void spawn_window_open(void)
             close(window + i);
         return;
     }
-    spawn_stack = stack + guard;
+    spawn_map = stack;
+    spawn_map_len = SPAWN_STACK + guard;
     spawn_window = window;
+    spawn_usable = true;
 }
 
 /* Whether the window is still ours: a host that closed every descriptor
@@ -307,12 +316,14 @@ static bool spawn_window_intact(void)
            st.st_ino == spawn_null.st_ino && st.st_rdev == spawn_null.st_rdev;
 }
 
-/* Under spawn_lock, with a window. Returns 0, an errno value, or -1 when
- * the window cannot serve (then posix_spawn from now on). */
+/* Under spawn_lock, with a usable window. Returns 0, an errno value, or -1
+ * when the window cannot serve (then posix_spawn from now on). */
 static int spawn_clone(const sk_proc_opts *o, int in_fd, int out_fd, int err_fd, const int *keep, pid_t *pid)
 {
-    if (!spawn_window_intact())
+    if (!spawn_window_intact()) {
+        spawn_window = -1; /* the numbers are someone else's now */
         return -1;
+    }
     int n_keep = o->n_keep_fds > 0 ? o->n_keep_fds : 0;
     int null_slot = spawn_window + SPAWN_SLOTS - 1;
     int src[SPAWN_SLOTS - 1] = { in_fd, out_fd, err_fd };
@@ -337,7 +348,7 @@ static int spawn_clone(const sk_proc_opts *o, int in_fd, int out_fd, int err_fd,
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
-        child = sk_clone_vfork_files(spawn_child_main, spawn_stack + SPAWN_STACK, &c);
+        child = sk_clone_vfork_files(spawn_child_main, spawn_map + spawn_map_len, &c);
         if (child < 0)
             rc = errno == EAGAIN || errno == ENOMEM ? errno : -1; /* refused (EINVAL, EPERM): not here */
         pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -358,6 +369,26 @@ static int spawn_clone(const sk_proc_opts *o, int in_fd, int out_fd, int err_fd,
 
 #endif /* SK_HAVE_CLONE_SPAWN */
 
+void sk_child_spawn_release(void)
+{
+#if SK_HAVE_CLONE_SPAWN
+    pthread_mutex_lock(&spawn_lock);
+    if (spawn_window >= 0 && spawn_window_intact())
+        for (int i = 0; i < SPAWN_SLOTS; i++)
+            close(spawn_window + i);
+    if (spawn_map)
+        munmap(spawn_map, spawn_map_len);
+    spawn_map = NULL;
+    spawn_window = -1;
+    spawn_usable = spawn_tried = false;
+    pthread_mutex_unlock(&spawn_lock);
+#endif
+}
+
+/* When the module is unloaded (a host that closes its Lua state and opens
+ * another loads it afresh): the next load reserves a window of its own. */
+__attribute__((destructor)) static void spawn_unload(void) { sk_child_spawn_release(); }
+
 int sk_child_spawn(const sk_proc_opts *o, int in_fd, int out_fd, int err_fd, const int *keep, pid_t *pid)
 {
 #if SK_HAVE_CLONE_SPAWN
@@ -365,9 +396,9 @@ int sk_child_spawn(const sk_proc_opts *o, int in_fd, int out_fd, int err_fd, con
         pthread_mutex_lock(&spawn_lock);
         if (!spawn_tried)
             spawn_window_open();
-        int rc = spawn_window >= 0 ? spawn_clone(o, in_fd, out_fd, err_fd, keep, pid) : -2;
+        int rc = spawn_usable ? spawn_clone(o, in_fd, out_fd, err_fd, keep, pid) : -2;
         if (rc == -1)
-            spawn_window = -1; /* the slots stay (they may not be ours any more) */
+            spawn_usable = false;
         pthread_mutex_unlock(&spawn_lock);
         if (rc >= 0)
             return rc;

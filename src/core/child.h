@@ -15,4 +15,9 @@
  * a child that could not exec has been reaped. */
 int sk_child_spawn(const sk_proc_opts *o, int in_fd, int out_fd, int err_fd, const int *keep, pid_t *pid);
 
+/* Gives back what spawning keeps between calls on Linux (a few reserved
+ * descriptors and a stack); the next spawn takes them anew. Runs by itself
+ * when the module is unloaded. */
+void sk_child_spawn_release(void);
+
 #endif
