@@ -184,21 +184,23 @@ return function(H)
 
   -- ---- rows --------------------------------------------------------------------------
 
-  -- One measurement at each size (median of `rounds` children). floor_of(n),
-  -- when given, is a baseline command doing the same n at once, run in the
-  -- same rounds (alternating who goes first), so the table can tell growth
-  -- that is the machine's (or the server's) from growth that is sandkit's:
-  -- a C floor printing samples_ms, or the official Modal SDK printing
-  -- wall_ms and growth_kb (its peak RSS growth). base_name names it.
-  -- srv, when given (the Modal rows), counts the connections the probe
-  -- child's exec calls came in on (the server logs each call's peer).
+  -- One measurement at each size (median of `rounds` children). The sizes
+  -- take turns within each round, so that drift in the machine's speed
+  -- over the row reaches all of them alike: growth is their ratio.
+  -- floor_of(n), when given, is a baseline command doing the same n at
+  -- once, run in the same rounds (alternating who goes first), so the table
+  -- can tell growth that is the machine's (or the server's) from growth
+  -- that is sandkit's: a C floor printing samples_ms, or the official Modal
+  -- SDK printing wall_ms and growth_kb (its peak RSS growth). base_name
+  -- names it. srv, when given (the Modal rows), counts the connections the
+  -- probe child's exec calls came in on (the server logs each call's peer).
   local function measure(kind, sizes, rounds, arg_of, floor_of, base_name, srv)
     base_name = base_name or "C floor"
-    local out = {}
-    for _, n in ipairs(sizes) do
-      local walls, rss, fds, floors, heaps, luas, floor_rss = {}, {}, {}, {}, {}, {}, {}
-      local limit
-      for r = 1, rounds do
+    local out, at = {}, {}
+    for _, n in ipairs(sizes) do at[n] = { walls = {}, rss = {}, floors = {}, floor_rss = {} } end
+    for r = 1, rounds do
+      for _, n in ipairs(sizes) do
+        local a = at[n]
         local floor = floor_of and floor_of(n)
         local function run_floor()
           if floor then
@@ -206,8 +208,8 @@ return function(H)
             if (fj.failures or 0) ~= 0 then
               error(string.format("%s x%d: %d failed: %s", base_name, n, fj.failures, fj.first_error or ""), 0)
             end
-            if fj.samples_ms then append(floors, fj.samples_ms) else floors[#floors + 1] = fj.wall_ms end
-            if fj.growth_kb then floor_rss[#floor_rss + 1] = fj.growth_kb end
+            if fj.samples_ms then append(a.floors, fj.samples_ms) else a.floors[#a.floors + 1] = fj.wall_ms end
+            if fj.growth_kb then a.floor_rss[#a.floor_rss + 1] = fj.growth_kb end
           end
         end
         if r % 2 == 1 then run_floor() end
@@ -216,10 +218,15 @@ return function(H)
         if j.failures ~= 0 then
           error(string.format("%s x%d: %d failed: %s", kind, n, j.failures, j.first_error), 0)
         end
-        walls[#walls + 1] = j.wall_ms
-        rss[#rss + 1] = j.growth_kb
-        limit = j.nofile_soft
+        a.walls[#a.walls + 1] = j.wall_ms
+        a.rss[#a.rss + 1] = j.growth_kb
+        a.limit = j.nofile_soft
       end
+    end
+    for _, n in ipairs(sizes) do
+      local a = at[n]
+      local walls, rss, floors, floor_rss, limit = a.walls, a.rss, a.floors, a.floor_rss, a.limit
+      local fds, heaps, luas = {}, {}, {}
       -- descriptors and malloc'd bytes: one probe child (they vary little)
       if srv then srv.reset_log() end
       local pj = H.run_child("scale", kind, n, arg_of(n), "probe")
@@ -350,7 +357,10 @@ return function(H)
           floor_argv = H.bwrap_argv_of(sb, "true", dir .. "/floor-tmp")
           sb:destroy()
         end
-        local m = measure("fleet_" .. iso, sizes, ctx.quick and 1 or 3, function()
+        -- none: a round at 100 is about 0.1 s, where the machine's noise
+        -- is a fifth of the figure; five rounds make the median hold
+        local rounds = ctx.quick and 1 or iso == "none" and 5 or 3
+        local m = measure("fleet_" .. iso, sizes, rounds, function()
           seq = seq + 1
           local d = dir .. "/" .. seq
           os.execute("mkdir -p " .. H.shell_quote(d))
