@@ -400,7 +400,8 @@ return function(H)
       local srv = H.modal_server()
       local ok, res = pcall(function()
         local sizes = ctx.quick and { 4, 8 } or { 100, 500 }
-        local m = measure("modal", sizes, ctx.quick and 1 or 3, function() return srv.url end,
+        -- the server runs every command: its rounds spread by a quarter
+        local m = measure("modal", sizes, ctx.quick and 1 or 5, function() return srv.url end,
           function(n) return H.sdk_wide_cmd(srv.url, n) end, "SDK", srv)
         return scale_lines("modal exec", "in flight", m, sizes, sizes[1], sizes[2], 64,
           "h2c: streams share connections; SDK = official modal@0.7.6 running the same n at once (Promise.all) against the same server in the same rounds; "
@@ -428,7 +429,7 @@ return function(H)
       end
       local srv = H.modal_tls_server(cert, key)
       local ok, res = pcall(function()
-        local m = measure("modal_tls", sizes, ctx.quick and 1 or 3, function() return srv.url .. " " .. cert end,
+        local m = measure("modal_tls", sizes, ctx.quick and 1 or 5, function() return srv.url .. " " .. cert end,
           function(n) return H.sdk_wide_cmd(srv.url, n, "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=" .. H.shell_quote(cert)) end,
           "SDK", srv)
         return scale_lines("modal exec over TLS", "in flight", m, sizes, sizes[1], sizes[2], 64,
