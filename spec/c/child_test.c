@@ -4,7 +4,6 @@
  * open, default signals, its own session, working directory and
  * environment, posix_spawnp's PATH search and errors, no zombie after a
  * failure, and spawns from several threads at once. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -20,6 +19,7 @@
 #include "child.h"
 #include "compat.h"
 
+#include "fd_count.h"
 #include "tap.h"
 
 enum { MANY_KEEP = 20 };
@@ -64,18 +64,6 @@ static run_result run(const char *script, const int *keep, int n_keep, const cha
     if (r.rc == 0)
         waitpid(pid, &r.status, 0);
     return r;
-}
-
-static int count_fds(void)
-{
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return -1;
-    while (readdir(d))
-        n++;
-    closedir(d);
-    return n;
 }
 
 static int open_many(int *fds, int n)

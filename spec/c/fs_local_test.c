@@ -21,6 +21,7 @@
 #include "compat.h"
 #include "fs_local.h"
 
+#include "fd_count.h"
 #include "tap.h"
 
 static char base[256], outside[256];
@@ -34,18 +35,6 @@ static void put(const char *dir, const char *name, const char *text)
         fputs(text, f);
         fclose(f);
     }
-}
-
-static int count_fds(void)
-{
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return -1;
-    while (readdir(d))
-        n++;
-    closedir(d);
-    return n;
 }
 
 static void run(const char *mode)
