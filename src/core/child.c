@@ -19,9 +19,10 @@
  * waits (CLONE_VFORK) until its child has called execve or exited.
  *
  * posix_spawn stays the way where the window cannot work: other systems,
- * valgrind (it cannot run such a clone), kernels without
- * CLOSE_RANGE_UNSHARE (< 5.9, found out at the first spawn), more
- * keep_fds than the window has, or no window found low in the table. */
+ * valgrind (it cannot run such a clone), kernels that refuse
+ * CLOSE_RANGE_UNSHARE (< 5.9) or the clone (found out at the first spawn),
+ * more keep_fds than the window has, no window found low in the table, or
+ * a window that is no longer ours (a host closed it). */
 #include "child.h"
 #include "compat.h"
 

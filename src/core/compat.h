@@ -137,7 +137,7 @@
 /* Spawning through clone(CLONE_VM | CLONE_VFORK | CLONE_FILES) with a
  * child that takes a private descriptor table of a few entries
  * (close_range CLOSE_RANGE_UNSHARE, Linux 5.9) instead of copying and
- * closing every descriptor of ours (spawn.c): glibc on Linux. */
+ * closing every descriptor of ours (child.c): glibc on Linux. */
 #ifndef SK_HAVE_CLONE_SPAWN
 #if SK_NATIVE_LINUX && SK_NATIVE_GLIBC_MINOR > 0
 #define SK_HAVE_CLONE_SPAWN 1
@@ -284,7 +284,8 @@ int sk_pidfd_open(pid_t pid);
  * sharing our memory and descriptor table; we wait until it has called
  * execve or exited. sk_close_range closes from `from` up; with `unshare`
  * the caller first takes a table of its own holding only the descriptors
- * below `from` (nothing else is copied). Both are safe in that child. */
+ * below `from` (nothing else is copied); it is safe to call in that
+ * child. */
 pid_t sk_clone_vfork_files(int (*fn)(void *), void *stack_top, void *arg);
 int sk_close_range(unsigned from, bool unshare);
 
