@@ -299,6 +299,45 @@ describe("ModalSandbox", function()
     end
   end)
 
+  describe("exit answers without grpc-status", function()
+    -- libcurl 7.88 loses the trailers of a stream that ends while another
+    -- stream on the connection holds nghttp2 paused (docs/reliability.md §"Lost trailers"):
+    -- with bulk stdout, a TaskExecWait answer and its immediate repeat both
+    -- lost their grpc-status, and the 1 s policy wait that followed was most
+    -- of the exec's wall time. The server's drop_status fault ends answers
+    -- the same way, deterministically.
+    it("asks again within milliseconds, not after the policy's 1 s", function()
+      local sb = started()
+      srv:faults({ drop_status = { rpc = "TaskExecWait", count = 5 } })
+      local now = require("sandkit.core").now
+      local t0 = now()
+      local r = assert(sb:exec("echo ok"))
+      local elapsed = now() - t0
+      assert.equal(0, r.exit_code)
+      assert.equal("ok\n", r.stdout)
+      local waits, dropped = calls("TaskExecWait"), 0
+      for _, e in ipairs(waits) do if e.fault == "drop_status" then dropped = dropped + 1 end end
+      assert.equal(5, dropped)
+      assert.equal(6, #waits)
+      -- A hang bound, not a speed test: the repeats wait 0, 10, 20, 40 and
+      -- 80 ms (about 0.15 s in all); one 1 s policy wait would already be
+      -- most of this bound, and the old code took four of them (4 s).
+      assert.is_true(elapsed < 2500, "took " .. elapsed .. " ms")
+    end)
+
+    it("still waits between attempts when the status never comes", function()
+      local sb = started()
+      srv:faults({ drop_status = { rpc = "TaskExecWait", count = 1000000 } })
+      local r = assert(sb:exec("true", nil, { timeout = 3000 }))
+      assert.is_true(r.timed_out)
+      -- 10 ms doubling up to the policy's 1 s: about ten attempts in 3 s;
+      -- a client that spun would make thousands.
+      local n = #calls("TaskExecWait")
+      assert.is_true(n >= 2 and n <= 30, n .. " TaskExecWait calls")
+      srv:faults({ drop_status = cjson.null })
+    end)
+  end)
+
   describe("output under CPU load", function()
     -- libcurl 7.88 can keep the last frames of an HTTP/2 stream in its own
     -- buffer with nothing to wake the transfer (docs/reliability.md §"HTTP/2 stalls in libcurl 7.88"):

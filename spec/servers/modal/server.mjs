@@ -143,7 +143,7 @@ let callSeq = 0;
 const startMs = Date.now();
 
 function resetFaults(initial) {
-  faults = { unavailable: [], cut_stream: null, delay: null, token_ttl_s: null, exec_exit: null };
+  faults = { unavailable: [], cut_stream: null, delay: null, token_ttl_s: null, exec_exit: null, drop_status: null };
   if (initial) applyFaults(initial);
 }
 
@@ -184,6 +184,13 @@ function applyFaults(body) {
         break;
       case 'token_ttl_s':
         faults.token_ttl_s = v === null ? null : Number(v);
+        break;
+      case 'drop_status':
+        // A unary answer whose stream ends after the message, without
+        // trailers (no grpc-status): what libcurl 7.88 makes of an answer
+        // that ends while another stream holds nghttp2 paused
+        // (docs/reliability.md §"Lost trailers").
+        faults.drop_status = v === null ? null : { rpc: v.rpc ?? '*', count: Number(v.count ?? 1) };
         break;
       case 'exec_exit':
         // A lying router: every exec reports this exit ({code} or {signal}).
@@ -410,6 +417,12 @@ function wrapUnary(service, method, fn) {
       return res;
     })().then((res) => {
       entry.code = 0;
+      const drop = faults.drop_status;
+      if (drop && drop.count > 0 && matchRpc(drop.rpc, method) && endWithoutStatus(call, res)) {
+        drop.count--;
+        entry.fault = 'drop_status';
+        return;
+      }
       callback(null, res);
     }, (e) => {
       const st = toStatus(e);
@@ -452,11 +465,29 @@ function wrapStream(service, method, fn) {
   };
 }
 
+// The grpc-js call that owns the HTTP/2 stream of a server call.
+function baseCall(call) {
+  let c = call.call;
+  for (let i = 0; c && i < 5 && !c.stream; i++) c = c.nextCall;
+  return c?.stream ? c : null;
+}
+
+// Answer a unary call with its message and end the HTTP/2 stream there,
+// with no trailers (so no grpc-status). Returns false if the stream could
+// not be found or its headers already went out.
+function endWithoutStatus(call, res) {
+  const c = baseCall(call);
+  if (!c || c.metadataSent || typeof c.serializeMessage !== 'function') return false;
+  c.metadataSent = true; // grpc-js sends nothing more on it
+  c.stream.respond({ ':status': 200, 'content-type': 'application/grpc+proto' }, { waitForTrailers: false });
+  c.stream.end(c.serializeMessage(res));
+  return true;
+}
+
 // Abort the HTTP/2 stream under a grpc-js server call (RST_STREAM), to
 // emulate a connection cut. Returns false if the stream could not be found.
 function resetStream(call) {
-  let c = call.call;
-  for (let i = 0; c && i < 5 && !c.stream; i++) c = c.nextCall;
+  const c = baseCall(call);
   if (!c?.stream?.close) return false;
   c.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
   return true;

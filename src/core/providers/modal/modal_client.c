@@ -28,6 +28,7 @@ enum {
     MC_CP_MAX_DELAY_MS = 1000,
     MC_STDIO_RETRIES = 10,
     MC_STDIO_BASE_DELAY_MS = 10,
+    MC_STATUS_BASE_DELAY_MS = 10, /* see call_on_grpc_done (lost trailers) */
 };
 
 /* A server's retry_after beyond this is taken as this: 2^53 ms, about
@@ -71,6 +72,8 @@ struct mc_call {
     int retries;
     bool auth_retried;
     bool status_retried; /* see call_on_grpc_done */
+    int64_t status_delay_ms; /* the next wait after a lost grpc-status; see call_on_grpc_done */
+    bool status_sleep;   /* sleeping after a lost grpc-status: sk_mc_call_wake may cut it short */
     /* stdio */
     char *exec_id;
     int fd;
@@ -499,13 +502,23 @@ static void call_on_retry_timer(uv_timer_t *t)
 {
     mc_call *call = t->data;
     call->state = MC_NEW;
+    call->status_sleep = false;
     call_attempt(call);
 }
 
 static void call_sleep(mc_call *call, int64_t ms)
 {
     call->state = MC_SLEEP;
+    call->status_sleep = false;
     mc_timer_start(call, ms, call_on_retry_timer);
+}
+
+void sk_mc_call_wake(mc_call *call)
+{
+    if (!call || call->cancelled || call->state != MC_SLEEP || !call->status_sleep)
+        return;
+    call->status_sleep = false;
+    mc_timer_start(call, 0, call_on_retry_timer); /* from the loop, not from our caller */
 }
 
 static void call_attempt(mc_call *call)
@@ -723,11 +736,15 @@ static void call_on_grpc_done(sk_grpc_call *g, const sk_grpc_outcome *o, void *u
      * stream on the connection holds nghttp2 paused: a TaskExecWait answer
      * arriving during bulk stdout lost its grpc-status, and the policy's
      * 1 s wait before the retry became the exec's wall time. The first such
-     * ending of a call is retried at once; later ones follow the policy, so
-     * a server that never sends a status cannot make us spin.
-     * docs/reliability.md §"Lost trailers". */
+     * ending of a call is retried at once. The repeat is answered at once
+     * too and, while the output still streams, loses its status the same
+     * way; so later ones wait 10 ms doubling (never longer than the
+     * policy's wait, and counted as its retries, so a server that never
+     * sends a status cannot make us spin), and sk_mc_call_wake ends the
+     * wait when the caller's streams end. docs/reliability.md §"Lost trailers". */
     if (o->status_missing && !call->status_retried && sk_mc_retryable(o->code)) {
         call->status_retried = true;
+        call->status_delay_ms = MC_STATUS_BASE_DELAY_MS;
         call_sleep(call, 0);
         return;
     }
@@ -769,7 +786,13 @@ static void call_on_grpc_done(sk_grpc_call *g, const sk_grpc_outcome *o, void *u
             call->delay_ms = p->base_ms;
         call->retries++;
         call->auth_retried = false;
+        bool lost_status = o->status_missing && call->status_delay_ms > 0 && call->status_delay_ms < d;
+        if (lost_status) {
+            d = call->status_delay_ms;
+            call->status_delay_ms *= 2;
+        }
         call_sleep(call, d);
+        call->status_sleep = lost_status;
         return;
     }
     if (p->deadline_ms > 0 && sk_now_ms() >= p->deadline_ms) {

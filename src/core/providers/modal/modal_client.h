@@ -103,6 +103,11 @@ mc_call *sk_mc_router_unary(mc_router *r, const char *rpc, const sk_buf *msg, co
  * SK_MODAL_FD_STDOUT / SK_MODAL_FD_STDERR. fn with OK = end of output. */
 mc_call *sk_mc_stdio_read(mc_router *r, const char *exec_id, int fd, mc_data_fn data, mc_reply_fn fn, void *ud);
 const char *sk_mc_router_task_id(const mc_router *r);
+/* A router call waiting to repeat an attempt whose answer lost its
+ * grpc-status tries again now (the caller saw the stream that held the
+ * connection paused end; docs/reliability.md §"Lost trailers"). Any other
+ * state, or NULL: nothing. Never runs a callback from inside the call. */
+void sk_mc_call_wake(mc_call *call);
 
 /* ---- helpers ---- */
 

@@ -120,6 +120,11 @@ static void proc_on_stdio_end(modal_exec *mp, int i, const mc_reply *r)
         return;
     }
     mp->eof[i] = true;
+    /* The output streams held the connection's nghttp2 paused; with them
+     * ended, an exit answer that lost its grpc-status to that will not
+     * lose it again (docs/reliability.md §"Lost trailers"). */
+    if (mp->eof[0] && mp->eof[1])
+        sk_mc_call_wake(mp->wait_call);
     proc_maybe_done(mp);
 }
 
