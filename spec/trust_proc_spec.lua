@@ -189,9 +189,16 @@ describe("row 5: a timeout bounds exec", function()
 
     maybe("destroy removes an idle sandbox's cgroup with the command cgroups it kept for reuse", function()
       local sb = new()
-      -- three at once: three command cgroups, kept empty once they finish
+      assert(sb:start()) -- so that exec_async launches at once
+      -- three at once: three command cgroups, kept empty once they finish;
+      -- none may end before all three run, or the next would reuse its
+      -- cgroup, so each waits for a file made once all three are launched
+      local go = tmp.dir() .. "/go"
       local ops = {}
-      for i = 1, 3 do ops[i] = sb:exec_async("sleep 0.2; echo " .. i) end
+      for i = 1, 3 do
+        ops[i] = sb:exec_async(("while [ ! -e %s ]; do sleep 0.01; done; echo %d"):format(sh_quote(go), i))
+      end
+      assert(io.open(go, "w")):close()
       for i = 1, 3 do assert.equal(i .. "\n", assert(ops[i]:wait()).stdout) end
       local path = sb:info().metadata.cgroup.path
       local kept = 0
