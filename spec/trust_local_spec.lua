@@ -390,6 +390,26 @@ describe("row 3: the descriptors behind the binds", function()
   end)
 end)
 
+describe("row 3: the host's descriptors", function()
+  -- a command must not inherit what the host holds open (Lua's io.open
+  -- files are not close-on-exec): a file of secrets would be readable
+  -- through /proc/self/fd. Spawns share the host's table for a moment
+  -- (docs/performance.md §"Spawning with many descriptors open").
+  it("a command (isolation none) gets stdin, stdout and stderr only, with 300 host files open", function()
+    local sb = sandkit.LocalSandbox { working_directory = tmp.dir() }
+    assert(sb:exec("true")) -- the first spawn, with few descriptors open
+    local held = {}
+    for i = 1, 300 do held[i] = assert(io.open("/dev/null")) end
+    local r = assert(sb:exec("ls /proc/$$/fd"))
+    for _, f in ipairs(held) do f:close() end
+    sb:destroy()
+    local fds = {}
+    for fd in r.stdout:gmatch("%d+") do fds[#fds + 1] = tonumber(fd) end
+    table.sort(fds)
+    assert.are.same({ 0, 1, 2 }, fds)
+  end)
+end)
+
 describe("row 4: destroy and exit clean up after the processes are gone", function()
   local CHURN = [[
     for i in 1 2 3; do
