@@ -294,7 +294,9 @@ static void sandbox_begin_stop(sk_sandbox *sb)
 void sk_sandbox_stop(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
 {
     bool idle = sb->status == SK_PENDING || sb->status == SK_STOPPED || sb->status == SK_ERROR;
-    if (sb->status == SK_DESTROYED || (idle && !sb->provider->stop_when_idle)) {
+    /* as upstream's _stop(): a stopped sandbox returns at once, whatever the provider */
+    bool idle_acts = sb->provider->stop_when_idle && sb->status != SK_STOPPED;
+    if (sb->status == SK_DESTROYED || (idle && !idle_acts)) {
         if (sb->status == SK_ERROR)
             sb->status = SK_STOPPED;
         if (cb)

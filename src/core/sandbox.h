@@ -96,10 +96,11 @@ typedef struct sk_provider {
     const char *id;           /* "local", "platform", "modal", "apple-container" */
     const char *name;         /* "LocalSandbox", ... */
     bool handles_timeout;     /* provider enforces spawn timeouts itself */
-    /* stop() reaches the provider from pending, stopped and error too: it
+    /* stop() reaches the provider from pending and error too: it
      * addresses a resource that may exist without this object having
      * started it (a named container made by another process, or one a
-     * start refused to adopt). Otherwise stop() does nothing there. */
+     * start refused to adopt). Otherwise stop() does nothing there. From
+     * stopped it never does (upstream's _stop() returns at once). */
     bool stop_when_idle;
     /* Parse and keep the options (validated by the binding for key names and
      * types; the provider checks values). Sync, no I/O. */
