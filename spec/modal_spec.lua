@@ -522,6 +522,32 @@ describe("ModalSandbox", function()
       assert(other:destroy())
     end)
 
+    -- A Modal image owns /opt, /usr and /etc: the reference server gives each
+    -- sandbox its own writable copy of them (overlays), in both of its modes.
+    it("runs in a workdir under /opt and writes to /opt, /usr/local and /etc, its own copy (both server modes)", function()
+      local bwrap_srv = server.start("spec/servers/modal/server.mjs", { "--port", "0", "--isolation", "bwrap" },
+        { MODAL_CONFIG_PATH = "/nonexistent/sandkit-modal.toml" })
+      local ok, err = pcall(function()
+        for _, url in ipairs({ srv.url, bwrap_srv.url }) do
+          local tag = "sandkit-" .. sandkit.now() .. "-" .. math.random(1e9)
+          local sb <close> = started({ server_url = url, workdir = "/opt/" .. tag })
+          local r = assert(sb:exec("pwd; echo built > out; cat /opt/" .. tag .. "/out"))
+          assert.are.same({ 0, "/opt/" .. tag .. "\nbuilt\n", "" }, { r.exit_code, r.stdout, r.stderr })
+          r = assert(sb:exec("pwd", nil, { cwd = "/usr/local/" .. tag }))
+          assert.are.same({ 0, "/usr/local/" .. tag .. "\n" }, { r.exit_code, r.stdout })
+          assert(sb.fs:write_file("/etc/" .. tag .. ".conf", "conf"))
+          assert.equal("conf", assert(sb:exec("cat /etc/" .. tag .. ".conf")).stdout)
+          for _, p in ipairs({ "/opt/" .. tag, "/usr/local/" .. tag, "/etc/" .. tag .. ".conf" }) do
+            assert.is_nil(io.open(p), p .. " is not the host's")
+          end
+          local other <close> = started({ server_url = url })
+          assert.equal(2, assert(other:exec("ls /opt/" .. tag)).exit_code)
+        end
+      end)
+      bwrap_srv:stop()
+      assert(ok, err)
+    end)
+
     it("reconnects by name from a second Lua state", function()
       local sb = started()
       assert(sb:exec("sh", { "-c", "echo from-first > marker.txt" }))
