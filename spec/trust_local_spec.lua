@@ -107,16 +107,20 @@ int main(void) {
 }
 ]]
 
---- Runs a Lua chunk in a fresh lua5.4 (optionally behind a prefix command)
--- with this checkout's paths; returns its output and whether it succeeded.
-local function run_lua(code, prefix)
+--- Runs a Lua chunk in a fresh lua5.4 (optionally behind a prefix command;
+-- other_user: the prefix runs it as another user) with this run's module;
+-- returns its output and whether it succeeded.
+local function run_lua(code, prefix, other_user)
   local script = tmp.dir() .. "/script.lua"
   os.execute("chmod 755 " .. sh_quote(script:match("^(.*)/")))
   write_file(script, code)
   os.execute("chmod 644 " .. sh_quote(script))
-  -- this run's module paths (the build under test, sanitized or not)
+  -- this run's module paths (the build under test, sanitized or not);
+  -- another user gets a copy it can read
+  local path, cpath = package.path, package.cpath
+  if other_user then path, cpath = require("helpers.module_copy").paths() end
   local p = io.popen(("%s env LUA_PATH=%s LUA_CPATH=%s lua5.4 %s 2>&1"):format(prefix or "",
-    sh_quote(package.path), sh_quote(package.cpath), sh_quote(script)))
+    sh_quote(path), sh_quote(cpath), sh_quote(script)))
   local out = p:read("a")
   local ok = p:close()
   return out, ok
@@ -309,7 +313,7 @@ describe("row 1: bwrap never hands out host root", function()
       sb:destroy()
       local ok, err = pcall(sandkit.LocalSandbox, { isolation = "bwrap", user = 1234 })
       io.write(tostring(ok), " ", tostring(err), "\n")
-    ]]):format(ws .. "/ws"), "setpriv --reuid=4343 --regid=4343 --clear-groups")
+    ]]):format(ws .. "/ws"), "setpriv --reuid=4343 --regid=4343 --clear-groups", true)
     assert.truthy(out:find("^4343\nfalse ConfigError: .*needs a root caller"), out)
     assert.equal("4343\n", capture("stat -c '%u' " .. sh_quote(ws .. "/ws/mine")))
   end)
