@@ -620,12 +620,12 @@ void sk_process_finish(sk_process *p, const sk_result *r, sk_error *err)
         p->result.exit_code = 124;
         p->result.timed_out = true;
         p->result.killed = true;
+        /* upstream's note, in the result only: the output callbacks carry
+         * what the command printed and nothing else */
         char note[96];
         int n = snprintf(note, sizeof note, "\nProcess timed out after %lldms", (long long)p->timeout_ms);
         if (p->capture && !p->capture_failed && process_reserve(p, &p->err, (size_t)n) == 0)
             sk_buf_append(&p->err, note, (size_t)n);
-        if (p->ev && p->ev->output)
-            p->ev->output(p, 2, note, (size_t)n, p->ev_ud);
     }
     if (p->cancelling) {
         p->result.cancelled = true;
