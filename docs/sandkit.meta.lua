@@ -9,20 +9,20 @@
 ---@class sandkit.SandboxOptions  options every provider accepts
 ---@field env? table<string, string|number|boolean> Environment variables for every command (names to string values).
 ---@field id? string Sandbox id; a fresh one is generated when absent.
----@field max_output_bytes? integer Default for exec's max_output_bytes: bytes of stdout and of stderr kept in a result (64 MiB when absent); past it the output is drained, truncated = true.
+---@field max_output_bytes? integer exec's max_output_bytes for commands that give none: bytes of stdout and of stderr kept in a result; past it the output is drained, truncated = true. Default: 67108864 (64 MiB).
 ---@field instructions? string|fun(ctx: { default_instructions: string, request_context: any, sandbox: sandkit.Sandbox }): string Text describing the sandbox to an agent, or function({ default_instructions, request_context, sandbox }) returning it.
 ---@field on_destroy? fun(ctx: { sandbox: sandkit.Sandbox }) Hook called with { sandbox } before destroy.
 ---@field on_start? fun(ctx: { sandbox: sandkit.Sandbox }) Hook called with { sandbox } after each start; an error fails the start.
 ---@field on_stop? fun(ctx: { sandbox: sandkit.Sandbox }) Hook called with { sandbox } before stop.
 
 ---@class sandkit.LocalSandboxOptions: sandkit.SandboxOptions  Runs commands as local processes in a working directory, optionally isolated with bubblewrap.
----@field allow_network? boolean bwrap: keep the host network (default: none). Default: false.
+---@field allow_network? boolean bwrap: keep the host network (without it, commands have none). Default: false.
 ---@field inherit_env? string[] Names of host environment variables passed through to commands (e.g. { "HOME", "LANG" }); the sandbox env and a command's env override them.
 ---@field isolation? "none"|"bwrap" none: plain processes; bwrap: bubblewrap with a read-only system, writable working directory and private /tmp. Default: none.
 ---@field read_only_paths? string[] bwrap: extra host paths visible read-only.
 ---@field read_write_paths? string[] bwrap: extra host paths visible read-write.
 ---@field timeout? number Default per-command timeout in milliseconds (none when absent).
----@field user? integer|string bwrap run by root: the unprivileged user (uid or name, never root) commands run as; default nobody (65534). Non-root callers' commands run as the caller. Default: 65534.
+---@field user? integer|string bwrap run by root: the unprivileged user (uid or name, never root; 65534 is nobody) commands run as. Non-root callers' commands run as the caller. Default: 65534.
 ---@field working_directory? string Directory commands run in; created on start (~ expanded, relative to the current directory). Default: ./.sandbox.
 
 ---@class sandkit.PlatformSandboxOptions: sandkit.SandboxOptions  Runs commands in a Mastra Platform sandbox through the workspace proxy (REST + one WebSocket per command); stop is an alias of destroy.
@@ -34,7 +34,7 @@
 ---@field handshake_timeout_ms? integer Exec socket handshake deadline for commands without a timeout (upstream: 30000). Default: 30000.
 ---@field idle_timeout_minutes? number Idle window before the platform may destroy the sandbox (sent at create).
 ---@field insecure_skip_verify? boolean Tests only: accept any TLS certificate. Default: false.
----@field max_response_bytes? integer Largest control-plane response body accepted, in bytes (default 16 MiB); over it: nil, ResponseTooLargeError with `limit`. Default: 16777216.
+---@field max_response_bytes? integer Largest control-plane response body accepted, in bytes; over it: nil, ResponseTooLargeError with `limit`. Default: 16777216 (16 MiB).
 ---@field network_isolation? "ISOLATED"|"PRIVATE" ISOLATED (platform default): outbound internet only; PRIVATE: joins the environment's private network.
 ---@field project_id? string Project id (else MASTRA_PROJECT_ID).
 ---@field request_timeout_ms? integer Timeout of each control-plane request (upstream: 60000). Default: 60000.
@@ -48,7 +48,7 @@
 ---@field app_name? string Modal App the sandbox belongs to (created if missing). Default: mastra.
 ---@field base_image? string Registry image the sandbox is created from when there is no snapshot. Default: ubuntu:22.04.
 ---@field ca_file? string PEM file of the certificate authorities to trust for TLS (control plane and task router); default: the system's.
----@field max_response_bytes? integer Largest gRPC response message accepted, in bytes (default 16 MiB); over it: nil, ResponseTooLargeError with `limit`, `rpc`. Default: 16777216.
+---@field max_response_bytes? integer Largest gRPC response message accepted, in bytes; over it: nil, ResponseTooLargeError with `limit`, `rpc`. Default: 16777216 (16 MiB).
 ---@field rpc_timeout_ms? integer Deadline of each control-plane call attempt, in ms (default none, as the SDK); long polls get it on top of their poll time.
 ---@field server_url? string Control-plane URL (else MODAL_SERVER_URL, else the profile, else https://api.modal.com:443).
 ---@field timeout_ms? integer Sandbox lifetime in milliseconds (Modal's timeout; a multiple of 1000). Default: 300000.
@@ -81,7 +81,7 @@
 ---@field readonly_rootfs? boolean Mount the container root filesystem as read-only. Default: false.
 ---@field rosetta? boolean Enable Rosetta in the container. Default: false.
 ---@field ssh? boolean Forward the host SSH agent socket. Default: false.
----@field timeout? number Default command timeout in milliseconds (0: none); also bounds each lifecycle CLI call. Default: 300000.
+---@field timeout? number Timeout of each command that gives none, in milliseconds (0: none); also bounds each lifecycle CLI call. Default: 300000.
 ---@field tmpfs? string[] tmpfs destination paths (container paths only, for example /tmp)
 ---@field virtualization? boolean Expose virtualization capabilities to the container. Default: false.
 ---@field volumes? table<string, string> Host-to-container bind mounts (host path -> container path)

@@ -15,7 +15,7 @@ M.common = {
   on_stop = { type = "function", description = "Hook called with { sandbox } before stop." },
   on_destroy = { type = "function", description = "Hook called with { sandbox } before destroy." },
   max_output_bytes = { type = "integer", min = 1, default = 64 * 1024 * 1024,
-    description = "Default for exec's max_output_bytes: bytes of stdout and of stderr kept in a result; past it "
+    description = "exec's max_output_bytes for commands that give none: bytes of stdout and of stderr kept in a result; past it "
       .. "the command keeps running, its output is drained, the result has truncated = true." },
 }
 

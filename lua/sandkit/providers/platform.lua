@@ -47,7 +47,7 @@ return {
     request_timeout_ms = { type = "integer", ms = true, min = 1, default = 60000,
       description = "Timeout of each control-plane request (upstream: 60000)." },
     max_response_bytes = { type = "integer", min = 1024, default = 16777216,
-      description = "Largest control-plane response body accepted, in bytes (default 16 MiB: the proxy's JSON answers are kilobytes). A larger body, or a Content-Length above it, fails the request with ResponseTooLargeError (fields limit, method, path) before more is read." },
+      description = "Largest control-plane response body accepted, in bytes (the proxy's JSON answers are kilobytes). A larger body, or a Content-Length above it, fails the request with ResponseTooLargeError (fields limit, method, path) before more is read." },
     handshake_timeout_ms = { type = "integer", ms = true, min = 1, default = 30000,
       description = "Exec socket handshake deadline for commands without a timeout (upstream: 30000)." },
     stdin_frames = { type = "boolean", default = true,
