@@ -263,19 +263,33 @@ describe("row 1: bwrap never hands out host root", function()
     assert.equal("0 0\n", capture("stat -c '%u %g' " .. sh_quote(ws)), "ownership changed")
   end)
 
-  it_root_bwrap("a working directory the sandbox user cannot reach fails start, naming what blocks it", function()
+  -- the usual container shell: root in /root (mode 0700), a relative
+  -- working directory; bwrap, run as the sandbox user, could not resolve
+  -- it, so each command's launcher binds it where that user can
+  it_root_bwrap("a working directory under a directory the sandbox user may not enter is relayed: it works, nothing leaks", function()
     local closed = tmp.dir()
     os.execute("chmod 700 " .. sh_quote(closed))
+    local relays_before = capture("ls -d /tmp/sandkit-relay-* 2>/dev/null")
     local sb = sandkit.LocalSandbox { working_directory = closed .. "/ws", isolation = "bwrap" }
-    local ok, err = sb:start()
-    assert.is_nil(ok)
-    assert.equal("SandboxError", err.kind)
-    assert.truthy(err.message:find("may not enter " .. closed, 1, true), err.message)
-    -- positive control: the same place made searchable works
-    os.execute("chmod 711 " .. sh_quote(closed))
     assert(sb:start())
-    assert.equal("ok\n", assert(sb:exec("echo ok")).stdout)
-    sb:destroy()
+    local r = assert(sb:exec("pwd; id -u; echo made > made; ls /proc/self/fd"))
+    assert.equal(closed .. "/ws\n65534\n0\n1\n2\n3\n", r.stdout) -- 3: ls's own directory
+    assert.equal("65534\n", capture("stat -c '%u' " .. sh_quote(closed .. "/ws/made")))
+    -- sb.fs reaches it through the descriptor pinned at start, as the sandbox user
+    assert(sb.fs:write_file("from-fs", "x"))
+    assert.equal("x", assert(sb.fs:read_file("from-fs")))
+    assert.equal("65534\n", capture("stat -c '%u' " .. sh_quote(closed .. "/ws/from-fs")))
+    assert.equal("700\n", capture("stat -c '%a' " .. sh_quote(closed)), "the parent was left alone")
+    -- the path now leads elsewhere (root moved it): the command is refused, not run there
+    os.execute(("mv %s %s && mkdir %s"):format(sh_quote(closed .. "/ws"), sh_quote(closed .. "/moved"),
+      sh_quote(closed .. "/ws")))
+    local refused = assert(sb:exec("echo ran > ran"))
+    assert.equal(125, refused.exit_code)
+    assert.truthy(refused.stderr:find("is not the directory the sandbox started with", 1, true), refused.stderr)
+    assert.is_false(exists(closed .. "/ws/ran"))
+    assert.is_false(exists(closed .. "/moved/ran"))
+    assert(sb:destroy())
+    assert.equal(relays_before, capture("ls -d /tmp/sandkit-relay-* 2>/dev/null"), "a relay directory was left")
   end)
 
   it("option user is validated: ConfigError for root, bad numbers, unknown names, isolation none", function()

@@ -55,8 +55,13 @@ local function local_backend(sb, o)
   local function root_for(dir, path, op, user)
     local r = roots[dir]
     if r then return r end
-    local root, code, msg
-    if user then
+    -- a bind pinned at start is reached through its descriptor: no walk of
+    -- a path the sandbox user may not enter (a working directory under
+    -- /root) and no later swap followed, as for the commands
+    local root, code, msg = core.fs_pinned_root(sb, dir, user and user.uid, user and user.gid)
+    if root then
+      -- pinned
+    elseif user then
       root, code, msg = core.fs_root(dir, false, user.uid, user.gid)
     else
       root, code, msg = core.fs_root(dir, false)

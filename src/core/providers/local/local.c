@@ -161,6 +161,7 @@ static void local_live_cleanup(void)
             double left = deadline - sk_now_ms();
             sk_local_pidfds_wait(&ls->dying, left > 0 ? (int)left : 0);
             sk_local_rm_tree(ls->tmpdir);
+            sk_local_remove_relays(ls);
         }
     }
     local_live = NULL;
@@ -234,6 +235,8 @@ static void local_free(sk_sandbox *sb)
     free(ls->workdir);
     free(ls->bwrap_exe);
     free(ls->setpriv_exe);
+    free(ls->unshare_exe);
+    free(ls->mount_exe);
     local_free_list(ls->ro_paths);
     local_free_list(ls->rw_paths);
     local_free_list(ls->inherit);
@@ -648,10 +651,46 @@ static void local_push_fd_bind(argv_builder *a, local_keep *k, const char *flag,
     argv_push3(a, flag, num, dest);
 }
 
+/* Run as root in a mount namespace of the command's own, in front of
+ * setpriv: binds each relayed path onto its relay directory, checks that
+ * what got there is the pinned directory (its descriptor, then closed, so
+ * that the command never holds a way out of its binds), and runs the rest.
+ * Arguments: mount, then (fd, path, relay) triples, then "--". */
+static const char local_relay_script[] =
+    "m=$1; shift\n"
+    "while [ \"$1\" != -- ]; do\n"
+    "  if ! \"$m\" --bind -- \"$2\" \"$3\" 2>/dev/null || ! [ \"/proc/self/fd/$1\" -ef \"$3\" ]; then\n"
+    "    echo \"sandkit: $2 is not the directory the sandbox started with; refusing to run\" >&2\n"
+    "    exit 125\n"
+    "  fi\n"
+    "  eval \"exec $1<&-\"; shift 3\n"
+    "done\n"
+    "shift; exec \"$@\"\n";
+
+static void local_push_relays(argv_builder *a, const local_sandbox *ls)
+{
+    if (!ls->relay_dir)
+        return;
+    argv_push3(a, ls->unshare_exe, "--mount", "--propagation");
+    argv_push3(a, "private", "--", "/bin/sh");
+    argv_push3(a, "-c", local_relay_script, "sh");
+    argv_push(a, ls->mount_exe);
+    for (size_t i = 0; i < ls->n_binds; i++) {
+        const local_bind *b = &ls->binds[i];
+        if (!b->relay)
+            continue;
+        char num[16];
+        snprintf(num, sizeof num, "%zu", 4 + i); /* local_bwrap_argv: /tmp is fd 3, then the binds */
+        argv_push3(a, num, b->path, b->relay);
+    }
+    argv_push(a, "--");
+}
+
 /* The bubblewrap argv (docs/protocols/conformance.md §2), with the sandbox's own /tmp and
  * --chdir to the command's cwd instead of always the workspace; started
  * through setpriv for a root caller (bwrap then builds a user namespace
- * that maps only the sandbox user). */
+ * that maps only the sandbox user), behind the relay for binds that user
+ * cannot reach. */
 static void local_bwrap_argv(argv_builder *a, local_keep *k, local_sandbox *ls, const char *cwd,
                              const char *command)
 {
@@ -666,6 +705,7 @@ static void local_bwrap_argv(argv_builder *a, local_keep *k, local_sandbox *ls, 
         a->failed = true;
         return;
     }
+    local_push_relays(a, ls);
     if (ls->drop_ids) {
         char reuid[32], regid[32];
         snprintf(reuid, sizeof reuid, "--reuid=%u", (unsigned)ls->uid);
@@ -703,7 +743,12 @@ static void local_bwrap_argv(argv_builder *a, local_keep *k, local_sandbox *ls, 
     local_push_fd_bind(a, k, "--bind-fd", ls->tmp_fd, "/tmp");
     for (size_t i = 0; i < ls->n_binds; i++) {
         const local_bind *b = &ls->binds[i];
-        local_push_fd_bind(a, k, b->ro ? "--ro-bind-fd" : "--bind-fd", b->fd, b->path);
+        if (b->relay) {
+            k->fds[k->n++] = b->fd; /* for the relay's check, which closes it */
+            argv_push3(a, b->ro ? "--ro-bind" : "--bind", b->relay, b->path);
+        } else {
+            local_push_fd_bind(a, k, b->ro ? "--ro-bind-fd" : "--bind-fd", b->fd, b->path);
+        }
     }
     /* bwrap's root is a writable tmpfs; the binds above stay writable */
     argv_push(a, "--remount-ro");
@@ -924,6 +969,25 @@ static json_t *local_metadata(sk_sandbox *sb)
     return meta;
 }
 
+/* sb.fs reaches the binds through these: no walk of their host paths,
+ * which the sandbox user may not be allowed to make (a working directory
+ * under /root: relayed), and no later swap of a path followed. */
+static int local_pinned_dir(sk_sandbox *sb, const char *host_path)
+{
+    local_sandbox *ls = sb->impl;
+    int fd = -1;
+    if (!ls->pinned)
+        return -1;
+    if (strcmp(host_path, ls->workdir) == 0)
+        fd = ls->wd_fd;
+    else if (ls->tmpdir && strcmp(host_path, ls->tmpdir) == 0)
+        fd = ls->tmp_fd;
+    for (size_t i = 0; fd < 0 && i < ls->n_binds; i++)
+        if (strcmp(host_path, ls->binds[i].path) == 0)
+            fd = ls->binds[i].fd;
+    return fd < 0 ? -1 : openat(fd, ".", SK_O_DIR_REF | O_CLOEXEC);
+}
+
 static char *local_instructions(sk_sandbox *sb)
 {
     local_sandbox *ls = sb->impl;
@@ -951,5 +1015,6 @@ const sk_provider sk_provider_local = {
     .release = local_release,
     .metadata = local_metadata,
     .instructions = local_instructions,
+    .pinned_dir = local_pinned_dir,
     .free = local_free,
 };

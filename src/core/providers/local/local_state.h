@@ -22,6 +22,12 @@ typedef struct local_sandbox {
     bool drop_ids;            /* bwrap by a root caller: run as uid/gid */
     bool bwrap_setuid;        /* a setuid bwrap may not make user namespaces */
     char *bwrap_exe, *setpriv_exe; /* resolved in PATH once, at create */
+    /* binds the sandbox user cannot reach (a directory above them it may not
+     * enter, such as /root) are relayed: each command's launcher binds them,
+     * as root in a mount namespace of its own, onto an empty directory of
+     * relay_dir (root's, mode 0711, under /tmp), and bwrap binds that */
+    char *relay_dir;
+    char *unshare_exe, *mount_exe; /* resolved once, when a bind is relayed */
     uid_t uid;
     gid_t gid;
     char **ro_paths, **rw_paths; /* NULL-terminated, absolute */
@@ -57,6 +63,7 @@ typedef struct local_bind {
     int fd;
     bool ro;
     size_t order;
+    char *relay; /* its directory in relay_dir, or NULL: bound by descriptor */
 } local_bind;
 
 /* local_pin.c */
@@ -65,8 +72,11 @@ bool sk_local_path_inside(const char *path, const char *dir);
 /* Opens (making it if missing) and pins the working directory and the
  * paths, and plans bwrap's binds; on failure nothing stays pinned. */
 sk_error *sk_local_pin(local_sandbox *ls);
-/* Closes every pinned descriptor and drops the plan. */
+/* Closes every pinned descriptor and drops the plan (and the relay
+ * directories). */
 void sk_local_unpin(local_sandbox *ls);
+/* Removes the relay directories, keeping the plan (at exit). */
+void sk_local_remove_relays(local_sandbox *ls);
 /* isolation "none": a missing path fails start as under bwrap. */
 sk_error *sk_local_check_paths(local_sandbox *ls);
 
