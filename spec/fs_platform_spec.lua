@@ -164,10 +164,19 @@ describe("PlatformFilesystem", function()
     assert.truthy(r.url:find("bucket-env", 1, true), r.url)
   end)
 
-  it("needs its settings and never shows the token", function()
-    assert.has_error(function() sandkit.PlatformFilesystem { project_id = "p", bucket_name = "b", access_token = "" } end)
-    assert.has_error(function() sandkit.PlatformFilesystem { access_token = "t", bucket_name = "b", project_id = "" } end)
-    assert.has_error(function() sandkit.PlatformFilesystem { access_token = "t", project_id = "p", bucket_name = "" } end)
+  it("needs its settings, named by their option names, and never shows the token", function()
+    for _, c in ipairs({
+      { { project_id = "p", bucket_name = "b", access_token = "" }, "access_token", "MASTRA_PLATFORM_ACCESS_TOKEN" },
+      { { access_token = "t", bucket_name = "b", project_id = "" }, "project_id", "MASTRA_PROJECT_ID" },
+      { { access_token = "t", project_id = "p", bucket_name = "" }, "bucket_name", "MASTRA_PLATFORM_BUCKET_NAME" },
+    }) do
+      local ok, err = pcall(sandkit.PlatformFilesystem, c[1])
+      assert.is_false(ok)
+      assert.equal("ConfigError", err.kind)
+      assert.equal(c[2], err.key)
+      assert.truthy(err.message:find("PlatformFilesystem: " .. c[2] .. " is required (option " .. c[2] .. " or " .. c[3]
+        .. ")", 1, true), err.message)
+    end
     assert.has_error(function() sandkit.PlatformFilesystem { access_token = "t", project_id = "p", bucket_name = "b", bogus = 1 } end)
     local fs = make({ access_token = "sk_secret_value" })
     local i = fs:info()

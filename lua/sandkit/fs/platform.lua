@@ -397,12 +397,12 @@ function M.PlatformFilesystem(opts)
     end
   end
   local token = setting(opts, "access_token", "MASTRA_PLATFORM_ACCESS_TOKEN")
-  if not token then errors.config("platform", "access_token", "accessToken is required (option access_token or MASTRA_PLATFORM_ACCESS_TOKEN)") end
+  if not token then errors.config("platform", "access_token", "PlatformFilesystem: access_token is required (option access_token or MASTRA_PLATFORM_ACCESS_TOKEN)") end
   if token:find("[\r\n%z]") then errors.config("platform", "access_token", "PlatformFilesystem option 'access_token' contains a line break or NUL") end
   local project = setting(opts, "project_id", "MASTRA_PROJECT_ID")
-  if not project then errors.config("platform", "project_id", "projectId is required (option project_id or MASTRA_PROJECT_ID)") end
+  if not project then errors.config("platform", "project_id", "PlatformFilesystem: project_id is required (option project_id or MASTRA_PROJECT_ID)") end
   local bucket = setting(opts, "bucket_name", "MASTRA_PLATFORM_BUCKET_NAME")
-  if not bucket then errors.config("platform", "bucket_name", "bucketName is required (option bucket_name or MASTRA_PLATFORM_BUCKET_NAME)") end
+  if not bucket then errors.config("platform", "bucket_name", "PlatformFilesystem: bucket_name is required (option bucket_name or MASTRA_PLATFORM_BUCKET_NAME)") end
   local acting = opts.acting_user_id and opts.acting_user_id:match("^%s*(.-)%s*$")
   if acting and acting:find("[\r\n%z]") then errors.config("platform", "acting_user_id", "PlatformFilesystem option 'acting_user_id' contains a line break or NUL") end
   local b = setmetatable({
