@@ -62,6 +62,21 @@ if mode == "timeout" then
   sb:destroy()
 elseif mode == "exit" then
   assert(sb:exec("(setsid sh -c 'exec " .. m .. "' >/dev/null 2>&1 &)"))
+  -- the escapee runs (forked after exec returned) before the exit that must kill it
+  local function running()
+    local p = io.popen("ls /proc")
+    for pid in p:lines() do
+      local f = pid:match("^%d+$") and io.open("/proc/" .. pid .. "/cmdline", "rb")
+      local c = f and f:read("a") or ""
+      if f then f:close() end
+      if c:gsub("%z", " "):find(m, 1, true) then p:close() return true end
+    end
+    p:close()
+    return false
+  end
+  local deadline = sandkit.now() + 30000
+  while not running() and sandkit.now() < deadline do sandkit.sleep(0.01) end
+  print("escapee=" .. tostring(running()))
   local cg = sb:info().metadata.cgroup
   print("cgroup=" .. (cg and cg.path or "none"))
   io.flush()
@@ -290,6 +305,7 @@ describe("row 5: a timeout bounds exec", function()
       kill_leftovers(m)
       local path = out:match("cgroup=(%S+)")
       assert.truthy(out:find("status=0\n", 1, true), out)
+      assert.truthy(out:find("escapee=true\n", 1, true), out)
       assert.truthy(path and path ~= "none", out)
       assert.is_false(is_dir(path), path .. " was left behind")
       assert.is_false(is_dir((path:gsub("/s%d+$", ""))), "the process's sandkit directory was left behind")
