@@ -1242,7 +1242,10 @@ const admin = http.createServer(async (req, res) => {
       callLog = [];
       resetFaults(null);
       revokedBeforeMs = 0;
-      if (body.sandboxes) for (const sb of sandboxes.values()) finishSandbox(sb, { status: GS.TERMINATED });
+      if (body.sandboxes) {
+        for (const sb of sandboxes.values()) finishSandbox(sb, { status: GS.TERMINATED });
+        stopSpare(); // no process of ours is left (the next create starts one again)
+      }
       return send(200, { ok: true });
     }
     if (req.method === 'GET' && p === '/__admin/sandboxes') return send(200, [...sandboxes.values()].map(sandboxInfo));
