@@ -58,6 +58,7 @@ int sk_loop_timeout(sk_loop *loop)
      * without I/O then, so a host should not spin on it. */
     if (!uv_loop_alive(&loop->uv))
         return -1;
+    uv_update_time(&loop->uv); /* the host asks after its own work: from now */
     return uv_backend_timeout(&loop->uv);
 }
 
@@ -65,6 +66,7 @@ bool sk_loop_alive(sk_loop *loop) { return uv_loop_alive(&loop->uv) != 0; }
 
 int sk_loop_turn(sk_loop *loop, int timeout_ms)
 {
+    uv_update_time(&loop->uv);
     if (timeout_ms != 0) {
         int t = uv_backend_timeout(&loop->uv);
         if (timeout_ms > 0 && (t < 0 || t > timeout_ms))
@@ -137,12 +139,22 @@ uv_timer_t *sk_timer_new(sk_loop *loop, void *data)
     return t;
 }
 
+void sk_timer_arm(uv_timer_t *t, uv_timer_cb cb, uint64_t ms, uint64_t repeat)
+{
+    /* Counted past the cached time's lag rather than by refreshing it:
+     * inside libuv's timer pass a refreshed time would make timers armed
+     * meanwhile due in that same pass, which then might never end. */
+    uint64_t now = uv_hrtime() / 1000000;
+    uint64_t cached = uv_now(t->loop);
+    uv_timer_start(t, cb, ms + (now > cached ? now - cached : 0), repeat);
+}
+
 int sk_timer_start(sk_loop *loop, uv_timer_t **t, void *data, uint64_t ms, uv_timer_cb cb)
 {
     if (!*t && !(*t = sk_timer_new(loop, data)))
         return -1;
     (*t)->data = data;
-    uv_timer_start(*t, cb, ms, 0);
+    sk_timer_arm(*t, cb, ms, 0);
     return 0;
 }
 

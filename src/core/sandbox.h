@@ -80,6 +80,7 @@ struct sk_process {
     const void *held_owner;   /* their scope: the sandbox (a key only; may be gone) */
     double start_ms;
     int64_t timeout_ms;
+    bool deadline_passed;     /* the timeout fired; the kill follows one I/O pass later */
     bool timing_out, cancelling;
     uv_timer_t *timer;        /* timeout / kill grace; owned */
     const sk_process_events *ev;

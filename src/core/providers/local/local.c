@@ -497,7 +497,7 @@ static void local_destroy(sk_sandbox *sb, sk_provider_done done)
     w->deadline = sk_now_ms() + LOCAL_REAP_TIMEOUT_MS;
     w->timer.data = w;
     uv_timer_init(sk_loop_uv(sb->loop), &w->timer);
-    uv_timer_start(&w->timer, local_destroy_tick, 2, 5);
+    sk_timer_arm(&w->timer, local_destroy_tick, 2, 5);
     ls->destroying = w;
 }
 
