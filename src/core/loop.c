@@ -11,6 +11,7 @@ struct sk_loop {
     sk_loop_hook *hooks;
     void *services[SK_SERVICE_COUNT];
     char *scratch;
+    unsigned work_in_flight; /* sk_work queued and not yet completed */
 };
 
 sk_loop *sk_loop_new(void)
@@ -82,6 +83,31 @@ int sk_loop_turn(sk_loop *loop, int timeout_ms)
     return uv_run(&loop->uv, UV_RUN_NOWAIT);
 }
 
+static void loop_work_run(uv_work_t *req)
+{
+    sk_work *w = (sk_work *)req;
+    w->work(w);
+}
+
+static void loop_work_done(uv_work_t *req, int status)
+{
+    (void)status; /* never cancelled: uv_cancel is not used */
+    sk_work *w = (sk_work *)req;
+    w->loop->work_in_flight--;
+    w->after(w);
+}
+
+int sk_work_queue(sk_loop *loop, sk_work *w, void (*work)(sk_work *), void (*after)(sk_work *))
+{
+    w->loop = loop;
+    w->work = work;
+    w->after = after;
+    if (uv_queue_work(&loop->uv, &w->req, loop_work_run, loop_work_done) != 0)
+        return -1;
+    loop->work_in_flight++;
+    return 0;
+}
+
 static void loop_close_stray(uv_handle_t *h, void *arg)
 {
     (void)arg;
@@ -116,6 +142,8 @@ void sk_loop_free(sk_loop *loop)
             h->finish(h, loop);
     }
     loop_drain(loop);
+    while (loop->work_in_flight > 0) /* pool threads still use what it owns */
+        sk_loop_turn(loop, 50);
     uv_walk(&loop->uv, loop_close_stray, NULL);
     loop_drain(loop);
     (void)uv_loop_close(&loop->uv);

@@ -50,6 +50,21 @@ bool sk_loop_alive(sk_loop *loop);
  * Returns non-zero while the loop has active handles or requests. */
 int sk_loop_turn(sk_loop *loop, int timeout_ms);
 
+/* Work on libuv's thread pool that may take seconds (removing a large
+ * tree), so the loop keeps turning meanwhile. work runs on a pool thread
+ * and must not touch the loop; after runs on the loop thread once work has
+ * returned (w may be freed there). sk_loop_free waits for every queued
+ * work to finish, however long it takes: the work owns its data, and a
+ * freed loop could not take its completion. */
+typedef struct sk_work sk_work;
+struct sk_work {
+    uv_work_t req;
+    sk_loop *loop;
+    void (*work)(sk_work *w);
+    void (*after)(sk_work *w);
+};
+int sk_work_queue(sk_loop *loop, sk_work *w, void (*work)(sk_work *), void (*after)(sk_work *));
+
 /* A per-loop scratch buffer for reads consumed synchronously (at least
  * SK_LOOP_SCRATCH bytes); shared by every reader on the loop. NULL on OOM. */
 enum { SK_LOOP_SCRATCH = 1024 * 1024 };

@@ -135,6 +135,25 @@ static local_sandbox *local_live;
 static pid_t local_live_owner;
 static bool local_live_hooked;
 
+/* ---- removal off the loop ---------------------------------------------------
+ * A private /tmp may hold hundreds of thousands of files (seconds to
+ * remove), so it is removed on libuv's thread pool while the loop runs on.
+ * The job owns a copy of the path; the sandbox may be freed meanwhile
+ * (ls NULL: nobody is told). Listed for the exit handler, which waits for
+ * a job in flight and removes what is left (os.exit while a destroy
+ * runs). Under local_live_lock: the list, `finished`, `rc`, ls->removing. */
+struct local_rm_job {
+    sk_work work;
+    char *path;
+    int rc;                  /* the removal's errno; 0: gone */
+    bool finished;           /* the pool thread is done with it */
+    local_sandbox *ls;       /* NULL once detached */
+    sk_provider_done done;   /* destroy's, or NULL (a freed sandbox's /tmp) */
+    struct local_rm_job *next;
+};
+static local_rm_job *local_removals;
+static pthread_cond_t local_removal_done = PTHREAD_COND_INITIALIZER;
+
 /* Any signal may end a command (bwrap dies of SIGTERM and its PID
  * namespace with it), so its processes are listed first: once the group's
  * leader is reaped they are no longer ours to find. */
@@ -158,24 +177,42 @@ static void local_live_cleanup(void)
         /* one budget for all: exit must not wait 10 s per sandbox */
         double deadline = sk_now_ms() + LOCAL_REAP_TIMEOUT_MS;
         for (local_sandbox *ls = local_live; ls; ls = ls->next_live) {
+            if (ls->removing)
+                continue; /* its job, below */
             double left = deadline - sk_now_ms();
             sk_local_pidfds_wait(&ls->dying, left > 0 ? (int)left : 0);
             sk_local_rm_tree(ls->tmpdir);
         }
+        /* a removal in flight finishes (the pool thread lives until exit
+         * is done), then whatever it could not take is tried again */
+        for (local_rm_job *j = local_removals; j; j = j->next) {
+            while (!j->finished)
+                pthread_cond_wait(&local_removal_done, &local_live_lock);
+            if (j->rc != 0)
+                sk_local_rm_tree(j->path);
+        }
     }
     local_live = NULL;
+    local_removals = NULL;
     pthread_mutex_unlock(&local_live_lock);
+}
+
+/* Under local_live_lock, before adding to the lists. */
+static void local_live_claim(void)
+{
+    if (local_live_owner != getpid()) {
+        local_live = NULL;     /* a fork's copy: not ours */
+        local_removals = NULL; /* nor are its pool threads */
+        local_live_owner = getpid();
+    }
+    if (!local_live_hooked)
+        local_live_hooked = atexit(local_live_cleanup) == 0;
 }
 
 static void local_live_add(local_sandbox *ls)
 {
     pthread_mutex_lock(&local_live_lock);
-    if (local_live_owner != getpid()) {
-        local_live = NULL;
-        local_live_owner = getpid();
-    }
-    if (!local_live_hooked)
-        local_live_hooked = atexit(local_live_cleanup) == 0;
+    local_live_claim();
     ls->next_live = local_live;
     local_live = ls;
     pthread_mutex_unlock(&local_live_lock);
@@ -194,21 +231,86 @@ static void local_live_remove(local_sandbox *ls)
     pthread_mutex_unlock(&local_live_lock);
 }
 
-/* 0, or the errno of what could not be removed. */
-static int local_rm_tmpdir(local_sandbox *ls)
+static void local_rm_job_run(sk_work *w)
 {
-    if (!ls->tmpdir)
-        return 0;
-    int rc = sk_local_rm_tree(ls->tmpdir);
-    if (rc == 0) {
-        local_live_remove(ls);
-        if (ls->tmp_fd >= 0)
-            close(ls->tmp_fd);
-        ls->tmp_fd = -1;
-        free(ls->tmpdir);
-        ls->tmpdir = NULL;
+    local_rm_job *j = (local_rm_job *)w;
+    int rc = sk_local_rm_tree(j->path);
+    pthread_mutex_lock(&local_live_lock);
+    j->rc = rc;
+    j->finished = true;
+    pthread_cond_broadcast(&local_removal_done);
+    pthread_mutex_unlock(&local_live_lock);
+}
+
+static void local_rm_job_done(sk_work *w)
+{
+    local_rm_job *j = (local_rm_job *)w;
+    pthread_mutex_lock(&local_live_lock);
+    for (local_rm_job **pp = &local_removals; *pp; pp = &(*pp)->next) {
+        if (*pp == j) {
+            *pp = j->next;
+            break;
+        }
     }
-    return rc;
+    local_sandbox *ls = j->ls;
+    if (ls)
+        ls->removing = NULL;
+    pthread_mutex_unlock(&local_live_lock);
+    if (ls) {
+        sk_error *err = NULL;
+        if (j->rc == 0) {
+            local_live_remove(ls);
+            if (ls->tmp_fd >= 0)
+                close(ls->tmp_fd);
+            ls->tmp_fd = -1;
+            free(ls->tmpdir);
+            ls->tmpdir = NULL;
+            sk_local_unpin(ls);
+        } else {
+            err = sk_error_new("SandboxError", json_pack("{s:s}", "path", j->path),
+                               "Cannot remove the sandbox's /tmp (%s) completely: %s", j->path,
+                               strerror(j->rc));
+        }
+        j->done(ls->sb, err);
+    }
+    free(j->path);
+    free(j);
+}
+
+/* Queues the removal of path; ls (NULL: nobody waits) is told through done
+ * once it is over. -1 on ENOMEM (nothing queued). */
+static int local_rm_start(sk_loop *loop, local_sandbox *ls, const char *path, sk_provider_done done)
+{
+    local_rm_job *j = calloc(1, sizeof *j);
+    if (!j || !(j->path = strdup(path))) {
+        free(j);
+        return -1;
+    }
+    j->ls = ls;
+    j->done = done;
+    pthread_mutex_lock(&local_live_lock);
+    local_live_claim();
+    j->next = local_removals;
+    local_removals = j;
+    if (ls)
+        ls->removing = j;
+    pthread_mutex_unlock(&local_live_lock);
+    /* uv_queue_work fails only for a missing callback */
+    (void)sk_work_queue(loop, &j->work, local_rm_job_run, local_rm_job_done);
+    return 0;
+}
+
+/* The sandbox goes while its /tmp is being removed: the job finishes
+ * alone. Whether one was in flight. */
+static bool local_rm_detach(local_sandbox *ls)
+{
+    pthread_mutex_lock(&local_live_lock);
+    bool in_flight = ls->removing != NULL;
+    if (in_flight)
+        ls->removing->ls = NULL;
+    ls->removing = NULL;
+    pthread_mutex_unlock(&local_live_lock);
+    return in_flight;
 }
 
 static void local_destroy_detach(local_sandbox *ls);
@@ -219,12 +321,15 @@ static void local_free(sk_sandbox *sb)
     if (!ls)
         return;
     local_destroy_detach(ls);
+    bool removing = local_rm_detach(ls);
     local_live_remove(ls);
     sk_cgroup_destroy(ls->cgroup, LOCAL_CGROUP_WAIT_MS);
     if (ls->tmpdir) {
-        /* the sandbox has killed its processes: wait for them, then clean */
+        /* the sandbox has killed its processes: wait for them, then clean
+         * (off the loop; a job in flight for it already does) */
         sk_local_pidfds_wait(&ls->dying, LOCAL_REAP_TIMEOUT_MS);
-        sk_local_rm_tree(ls->tmpdir);
+        if (!removing && local_rm_start(sb->loop, NULL, ls->tmpdir, NULL) != 0)
+            sk_local_rm_tree(ls->tmpdir);
         free(ls->tmpdir);
     }
     if (ls->tmp_fd >= 0)
@@ -430,24 +535,19 @@ static bool local_all_gone(local_sandbox *ls)
 
 static void local_destroy_finish(local_sandbox *ls, sk_provider_done done, bool gone)
 {
-    sk_error *err = NULL;
-    char *path = ls->tmpdir ? strdup(ls->tmpdir) : NULL;
     if (!gone) {
-        err = sk_error_new("SandboxError", json_pack("{s:s?}", "path", path),
-                           "Processes of the sandbox were still running %d s after SIGKILL; "
-                           "its /tmp (%s) was left in place", LOCAL_REAP_TIMEOUT_MS / 1000,
-                           path ? path : "?");
+        done(ls->sb, sk_error_new("SandboxError", json_pack("{s:s?}", "path", ls->tmpdir),
+                                  "Processes of the sandbox were still running %d s after SIGKILL; "
+                                  "its /tmp (%s) was left in place", LOCAL_REAP_TIMEOUT_MS / 1000,
+                                  ls->tmpdir ? ls->tmpdir : "?"));
+    } else if (ls->tmpdir) {
+        /* done comes from the job, once the tree is gone */
+        if (local_rm_start(ls->sb->loop, ls, ls->tmpdir, done) != 0)
+            done(ls->sb, sk_error_oom());
     } else {
-        int rc = local_rm_tmpdir(ls);
-        if (rc != 0)
-            err = sk_error_new("SandboxError", json_pack("{s:s?}", "path", path),
-                               "Cannot remove the sandbox's /tmp (%s) completely: %s", path ? path : "?",
-                               strerror(rc));
-        else
-            sk_local_unpin(ls);
+        sk_local_unpin(ls);
+        done(ls->sb, NULL);
     }
-    free(path);
-    done(ls->sb, err);
 }
 
 static void local_destroy_timer_closed(uv_handle_t *h) { free(h->data); }

@@ -12,6 +12,7 @@
 #include "local_host.h"
 
 typedef struct local_destroy_wait local_destroy_wait;
+typedef struct local_rm_job local_rm_job;
 
 typedef struct local_sandbox {
     sk_sandbox *sb;
@@ -40,6 +41,7 @@ typedef struct local_sandbox {
     /* processes of killed commands, awaited before /tmp goes */
     local_pidfds dying;
     local_destroy_wait *destroying;
+    local_rm_job *removing;      /* its /tmp being removed off the loop (local.c) */
     struct local_sandbox *next_live; /* in local_live (has a tmpdir) */
     char **inherit;              /* host variable names passed through */
     sk_cgroup *cgroup;           /* every command's cgroup lives below; NULL: none */
