@@ -509,9 +509,10 @@ end)
 describe("issue 21 row 6: removing a large /tmp runs off the loop", function()
   -- Files made from the host side (five times faster than a shell in the
   -- sandbox making them; the private /tmp is the caller's or root's to
-  -- write): removal is what is measured. 30,000 take about 1 s to remove
-  -- on the loaded CI machine (measured at 300,000 for docs/security.md).
-  local FILES = 30000
+  -- write): removal is what is measured. 20,000 take 0.4 s to seconds to
+  -- remove, as loaded as the machine is (300,000 measured for
+  -- docs/security.md).
+  local FILES = 20000
   local function fill(dir, n)
     assert(os.execute("mkdir " .. sh_quote(dir .. "/many")))
     for i = 1, n do
@@ -520,7 +521,7 @@ describe("issue 21 row 6: removing a large /tmp runs off the loop", function()
     end
   end
 
-  it_bwrap("destroy() in a task removes 30,000 files while another task keeps ticking every 10 ms", function()
+  it_bwrap("destroy() in a task removes 20,000 files while another task keeps ticking every 10 ms", function()
     local victim = tmp.dir()
     write_file(victim .. "/keep", "precious")
     local sb = bwrap_sandbox()
@@ -551,9 +552,12 @@ describe("issue 21 row 6: removing a large /tmp runs off the loop", function()
     assert.are.equal("destroyed", sb.status)
     assert.is_false(exists(dir), "left " .. dir)
     assert.equal("precious", read_file(victim .. "/keep"))
-    -- generous: on the loop, the ticker stalled for the whole removal and
-    -- ticked once (after it)
-    assert.is_true(max_gap < 500, ("the ticker stalled %.0f ms while destroy took %.0f ms"):format(max_gap, took))
+    -- On the loop, the ticker stalled for the whole removal and ticked once
+    -- (after it). Generous: 0.5 s, or a quarter of the removal on a machine
+    -- so loaded that the removal takes seconds (then scheduling alone
+    -- delays a thread that long).
+    assert.is_true(max_gap < math.max(500, took / 4),
+      ("the ticker stalled %.0f ms while destroy took %.0f ms"):format(max_gap, took))
     assert.is_true(ticks >= 3 or took < 100, ("%d ticks while destroy took %.0f ms"):format(ticks, took))
   end)
 

@@ -562,6 +562,8 @@ void sk_envp_free(char **envp)
 
 int sk_proc_pid(const sk_proc *p) { return p->pid; }
 
+const sk_cgroup *sk_proc_cgroup(const sk_proc *p) { return p->cgroup; }
+
 bool sk_proc_running(const sk_proc *p) { return !p->exit_reported; }
 
 int sk_proc_kill(sk_proc *p, int sig)

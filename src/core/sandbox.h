@@ -33,6 +33,7 @@ typedef struct sk_result {
     bool killed;     /* ended by a signal (exit_code 128 + N) or by kill() */
     bool cancelled;  /* ended by sk_process_cancel */
     bool truncated;  /* a captured stream passed max_output; its first bytes were kept */
+    bool oom_killed; /* the OOM killer killed a process of the command (a sandbox memory limit) */
     double execution_time_ms;
 } sk_result;
 
