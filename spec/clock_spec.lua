@@ -177,95 +177,87 @@ describe("one clock: LocalSandbox", function()
   end)
 end)
 
-describe("one clock: PlatformSandbox (reference server)", function()
-  local srv, sb
-  local skip = server.node_missing()
+-- The same checks against a remote provider's reference server: `start`
+-- returns the server, `new(srv)` a sandbox on it; each case gets it started,
+-- with one command run. `more(it_)` adds the provider's own cases.
+local function against_server(title, start, new, more)
+  describe(title, function()
+    local ctx = {}
+    local skip = server.node_missing()
 
-  setup(function()
-    if skip then return end
-    srv = server.start("spec/servers/platform/server.mjs", { "--quiet" })
+    setup(function()
+      if not skip then ctx.srv = start() end
+    end)
+
+    teardown(function()
+      if ctx.srv then ctx.srv:stop() end
+    end)
+
+    before_each(function()
+      if skip then return end
+      ctx.sb = new(ctx.srv)
+      assert(ctx.sb:start())
+      assert(ctx.sb:exec("true"))
+    end)
+
+    after_each(function()
+      if ctx.sb then ctx.sb:destroy() end
+    end)
+
+    local function it_(name, fn)
+      it(name, function()
+        if skip then return pending(skip) end
+        fn(ctx.sb, ctx.srv)
+      end)
+    end
+
+    it_("exec with a 1,500 ms timeout completes after the host blocked 2 s", function(sb)
+      block_2s()
+      assert_finished(sb:exec(FINISHES, nil, { timeout = 1500 }))
+    end)
+
+    it_("exec_async with a 1,500 ms timeout completes after the host blocked 2 s", function(sb)
+      block_2s()
+      assert_finished(sb:exec_async(FINISHES, nil, { timeout = 1500 }):wait())
+    end)
+
+    if more then more(it_) end
   end)
+end
 
-  teardown(function()
-    if srv then srv:stop() end
-  end)
-
-  before_each(function()
-    if skip then return end
-    sb = sandkit.PlatformSandbox { access_token = "test-token", project_id = "proj_123",
+against_server("one clock: PlatformSandbox (reference server)",
+  function() return server.start("spec/servers/platform/server.mjs", { "--quiet" }) end,
+  function(srv)
+    return sandkit.PlatformSandbox { access_token = "test-token", project_id = "proj_123",
       environment_id = "env_123", base_url = srv.url, request_timeout_ms = 1500 }
-    assert(sb:start())
-    assert(sb:exec("true"))
+  end,
+  function(it_)
+    it_("a command that ended while the host blocked past its deadline reports its own exit", function(sb)
+      -- until the command runs (its socket is open): then the host blocks
+      local deadline = now() + 30000
+      local started = false
+      local op = sb:exec_async("echo up; " .. FINISHES, nil, { timeout = 1500,
+        on_stdout = function() started = true end })
+      while not started and now() < deadline do sandkit.step(0.01) end
+      assert.is_true(started)
+      block_2s()
+      local r = assert(op:wait())
+      assert.are.equal("up\nfinished\n", r.stdout)
+      assert.are.equal(0, r.exit_code)
+    end)
+
+    it_("a control-plane call with request_timeout_ms = 1,500 answered in 300 ms succeeds after a 2 s block",
+      function(sb, srv)
+        assert.is_nil(srv:faults({ http = { { route = "get", delay_ms = 300 } } }).error)
+        block_2s()
+        local info = assert(sb:info()) -- GET /sandbox/{id}, delayed 300 ms
+        assert.are.equal("running", info.status)
+      end)
   end)
 
-  after_each(function()
-    if sb then sb:destroy() end
-  end)
-
-  it("exec with a 1,500 ms timeout completes after the host blocked 2 s", function()
-    if skip then return pending(skip) end
-    block_2s()
-    assert_finished(sb:exec(FINISHES, nil, { timeout = 1500 }))
-  end)
-
-  it("a command that ended while the host blocked past its deadline reports its own exit", function()
-    if skip then return pending(skip) end
-    -- until the command runs (its socket is open): then the host blocks
-    local deadline = now() + 30000
-    local started = false
-    local op = sb:exec_async("echo up; " .. FINISHES, nil, { timeout = 1500,
-      on_stdout = function() started = true end })
-    while not started and now() < deadline do sandkit.step(0.01) end
-    assert.is_true(started)
-    block_2s()
-    local r = assert(op:wait())
-    assert.are.equal("up\nfinished\n", r.stdout)
-    assert.are.equal(0, r.exit_code)
-  end)
-
-  it("a control-plane call with request_timeout_ms = 1,500 answered in 300 ms succeeds after a 2 s block", function()
-    if skip then return pending(skip) end
-    assert.is_nil(srv:faults({ http = { { route = "get", delay_ms = 300 } } }).error)
-    block_2s()
-    local info = assert(sb:info()) -- GET /sandbox/{id}, delayed 300 ms
-    assert.are.equal("running", info.status)
-  end)
-end)
-
-describe("one clock: ModalSandbox (reference server)", function()
-  local srv, sb
-  local skip = server.node_missing()
-
-  setup(function()
-    if skip then return end
-    srv = server.start("spec/servers/modal/server.mjs", { "--port", "0" },
+against_server("one clock: ModalSandbox (reference server)",
+  function()
+    return server.start("spec/servers/modal/server.mjs", { "--port", "0" },
       { MODAL_CONFIG_PATH = "/nonexistent/sandkit-modal.toml" })
-  end)
-
-  teardown(function()
-    if srv then srv:stop() end
-  end)
-
-  before_each(function()
-    if skip then return end
-    sb = sandkit.ModalSandbox { server_url = srv.url, token_id = "ak-test", token_secret = "as-test" }
-    assert(sb:start())
-    assert(sb:exec("true"))
-  end)
-
-  after_each(function()
-    if sb then sb:destroy() end
-  end)
-
-  it("exec with a 1,500 ms timeout completes after the host blocked 2 s", function()
-    if skip then return pending(skip) end
-    block_2s()
-    assert_finished(sb:exec(FINISHES, nil, { timeout = 1500 }))
-  end)
-
-  it("exec_async with a 1,500 ms timeout completes after the host blocked 2 s", function()
-    if skip then return pending(skip) end
-    block_2s()
-    assert_finished(sb:exec_async(FINISHES, nil, { timeout = 1500 }):wait())
-  end)
-end)
+  end,
+  function(srv) return sandkit.ModalSandbox { server_url = srv.url, token_id = "ak-test", token_secret = "as-test" } end)

@@ -561,29 +561,10 @@ describe("issue 21 row 6: removing a large /tmp runs off the loop", function()
     assert.is_true(ticks >= 3 or took < 100, ("%d ticks while destroy took %.0f ms"):format(ticks, took))
   end)
 
-  it_bwrap("os.exit while the removal runs still removes the whole /tmp", function()
-    local out = run_lua(([[
-      local sandkit = require "sandkit"
-      local sb = sandkit.LocalSandbox { working_directory = %q, isolation = "bwrap" }
-      assert(sb:start())
-      local dir = sb:info().metadata.tmp_directory
-      assert(os.execute("mkdir " .. dir .. "/many"))
-      for i = 1, %d do assert(io.open(dir .. "/many/f" .. i, "w")):close() end
-      print(dir)
-      sandkit.spawn(function() sb:destroy() end)
-      while sb.status == "running" do sandkit.step(0) end
-      -- the removal is queued as destroying begins (no process to wait for)
-      print(io.open(dir) and "in flight" or "already gone")
-      io.stdout:flush()
-      os.exit(0)
-    ]]):format(tmp.dir() .. "/ws", FILES // 5), "timeout -k 5 120")
-    local dir = out:match("(/tmp/sandkit%-tmp%-[^\n]+)")
-    assert.truthy(dir, out)
-    assert.truthy(out:find("in flight", 1, true) or out:find("already gone", 1, true), out)
-    assert.is_false(exists(dir), "left " .. dir .. "\n" .. out)
-  end)
-
-  it_bwrap("a sandbox collected without destroy: its /tmp is gone once the Lua state closes", function()
+  -- Runs `rest` in a fresh lua5.4 after it started a bwrap sandbox, filled
+  -- its /tmp with FILES / 5 files and printed that directory; returns the
+  -- output, whether it succeeded, and the directory.
+  local function with_full_tmp(rest)
     local out, ok = run_lua(([[
       local sandkit = require "sandkit"
       local sb = sandkit.LocalSandbox { working_directory = %q, isolation = "bwrap" }
@@ -592,13 +573,32 @@ describe("issue 21 row 6: removing a large /tmp runs off the loop", function()
       assert(os.execute("mkdir " .. dir .. "/many"))
       for i = 1, %d do assert(io.open(dir .. "/many/f" .. i, "w")):close() end
       print(dir)
+    ]]):format(tmp.dir() .. "/ws", FILES // 5) .. rest, "timeout -k 5 120")
+    local dir = out:match("(/tmp/sandkit%-tmp%-[^\n]+)")
+    assert.truthy(dir, out)
+    return out, ok, dir
+  end
+
+  it_bwrap("os.exit while the removal runs still removes the whole /tmp", function()
+    local out, _, dir = with_full_tmp [[
+      sandkit.spawn(function() sb:destroy() end)
+      while sb.status == "running" do sandkit.step(0) end
+      -- the removal is queued as destroying begins (no process to wait for)
+      print(io.open(dir) and "in flight" or "already gone")
+      io.stdout:flush()
+      os.exit(0)
+    ]]
+    assert.truthy(out:find("in flight", 1, true) or out:find("already gone", 1, true), out)
+    assert.is_false(exists(dir), "left " .. dir .. "\n" .. out)
+  end)
+
+  it_bwrap("a sandbox collected without destroy: its /tmp is gone once the Lua state closes", function()
+    local out, ok, dir = with_full_tmp [[
       sb = nil
       collectgarbage()
       collectgarbage()
-    ]]):format(tmp.dir() .. "/ws", FILES // 5), "timeout -k 5 120")
+    ]]
     assert.is_true(ok, out)
-    local dir = out:match("(/tmp/sandkit%-tmp%-[^\n]+)")
-    assert.truthy(dir, out)
     assert.is_false(exists(dir), "left " .. dir)
   end)
 end)
