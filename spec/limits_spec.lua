@@ -114,7 +114,8 @@ describe("resource limit options", function()
       assert.truthy(line, out)
       assert.truthy(line:find("\tnil\tIsolationUnavailableError\t" .. option .. "\t", 1, true), line)
       assert.truthy(line:find("LocalSandbox option '" .. option .. "' cannot be enforced", 1, true), line)
-      assert.truthy(line:find("SANDKIT_CGROUP=off", 1, true), line)
+      -- why: turned off, or (a build without cgroup support) none at all
+      assert.truthy(line:find("SANDKIT_CGROUP=off", 1, true) or line:find("has no cgroups", 1, true), line)
     end
     -- the default process limit is dropped, not an error
     assert.truthy(out:find("plain\tran\tnil", 1, true), out)

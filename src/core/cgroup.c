@@ -80,7 +80,8 @@ typedef struct cgroup_ctl_state {
     bool probed;
     int where;           /* CGROUP_V2: the killing hierarchy; CGROUP_V1: base; 0: nowhere */
     char *base;          /* v1: <its hierarchy><our cgroup>/sandkit-<pid>-<random> */
-    char *why;           /* where == 0: why not (a sentence) */
+    const char *why;     /* where == 0: why not (a sentence): static, or why_owned */
+    char *why_owned;
 } cgroup_ctl_state;
 
 static pthread_mutex_t cgroup_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -366,7 +367,7 @@ static void cgroup_forget_ctls(void)
 {
     for (int c = 0; c < SK_CGROUP_NCTL; c++) {
         free(cgroup_ctls[c].base);
-        free(cgroup_ctls[c].why);
+        free(cgroup_ctls[c].why_owned);
         memset(&cgroup_ctls[c], 0, sizeof cgroup_ctls[c]);
     }
 }
@@ -460,16 +461,22 @@ static void cgroup_probe(void)
         cgroup_hooked = atexit(cgroup_at_exit) == 0;
 }
 
-static char *cgroup_why(const char *fmt, const char *a, const char *b)
+/* Sets c's reason to a formatted sentence (freed with the probe's state,
+ * which an exit handler frees: made only where a hierarchy is ours). */
+static void cgroup_why(cgroup_ctl_state *c, const char *fmt, const char *a, const char *b)
 {
     char *s = NULL;
-    return asprintf(&s, fmt, a, b ? b : "") < 0 ? NULL : s;
+    if (asprintf(&s, fmt, a, b ? b : "") < 0)
+        s = NULL;
+    free(c->why_owned);
+    c->why_owned = s;
+    c->why = s;
 }
 
 /* v2: ctl enabled in cgroup.subtree_control from our cgroup down to the
  * sandkit directory, so each sandbox's directory has its files. Under
  * cgroup_lock. */
-static int cgroup_enable_v2(const char *name, char **why)
+static int cgroup_enable_v2(const char *name, cgroup_ctl_state *c)
 {
     char *own = strdup(cgroup_base);
     char *slash = own ? strrchr(own, '/') : NULL;
@@ -481,7 +488,7 @@ static int cgroup_enable_v2(const char *name, char **why)
     char text[512];
     int rc = -1;
     if (cgroup_read(own, "cgroup.controllers", text, sizeof text) != 0 || !cgroup_has_item(text, name, " \n")) {
-        *why = cgroup_why("the cgroup v2 hierarchy has no %s controller for this process's cgroup %s", name, own);
+        cgroup_why(c, "the cgroup v2 hierarchy has no %s controller for this process's cgroup %s", name, own);
     } else {
         char plus[32];
         snprintf(plus, sizeof plus, "+%s", name);
@@ -491,9 +498,9 @@ static int cgroup_enable_v2(const char *name, char **why)
          * the kernel refuses controllers below it (EBUSY) */
         if ((!on && cgroup_write(own, "cgroup.subtree_control", plus) != 0) ||
             cgroup_write(cgroup_base, "cgroup.subtree_control", plus) != 0)
-            *why = cgroup_why("the cgroup v2 %s controller cannot be enabled below this process's cgroup %s "
-                              "(it holds processes: run sandkit in a cgroup of its own, delegated with the "
-                              "controller)", name, own);
+            cgroup_why(c, "the cgroup v2 %s controller cannot be enabled below this process's cgroup %s "
+                          "(it holds processes: run sandkit in a cgroup of its own, delegated with the "
+                          "controller)", name, own);
         else
             rc = 0;
     }
@@ -511,14 +518,14 @@ static void cgroup_probe_ctl(sk_cgroup_ctl ctl)
     const char *name = cgroup_ctl_names[ctl];
     if (!cgroup_base) {
         const char *want = getenv("SANDKIT_CGROUP");
-        c->why = strdup(!SK_HAVE_CGROUP ? "this system has no cgroups"
-                        : want && strcmp(want, "off") == 0
-                            ? "cgroups are turned off (SANDKIT_CGROUP=off)"
-                            : "no cgroup hierarchy is writable by this process (sandkit needs root, or a "
-                              "delegated cgroup)");
+        /* static: with no hierarchy of ours no exit handler frees anything */
+        c->why = !SK_HAVE_CGROUP ? "this system has no cgroups"
+                 : want && strcmp(want, "off") == 0
+                     ? "cgroups are turned off (SANDKIT_CGROUP=off)"
+                     : "no cgroup hierarchy is writable by this process (sandkit needs root, or a delegated cgroup)";
         return;
     }
-    if (cgroup_version == CGROUP_V2 && cgroup_enable_v2(name, &c->why) == 0) {
+    if (cgroup_version == CGROUP_V2 && cgroup_enable_v2(name, c) == 0) {
         c->where = CGROUP_V2;
         return;
     }
@@ -526,19 +533,19 @@ static void cgroup_probe_ctl(sk_cgroup_ctl ctl)
     char *own = cgroup_own_dir(CGROUP_V1, name);
     if (!own) {
         if (!c->why)
-            c->why = cgroup_why("no cgroup hierarchy has the %s controller%s", name, NULL);
+            cgroup_why(c, "no cgroup hierarchy has the %s controller%s", name, NULL);
         return;
     }
     const char *slash = strrchr(cgroup_base, '/');
     errno = 0;
     char *base = cgroup_make_dir(own, slash + 1, cgroup_ctl_probe[ctl]);
     if (!base) {
-        free(c->why);
-        c->why = cgroup_why("the cgroup v1 %s hierarchy is not writable here (%s)", name, strerror(errno));
+        cgroup_why(c, "the cgroup v1 %s hierarchy is not writable here (%s)", name, strerror(errno));
     } else {
         if (ctl == SK_CGROUP_MEMORY) /* kernels before 5.x default to flat accounting */
             (void)cgroup_write(base, "memory.use_hierarchy", "1");
-        free(c->why);
+        free(c->why_owned);
+        c->why_owned = NULL;
         c->why = NULL;
         c->base = base;
         c->where = CGROUP_V1;
