@@ -17,8 +17,12 @@
 
 ---@class sandkit.LocalSandboxOptions: sandkit.SandboxOptions  Runs commands as local processes in a working directory, optionally isolated with bubblewrap.
 ---@field allow_network? boolean bwrap: keep the host network (without it, commands have none). Default: false.
+---@field cpu_period? integer Length of the CPU accounting period in microseconds for cpu_quota (1000 to 1000000). Default: 100000.
+---@field cpu_quota? integer Microseconds of CPU time the sandbox may use per cpu_period (50000 with the default period: half a CPU), through its cgroup; start() fails where cgroups cannot enforce it.
 ---@field inherit_env? string[] Names of host environment variables passed through to commands (e.g. { "HOME", "LANG" }); the sandbox env and a command's env override them.
 ---@field isolation? "none"|"bwrap" none: plain processes; bwrap: bubblewrap with a read-only system, writable working directory and private /tmp. Default: none.
+---@field memory? integer Bytes of memory the sandbox's processes may use together (no swap beyond it; at least 6 MiB), through its cgroup; a command the kernel kills for it has oom_killed = true. start() fails where cgroups cannot enforce it.
+---@field pids_limit? integer Processes and threads the sandbox may have at once, through its cgroup (a fork storm stays inside); 0 or -1: no limit. The default applies where cgroups allow; given, start() fails where they do not. Default: 4096.
 ---@field read_only_paths? string[] bwrap: extra host paths visible read-only.
 ---@field read_write_paths? string[] bwrap: extra host paths visible read-write.
 ---@field timeout? number Default per-command timeout in milliseconds (none when absent).
@@ -106,6 +110,7 @@
 ---@field timed_out boolean  exit_code is 124
 ---@field killed boolean     ended by a signal (exit_code 128 + N) or a kill
 ---@field cancelled? boolean ended by op:cancel()
+---@field oom_killed? boolean LocalSandbox with a memory limit: the kernel's OOM killer killed a process of the command
 ---@field truncated boolean  stdout or stderr passed max_output_bytes; the first bytes were kept
 ---@field command string
 

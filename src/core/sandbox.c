@@ -416,10 +416,18 @@ static void process_on_timer(uv_timer_t *t)
     sk_process *p = t->data;
     if (p->exited || !p->sb)
         return;
+    if (!p->deadline_passed) {
+        /* Timers run before the loop takes I/O: after the host blocked
+         * past the deadline, the command's end may be waiting unread. One
+         * pass of I/O first, so a command that ended is not called late. */
+        p->deadline_passed = true;
+        sk_timer_arm(t, process_on_timer, 1, 0);
+        return;
+    }
     if (!p->timing_out) {
         p->timing_out = true;
         p->sb->provider->kill(p, SIGTERM);
-        uv_timer_start(t, process_on_timer, SANDBOX_KILL_GRACE_MS, 0);
+        sk_timer_arm(t, process_on_timer, SANDBOX_KILL_GRACE_MS, 0);
     } else {
         p->sb->provider->kill(p, SIGKILL);
     }
@@ -520,7 +528,7 @@ sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracke
     p->pprev = &sb->procs;
     sb->procs = p;
     if (timed && !p->exited)
-        uv_timer_start(p->timer, process_on_timer, (uint64_t)o->timeout_ms, 0);
+        sk_timer_arm(p->timer, process_on_timer, (uint64_t)o->timeout_ms, 0);
     return p;
 }
 

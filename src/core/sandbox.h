@@ -33,6 +33,7 @@ typedef struct sk_result {
     bool killed;     /* ended by a signal (exit_code 128 + N) or by kill() */
     bool cancelled;  /* ended by sk_process_cancel */
     bool truncated;  /* a captured stream passed max_output; its first bytes were kept */
+    bool oom_killed; /* the OOM killer killed a process of the command (a sandbox memory limit) */
     double execution_time_ms;
 } sk_result;
 
@@ -80,6 +81,7 @@ struct sk_process {
     const void *held_owner;   /* their scope: the sandbox (a key only; may be gone) */
     double start_ms;
     int64_t timeout_ms;
+    bool deadline_passed;     /* the timeout fired; the kill follows one I/O pass later */
     bool timing_out, cancelling;
     uv_timer_t *timer;        /* timeout / kill grace; owned */
     const sk_process_events *ev;

@@ -12,6 +12,8 @@
 #include "local_host.h"
 
 typedef struct local_destroy_wait local_destroy_wait;
+typedef struct local_rm_job local_rm_job;
+typedef struct local_cg_job local_cg_job;
 
 typedef struct local_sandbox {
     sk_sandbox *sb;
@@ -46,9 +48,14 @@ typedef struct local_sandbox {
     /* processes of killed commands, awaited before /tmp goes */
     local_pidfds dying;
     local_destroy_wait *destroying;
+    local_rm_job *removing;      /* its /tmp being removed off the loop (local.c) */
     struct local_sandbox *next_live; /* in local_live (has a tmpdir) */
     char **inherit;              /* host variable names passed through */
     sk_cgroup *cgroup;           /* every command's cgroup lives below; NULL: none */
+    local_cg_job *cg_removing;   /* its cgroup's directories being removed off the loop */
+    sk_cgroup_limits limits;     /* options memory, pids_limit (or its default), cpu_* */
+    unsigned limits_given;       /* bit 1 << ctl: given as an option, so start fails without it */
+    sk_cgroup_limits enforced;   /* what the sandbox's cgroup holds (info().metadata.limits) */
 } local_sandbox;
 
 /* The user's binds (working directory, read_write_paths, read_only_paths)
