@@ -37,6 +37,7 @@ typedef struct local_sandbox {
     struct local_bind *binds;
     size_t n_binds;
     bool pinned;
+    unsigned fs_gen;             /* sb.fs's view: bumped when the pins change */
     /* processes of killed commands, awaited before /tmp goes */
     local_pidfds dying;
     local_destroy_wait *destroying;
@@ -69,5 +70,8 @@ sk_error *sk_local_pin(local_sandbox *ls);
 void sk_local_unpin(local_sandbox *ls);
 /* isolation "none": a missing path fails start as under bwrap. */
 sk_error *sk_local_check_paths(local_sandbox *ls);
+/* isolation "none": pins the working directory for sb.fs only (its
+ * commands run at the path). */
+sk_error *sk_local_pin_workdir(local_sandbox *ls);
 
 #endif
