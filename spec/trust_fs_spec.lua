@@ -207,3 +207,126 @@ describe("row 3: read-only applies to where a path resolves", function()
     assert.is_false(exists(ws .. "/config/by-fs"))
   end)
 end)
+
+-- A fresh lua5.4 that reads a file whole and reports the outcome and its
+-- peak memory; the file is made first (sparse: no disk used).
+local READ_CHILD = [[
+local sandkit = require "sandkit"
+local function hwm_kb()
+  for line in io.lines("/proc/self/status") do
+    local v = line:match("^VmHWM:%s+(%d+)")
+    if v then return tonumber(v) end
+  end
+end
+local sb = sandkit.LocalSandbox { working_directory = os.getenv("WS"), isolation = os.getenv("ISOLATION") }
+assert(sb:start())
+assert(sb:exec("truncate -s " .. os.getenv("SIZE") .. " big"))
+local max = tonumber(os.getenv("MAX") or "")
+local before = hwm_kb()
+local t0 = sandkit.now()
+local ok, data, err
+if os.getenv("STREAM") then
+  local n = 0
+  ok, data, err = pcall(sb.fs.read_file, sb.fs, "big", { on_chunk = function(c) n = n + #c end })
+  if data then data = n end
+else
+  ok, data, err = pcall(sb.fs.read_file, sb.fs, "big", { max_bytes = max })
+  if type(data) == "string" then data = #data end
+end
+print(("ok=%s data=%s kind=%s code=%s limit=%s ms=%.0f grew_kb=%d"):format(tostring(ok), tostring(data),
+  type(err) == "table" and err.kind or tostring(err), type(err) == "table" and tostring(err.code) or "-",
+  type(err) == "table" and tostring(err.limit) or "-", sandkit.now() - t0, hwm_kb() - before))
+if type(err) == "table" then print("message=" .. err.message) end
+print("after=" .. tostring(sb.fs:write_file("small", "still works") and sb.fs:read_file("small")))
+sb:destroy()
+]]
+
+describe("row 4: bounded reads", function()
+  local iso = HAVE_BWRAP and "bwrap" or "none"
+  local function read_big(env, prefix)
+    env.WS, env.ISOLATION = open_dir() .. "/ws", iso
+    local words = {}
+    for k, v in pairs(env) do words[#words + 1] = k .. "=" .. quote(v) end
+    return run_lua(READ_CHILD, (prefix or "") .. " env " .. table.concat(words, " "))
+  end
+
+  it("a 512 MiB sparse file read whole: nil, FilesystemError naming max_bytes, at once, the host does not grow", function()
+    local out = read_big({ SIZE = "512M" })
+    assert.truthy(out:find("ok=true data=nil kind=FilesystemError code=EFBIG limit=" .. 64 * MiB, 1, true), out)
+    assert.truthy(out:find("max_bytes", 1, true), out)
+    assert.truthy(out:find("67108864", 1, true), out)
+    assert.truthy(out:find("after=still works", 1, true), out)
+    local ms, grew = out:match("ms=(%d+) grew_kb=(%d+)")
+    assert.is_true(tonumber(ms) < 5000, out)
+    if not procs.instrumented() then assert.is_true(tonumber(grew) < 32 * 1024, out) end
+  end)
+
+  it("max_bytes raises the limit; on_chunk streams 512 MiB with no bound and bounded memory", function()
+    local out = read_big({ SIZE = "80M", MAX = tostring(100 * MiB) })
+    assert.truthy(out:find("ok=true data=" .. 80 * MiB .. " kind=nil", 1, true), out)
+    out = read_big({ SIZE = "80M", MAX = tostring(80 * MiB - 1) })
+    assert.truthy(out:find("kind=FilesystemError code=EFBIG limit=" .. (80 * MiB - 1), 1, true), out)
+    out = read_big({ SIZE = "512M", STREAM = "1" })
+    assert.truthy(out:find("ok=true data=" .. 512 * MiB .. " kind=nil", 1, true), out)
+    if not procs.instrumented() then
+      local grew = tonumber(out:match("grew_kb=(%d+)"))
+      assert.is_true(grew < 64 * 1024, out)
+    end
+  end)
+
+  local ulimit_it = procs.instrumented() and pending or it
+  ulimit_it("a 16 GiB sparse file under ulimit -v: nil, err (the limit, or OutOfMemoryError past it), never a raise", function()
+    local out = read_big({ SIZE = "16G" }, "ulimit -v 1000000;")
+    assert.truthy(out:find("ok=true data=nil kind=FilesystemError code=EFBIG", 1, true), out)
+    out = read_big({ SIZE = "16G", MAX = tostring(32 << 30) }, "ulimit -v 1000000;")
+    assert.truthy(out:find("ok=true data=nil kind=OutOfMemoryError", 1, true), out)
+    assert.truthy(out:find("after=still works", 1, true), out)
+    assert.truthy(out:find("status=0\n", 1, true), out)
+  end)
+
+  it("LocalFilesystem has the same limit", function()
+    local dir = open_dir()
+    assert(os.execute("truncate -s 65M " .. quote(dir .. "/big")))
+    local fs = sandkit.LocalFilesystem { base_path = dir }
+    local data, err = fs:read_file("big")
+    assert.is_nil(data)
+    assert.equal("EFBIG", err.code)
+    assert.equal(64 * MiB, err.limit)
+    assert.equal(65 * MiB, #assert(fs:read_file("big", { max_bytes = 65 * MiB })))
+  end)
+
+  it("max_bytes is checked: a whole number >= 1, and not with on_chunk", function()
+    local fs = sandkit.LocalFilesystem { base_path = open_dir() }
+    for _, bad in ipairs({ 0, -1, 1.5, "1M" }) do
+      local ok, err = pcall(fs.read_file, fs, "x", { max_bytes = bad })
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find("max_bytes", 1, true), tostring(err))
+    end
+    local ok, err = pcall(fs.read_file, fs, "x", { max_bytes = 10, on_chunk = function() end })
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("on_chunk", 1, true), tostring(err))
+  end)
+end)
+
+describe("row 4: PlatformFilesystem", function()
+  local server = require "helpers.server"
+  local srv = server.start("spec/servers/platform/server.mjs", { "--quiet" })
+  teardown(function() srv:stop() end)
+
+  it("read_file past max_bytes is nil, FilesystemError naming the limit; on_chunk has no bound", function()
+    local fs = sandkit.PlatformFilesystem { access_token = "test-token", project_id = "p", bucket_name = "b",
+      base_url = srv.url }
+    local body = ("x"):rep(3 * MiB)
+    assert(fs:write_file("obj", body))
+    local data, err = fs:read_file("obj", { max_bytes = MiB })
+    assert.is_nil(data)
+    assert.equal("FilesystemError", err.kind)
+    assert.equal("EFBIG", err.code)
+    assert.equal(MiB, err.limit)
+    assert.equal(body, fs:read_file("obj"))
+    assert.equal(body, fs:read_file("obj", { max_bytes = 3 * MiB }))
+    local n = 0
+    assert.is_true(fs:read_file("obj", { on_chunk = function(c) n = n + #c end }))
+    assert.equal(3 * MiB, n)
+  end)
+end)

@@ -499,46 +499,60 @@ static int file_read(lua_State *L)
     return 1;
 }
 
-/* file:read_all(size_hint): the rest of the file as one string. The
- * buffer is sized from the hint once; it grows only for a file that grew
- * (a probe read tells EOF apart from "more than the hint"). */
+/* file:read_all(size_hint, max): the rest of the file as one string, or
+ * nil, "EFBIG" once it holds more than max bytes (the hint, the file's
+ * size, is checked first: nothing is read then), or nil, "ENOMEM". The
+ * buffer is malloc'd (sized from the hint, grown only for a file that
+ * grew) and copied into a string under lua_pcall, so running out of
+ * memory is a failure to report, never a raise. */
 static int file_read_all(lua_State *L)
 {
     int fd = check_open(L, 1, FILE_NAME)->fd;
     lua_Integer hint = luaL_optinteger(L, 2, 0);
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    size_t room = hint > 0 ? (size_t)hint : 65536;
-    for (;;) {
-        char *p = luaL_prepbuffsize(&b, room);
-        size_t got = 0;
-        while (got < room) {
-            ssize_t n = read(fd, p + got, room - got);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0)
-                return push_fail(L, -errno);
-            if (n == 0)
+    lua_Integer max = luaL_optinteger(L, 3, LUA_MAXINTEGER);
+    luaL_argcheck(L, max >= 0, 3, "a byte count >= 0 expected");
+    if (max > (lua_Integer)(SIZE_MAX / 2))
+        max = (lua_Integer)(SIZE_MAX / 2);
+    if (hint > max)
+        return push_fail(L, -EFBIG);
+    /* one byte more than expected: the end shows without growing */
+    size_t limit = (size_t)max + 1, cap = (hint > 0 ? (size_t)hint : 65536) + 1, len = 0;
+    if (cap > limit)
+        cap = limit;
+    char *buf = malloc(cap);
+    int rc = buf ? 0 : -ENOMEM;
+    while (rc == 0) {
+        if (len == cap) {
+            if (cap == limit) {
+                rc = -EFBIG;
                 break;
-            got += (size_t)n;
+            }
+            size_t grown = cap < limit / 2 ? cap * 2 : limit;
+            char *more = realloc(buf, grown);
+            if (!more) {
+                rc = -ENOMEM;
+                break;
+            }
+            buf = more;
+            cap = grown;
         }
-        luaL_addsize(&b, got);
-        if (got < room)
-            break;
-        char probe[4096];
-        ssize_t n;
-        do
-            n = read(fd, probe, sizeof probe);
-        while (n < 0 && errno == EINTR);
+        ssize_t n = read(fd, buf + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
         if (n < 0)
-            return push_fail(L, -errno);
-        if (n == 0)
+            rc = -errno;
+        else if (n == 0)
             break;
-        luaL_addlstring(&b, probe, (size_t)n);
-        room = room < (1u << 24) ? (1u << 24) : room;
+        else
+            len += (size_t)n;
     }
-    luaL_pushresult(&b);
-    return 1;
+    if (rc == 0 && len > (size_t)max)
+        rc = -EFBIG;
+    /* (a raise other than a memory error cannot happen here) */
+    if (rc == 0 && skl_push_lstring_protected(L, buf, len) != 0)
+        rc = -ENOMEM;
+    free(buf);
+    return rc < 0 ? push_fail(L, rc) : 1;
 }
 
 static int file_write(lua_State *L)

@@ -25,9 +25,8 @@ local function map(code, msg, path, op, notfound)
   if code == "EXDEV" or code == "EACCES" or code == "EPERM" or code == "EROFS" then
     return fserrors.PermissionError(path, op)
   end
-  if code == "EINVAL" and op ~= "rename" then
-    return fserrors.FilesystemError(path, code, "Not a regular file or directory")
-  end
+  if code == "EINVAL" and op ~= "rename" then return fserrors.NotRegular(path) end
+  if code == "ENOMEM" then return fserrors.OutOfMemory(path, op) end
   return fserrors.FilesystemError(path, code, msg)
 end
 
@@ -46,7 +45,8 @@ function Backend:read_file(path, opts)
   local size = code
   local file <close> = f
   if not opts.on_chunk then
-    local data, c2, m2 = file:read_all(size)
+    local data, c2, m2 = file:read_all(size, opts.max_bytes)
+    if c2 == "EFBIG" then return nil, fserrors.TooLarge(path, opts.max_bytes) end
     if not data then return nil, map(c2, m2, path, "read") end
     return data
   end
