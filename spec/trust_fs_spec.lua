@@ -308,6 +308,139 @@ describe("row 4: bounded reads", function()
   end)
 end)
 
+describe("rows 4 and 5: remote sb.fs", function()
+  local server = require "helpers.server"
+  local psrv = server.start("spec/servers/platform/server.mjs", { "--quiet" })
+  local msrv = server.start("spec/servers/modal/server.mjs", { "--port", "0" },
+    { MODAL_CONFIG_PATH = "/nonexistent/sandkit-modal.toml" })
+  local ac = require("helpers.apple_container").new()
+  teardown(function()
+    psrv:stop()
+    msrv:stop()
+    local left = ac:teardown()
+    assert(#left == 0, "container processes left behind: " .. table.concat(left, "; "))
+  end)
+
+  -- a stuck operation would run into these (30 s); the bounds below are far under them
+  local makers = {
+    { "platform", function()
+      return sandkit.PlatformSandbox { access_token = "test-token", project_id = "proj_tfs", environment_id = "env_tfs",
+        base_url = psrv.url, timeout = 30000 }
+    end },
+    { "modal", function()
+      return sandkit.ModalSandbox { server_url = msrv.url, token_id = "ak-test", token_secret = "as-test" }
+    end },
+    { "apple-container", function()
+      return sandkit.AppleContainerSandbox { container_binary = ac.binary, timeout = 30000 }
+    end },
+  }
+
+  local function timed(fn, ...)
+    local t0 = sandkit.now()
+    local a, b = fn(...)
+    return a, b, sandkit.now() - t0
+  end
+
+  for _, m in ipairs(makers) do
+    local name, make = m[1], m[2]
+
+    it(name .. ": a FIFO is listed and stat'ed at once, and reading it is a clear error at once (as local)", function()
+      local sb = make()
+      assert(sb:start())
+      local lsb = sandkit.LocalSandbox { working_directory = open_dir() .. "/ws" }
+      assert(lsb:start())
+      for _, s in ipairs({ sb, lsb }) do
+        assert(s:exec("mkdir -p d/sub && mkfifo d/fifo && ln -s fifo d/link && echo hi > d/f"))
+        local fs = s.fs
+        local list, err, ms = timed(fs.readdir, fs, "d")
+        assert.is_not_nil(list, tostring(err))
+        assert.is_true(ms < 10000, ("%s readdir took %.0f ms"):format(s.provider, ms))
+        local by = {}
+        for _, e in ipairs(list) do by[e.name] = e end
+        assert.equal("file", by.fifo.type)
+        assert.equal("file", by.f.type)
+        assert.equal(3, by.f.size)
+        assert.is_true(by.link.is_symlink)
+        list, err, ms = timed(fs.readdir, fs, "d", { recursive = true })
+        assert.is_not_nil(list, tostring(err))
+        assert.is_true(ms < 10000)
+        local st
+        st, err, ms = timed(fs.stat, fs, "d/fifo")
+        assert.is_not_nil(st, tostring(err))
+        assert.equal("file", st.type)
+        assert.is_true(ms < 10000)
+        for _, p in ipairs({ "d/fifo", "d/link" }) do
+          local data
+          data, err, ms = timed(fs.read_file, fs, p)
+          assert.is_nil(data, s.provider .. " read a FIFO")
+          assert.equal("FilesystemError", err.kind, tostring(err))
+          assert.truthy(err.message:find("regular file", 1, true), tostring(err))
+          assert.is_true(ms < 10000, ("%s read_file of a FIFO took %.0f ms"):format(s.provider, ms))
+          data, err, ms = timed(fs.copy_file, fs, p, "copy")
+          assert.is_nil(data, s.provider .. " copied a FIFO")
+          assert.is_true(ms < 10000, ("%s copy_file of a FIFO took %.0f ms"):format(s.provider, ms))
+        end
+        local ok
+        -- (Modal writes through the SDK's file handle, whose open of a FIFO
+        -- waits for a reader inside the sandbox: docs/security.md)
+        if s.provider ~= "modal" then
+          ok, err, ms = timed(fs.write_file, fs, "d/fifo", "x")
+          assert.is_nil(ok, s.provider .. " wrote into a FIFO")
+          assert.equal("FilesystemError", err.kind, tostring(err))
+          assert.is_true(ms < 10000)
+        end
+        local n = 0
+        ok, err, ms = timed(fs.read_file, fs, "d/fifo", { on_chunk = function(c) n = n + #c end })
+        assert.is_nil(ok)
+        assert.is_true(ms < 10000)
+        -- still usable afterwards
+        assert.equal("hi\n", fs:read_file("d/f"))
+      end
+      lsb:destroy()
+      sb:destroy()
+    end)
+
+    it(name .. ": a 512 MiB sparse file read whole fails at once naming max_bytes; max_bytes lowers it", function()
+      local sb = make()
+      assert(sb:start())
+      assert(sb:exec("truncate -s 512M big && head -c 5000 /dev/zero > small"))
+      local data, err, ms = timed(sb.fs.read_file, sb.fs, "big")
+      assert.is_nil(data)
+      assert.equal("EFBIG", err.code, tostring(err))
+      assert.equal(64 * MiB, err.limit)
+      assert.truthy(err.message:find("max_bytes", 1, true))
+      assert.is_true(ms < 10000, ("%.0f ms"):format(ms))
+      data, err = sb.fs:read_file("small", { max_bytes = 4999 })
+      assert.is_nil(data)
+      assert.equal(4999, err.limit)
+      assert.equal(5000, #assert(sb.fs:read_file("small", { max_bytes = 5000 })))
+      sb:destroy()
+    end)
+  end
+
+  it("sandkit cp from a sandbox: a FIFO fails at once with a clear error", function()
+    local sb = makers[1][2]()
+    assert(sb:start())
+    assert(sb:exec("mkfifo pipe"))
+    local cli = require "sandkit.cli"
+    local err = {}
+    local sink = { write = function(self, ...) for _, v in ipairs({ ... }) do err[#err + 1] = v end return self end,
+      flush = function(self) return self end }
+    local dst = open_dir() .. "/out"
+    local t0 = sandkit.now()
+    local code = cli.main({ "cp", "--opt", "project_id=proj_tfs", "--opt", "base_url=" .. psrv.url,
+      "--opt", "sandbox_id=" .. sb:info().metadata.sandbox_id, "--opt", "timeout=30000", "platform:pipe", dst },
+      { stdout = sink, stderr = sink, isatty = function() return false end,
+        getenv = function(k) if k == "MASTRA_PLATFORM_ACCESS_TOKEN" then return "test-token" end return os.getenv(k) end })
+    local ms = sandkit.now() - t0
+    sb:destroy()
+    local text = table.concat(err)
+    assert.equal(cli.EXIT_FAILURE, code, text)
+    assert.truthy(text:find("regular file", 1, true), text)
+    assert.is_true(ms < 10000, ("%.0f ms"):format(ms))
+  end)
+end)
+
 describe("row 4: PlatformFilesystem", function()
   local server = require "helpers.server"
   local srv = server.start("spec/servers/platform/server.mjs", { "--quiet" })
