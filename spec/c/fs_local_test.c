@@ -150,7 +150,7 @@ static int creates(const sk_fs_view *v, const char *path)
  * them, symlinks resolve in the view, read-only follows the resolution. */
 static void run_view(const char *tmpl)
 {
-    char ws[300], cfg[300], tmpd[300], decoy[320], data[320];
+    char ws[300], cfg[300], tmpd[300], decoy[320], data[320], p_moved[320];
     snprintf(ws, sizeof ws, "%s/view-ws", tmpl);
     snprintf(cfg, sizeof cfg, "%s/view-cfg", tmpl);
     snprintf(tmpd, sizeof tmpd, "%s/view-tmp", tmpl);
@@ -215,6 +215,14 @@ static void run_view(const char *tmpl)
         "view: readlink reads the link itself");
     tap(sk_fs_view_unlink(&v, "/work/ws/out") == 0 && reads(&v, "/work/ws/config/settings", "original"),
         "view: unlinking a link never touches its target");
+    sk_fs_view_clear(&v);
+    /* isolation "none": a mount by path, opened for each call */
+    tap(sk_fs_view_mount_path(&v, "/work/ws", ws, false) == 0 && count_fds() == fds &&
+            reads(&v, "/work/ws/x", "x") && creates(&v, "/work/ws/y") == 0 && count_fds() == fds,
+        "view: a mount by path holds no descriptor between calls");
+    snprintf(p_moved, sizeof p_moved, "%s-moved", ws);
+    tap(rename(ws, p_moved) == 0 && sk_fs_view_open(&v, "/work/ws/x", O_RDONLY, 0) == -ENOENT,
+        "view: a mount by path follows the path (ENOENT once it is gone)");
     sk_fs_view_clear(&v);
     tap(count_fds() == fds, "view: no descriptor leaked");
 }

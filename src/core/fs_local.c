@@ -378,15 +378,25 @@ int sk_fs_copy(int rootfd, const char *from, const char *to, bool excl)
 
 enum { VIEW_MAX_LINKS = 40 };
 
-int sk_fs_view_mount(sk_fs_view *v, const char *path, int fd, bool ro)
+static void view_unmount(sk_fs_mount *m)
+{
+    if (m->fd >= 0)
+        close(m->fd);
+    free(m->path);
+    free(m->host);
+}
+
+/* Adds a mount (fd, or host when fd is -1; both taken, released on
+ * failure too). */
+static int view_add(sk_fs_view *v, const char *path, int fd, char *host, bool ro)
 {
     size_t len = strlen(path);
-    char *copy = path[0] == '/' ? malloc(len + 1) : NULL;
+    char *copy = path[0] == '/' && (fd >= 0 || host) ? malloc(len + 1) : NULL;
     sk_fs_mount *m = copy ? realloc(v->mounts, (v->n + 1) * sizeof *m) : NULL;
     if (!m) {
-        int rc = path[0] == '/' ? -ENOMEM : -EINVAL;
+        int rc = path[0] != '/' ? -EINVAL : -ENOMEM;
         free(copy);
-        close(fd);
+        view_unmount(&(sk_fs_mount){ NULL, fd, host, ro });
         return rc;
     }
     v->mounts = m;
@@ -395,25 +405,30 @@ int sk_fs_view_mount(sk_fs_view *v, const char *path, int fd, bool ro)
     size_t kept = 0;
     for (size_t i = 0; i < v->n; i++) {
         const char *p = m[i].path;
-        bool hidden = len == 1 || (strncmp(p, path, len) == 0 && (p[len] == '\0' || p[len] == '/'));
-        if (hidden) {
-            close(m[i].fd);
-            free(m[i].path);
-        } else {
+        if (len == 1 || (strncmp(p, path, len) == 0 && (p[len] == '\0' || p[len] == '/')))
+            view_unmount(&m[i]);
+        else
             m[kept++] = m[i];
-        }
     }
-    m[kept] = (sk_fs_mount){ copy, fd, ro };
+    m[kept] = (sk_fs_mount){ copy, fd, host, ro };
     v->n = kept + 1;
     return 0;
 }
 
+int sk_fs_view_mount(sk_fs_view *v, const char *path, int fd, bool ro)
+{
+    return fd < 0 ? -EBADF : view_add(v, path, fd, NULL, ro);
+}
+
+int sk_fs_view_mount_path(sk_fs_view *v, const char *path, const char *host, bool ro)
+{
+    return view_add(v, path, -1, strdup(host), ro);
+}
+
 void sk_fs_view_clear(sk_fs_view *v)
 {
-    for (size_t i = 0; i < v->n; i++) {
-        close(v->mounts[i].fd);
-        free(v->mounts[i].path);
-    }
+    for (size_t i = 0; i < v->n; i++)
+        view_unmount(&v->mounts[i]);
     free(v->mounts);
     v->mounts = NULL;
     v->n = 0;
@@ -463,16 +478,32 @@ static void view_dir_set(view_dir *d, int fd, bool own, const sk_fs_mount *m)
 
 static void view_at_release(view_at *at) { view_dir_set(&at->dir, -1, false, NULL); }
 
+/* The walk enters mount m: its descriptor, or its host directory opened
+ * now. 0 or -errno. */
+static int view_enter(view_dir *d, const sk_fs_mount *m)
+{
+    if (m->fd >= 0) {
+        view_dir_set(d, m->fd, false, m);
+        return 0;
+    }
+    int fd = open(m->host, SK_O_DIR_REF | O_CLOEXEC);
+    view_dir_set(d, fd, true, fd < 0 ? NULL : m);
+    return fd < 0 ? neg_errno() : 0;
+}
+
 static bool view_at_ro(const view_at *at) { return !at->dir.mount || at->dir.mount->ro; }
 
-/* The walk restarts at the view's root: vp = "/". */
-static void view_root(const sk_fs_view *v, view_dir *d, char *vp, size_t *vlen)
+/* The walk restarts at the view's root: vp = "/". 0 or -errno. */
+static int view_root(const sk_fs_view *v, view_dir *d, char *vp, size_t *vlen)
 {
     const sk_fs_mount *m = view_mount_at(v, "/", 1);
-    view_dir_set(d, m ? m->fd : -1, false, m);
     vp[0] = '/';
     vp[1] = '\0';
     *vlen = 1;
+    if (m)
+        return view_enter(d, m);
+    view_dir_set(d, -1, false, NULL);
+    return 0;
 }
 
 /* *rest (from *off on) becomes prefix + "/" + what was left of it. */
@@ -527,17 +558,17 @@ static int view_resolve(const sk_fs_view *v, const char *path, bool follow, view
     char vp[PATH_MAX];
     size_t vlen, off = 0;
     view_dir d = { -1, false, NULL };
+    int links = 0, rc;
     const sk_fs_mount *start = view_shortcut(v, path);
     if (start) {
         vlen = strlen(start->path);
         memcpy(vp, start->path, vlen + 1);
-        view_dir_set(&d, start->fd, false, start);
+        rc = view_enter(&d, start);
         off = vlen == 1 ? 0 : vlen;
     } else {
-        view_root(v, &d, vp, &vlen);
+        rc = view_root(v, &d, vp, &vlen);
     }
-    int links = 0, rc = 0;
-    for (;;) {
+    while (rc == 0) {
         while (rest[off] == '/')
             off++;
         if (!rest[off]) { /* the directory the walk stands in */
@@ -567,9 +598,8 @@ static int view_resolve(const sk_fs_view *v, const char *path, bool follow, view
                 plen--;
             if (plen > 1)
                 plen--;
-            if ((rc = view_splice(&rest, &off, vp, plen)) != 0)
-                break;
-            view_root(v, &d, vp, &vlen);
+            if ((rc = view_splice(&rest, &off, vp, plen)) == 0)
+                rc = view_root(v, &d, vp, &vlen);
             continue;
         }
         size_t old = vlen;
@@ -583,7 +613,7 @@ static int view_resolve(const sk_fs_view *v, const char *path, bool follow, view
         vlen += len;
         const sk_fs_mount *m = view_mount_at(v, vp, vlen);
         if (m) {
-            view_dir_set(&d, m->fd, false, m);
+            rc = view_enter(&d, m);
             continue;
         }
         bool above = view_above_mount(v, vp, vlen);
@@ -633,10 +663,8 @@ static int view_resolve(const sk_fs_view *v, const char *path, bool follow, view
             target[n] = '\0';
             vlen = old;
             vp[vlen] = '\0';
-            if ((rc = view_splice(&rest, &off, target, (size_t)n)) != 0)
-                break;
-            if (target[0] == '/')
-                view_root(v, &d, vp, &vlen);
+            if ((rc = view_splice(&rest, &off, target, (size_t)n)) == 0 && target[0] == '/')
+                rc = view_root(v, &d, vp, &vlen);
             continue;
         }
         if (!S_ISDIR(st.st_mode)) {

@@ -62,11 +62,13 @@ void sk_fs_force_fallback(bool on);
  * -EROFS however the path was spelled. Nothing is cached: each call
  * resolves afresh, a component at a time without following anything, so a
  * symlink swapped in meanwhile is either seen as the commands would see it
- * or is an error (-ELOOP), never followed blindly. docs/security.md
- * §"sb.fs: the pinned view". */
+ * or is an error (-ELOOP), never followed blindly. Why and what it costs:
+ * docs/security.md §"sb.fs: the pinned view". */
 typedef struct sk_fs_mount {
     char *path; /* absolute, folded ("/" or no trailing slash) */
     int fd;     /* owned: a directory (SK_O_DIR_REF or open), or a bound file */
+    char *host; /* owned; with fd -1: the directory to open (following
+                 * symlinks, as a chdir does) each time a path enters it */
     bool ro;
 } sk_fs_mount;
 
@@ -78,6 +80,9 @@ typedef struct sk_fs_view {
 /* Mounts fd (taken: closed on failure too) at path, over whatever was
  * mounted at or under path before. 0 or -errno. */
 int sk_fs_view_mount(sk_fs_view *v, const char *path, int fd, bool ro);
+/* The same for the host directory `host`, opened by path each time a
+ * path enters the mount (nothing pinned: for isolation "none"). */
+int sk_fs_view_mount_path(sk_fs_view *v, const char *path, const char *host, bool ro);
 /* Closes every descriptor and empties v. */
 void sk_fs_view_clear(sk_fs_view *v);
 

@@ -201,7 +201,7 @@ static int fs_root(lua_State *L)
     uid_t uid = as_user ? (uid_t)check_id(L, 3) : 0;
     gid_t gid = as_user ? (gid_t)check_id(L, 4) : 0;
     /* the userdata first: its __gc owns the descriptor from the start */
-    fs_handle *h = lua_newuserdatauv(L, sizeof *h, 1);
+    fs_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
     *h = (fs_handle){ .fd = -1, .as_user = as_user, .uid = uid, .gid = gid };
     luaL_setmetatable(L, ROOT_NAME);
     sk_thread_fs_ids saved;

@@ -25,7 +25,8 @@ end
 -- A LocalSandbox's sb.fs works in a view (src/core/fs_local.h) over the
 -- descriptors its start pinned: the working directory, the private /tmp
 -- and each read_only_paths/read_write_paths bind, at the paths the
--- commands see them (docs/security.md §"sb.fs: the pinned view"). A path is
+-- commands see them (with isolation "none", the working directory's path,
+-- where its commands run; docs/security.md §"sb.fs: the pinned view"). A path is
 -- resolved in that view by the core, a component at a time: a symlink
 -- leads where it leads the commands, and read-only is decided by the mount
 -- it resolves into. Each path is handed to the root of the deepest mount

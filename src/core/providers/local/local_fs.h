@@ -1,7 +1,7 @@
 /* sb.fs of a LocalSandbox (lua/sandkit/fs/sandbox.lua, src/lua/fs_ud.c):
  * the files its commands see, as a view (fs_local.h) over the descriptors
- * pinned at start, never over a path looked up again (docs/security.md
- * §"sb.fs: the pinned view"). */
+ * pinned at start, never over a path looked up again; see
+ * docs/security.md §"sb.fs: the pinned view". */
 #ifndef SK_LOCAL_FS_H
 #define SK_LOCAL_FS_H
 
@@ -26,9 +26,9 @@ long sk_local_fs_generation(const sk_sandbox *sb);
 
 /* Fills *fs (view empty on entry) with the mounts of a started
  * LocalSandbox, in bwrap's order (its private /tmp, then the binds; with
- * isolation "none", the working directory alone). 0, -EINVAL when sb is
- * not a LocalSandbox, -ENOTCONN when nothing is pinned (not started), or
- * -errno (nothing left in fs->view). */
+ * isolation "none", the working directory alone, by path: its commands run
+ * there). 0, -EINVAL when sb is not a LocalSandbox, -ENOTCONN when nothing
+ * is pinned (bwrap, not started), or -errno (nothing left in fs->view). */
 int sk_local_fs_get(const sk_sandbox *sb, sk_local_fs *fs);
 
 #endif

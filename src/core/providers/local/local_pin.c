@@ -559,19 +559,12 @@ sk_error *sk_local_check_paths(local_sandbox *ls)
 }
 
 
-sk_error *sk_local_pin_workdir(local_sandbox *ls)
-{
-    ls->wd_fd = open(ls->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (ls->wd_fd >= 0)
-        return NULL;
-    return sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
-                        "Cannot open working directory %s: %s", ls->workdir, strerror(errno));
-}
-
 /* ---- sb.fs -----------------------------------------------------------------
- * The same descriptors the commands' binds come from, mounted in bwrap's
- * order: the private /tmp, then the planned binds (a read-only path over
- * the writable directory it lies in). */
+ * Under bwrap, the same descriptors the commands' binds come from, mounted
+ * in bwrap's order: the private /tmp, then the planned binds (a read-only
+ * path over the writable directory it lies in). With isolation "none"
+ * nothing is pinned and the commands run at the working directory's path:
+ * sb.fs opens that path for each call, as a command's chdir does. */
 
 extern const sk_provider sk_provider_local;
 
@@ -593,11 +586,11 @@ int sk_local_fs_get(const sk_sandbox *sb, sk_local_fs *fs)
     if (sb->provider != &sk_provider_local || !sb->impl)
         return -EINVAL;
     const local_sandbox *ls = sb->impl;
-    if (ls->wd_fd < 0 || (ls->bwrap && (!ls->pinned || ls->tmp_fd < 0)))
+    if (ls->bwrap && (!ls->pinned || ls->tmp_fd < 0))
         return -ENOTCONN;
     int rc = 0;
     if (!ls->bwrap) {
-        rc = local_fs_mount(&fs->view, ls->workdir, ls->wd_fd, false);
+        rc = sk_fs_view_mount_path(&fs->view, ls->workdir, ls->workdir, false);
     } else {
         rc = local_fs_mount(&fs->view, "/tmp", ls->tmp_fd, false);
         for (size_t i = 0; rc == 0 && i < ls->n_binds; i++)

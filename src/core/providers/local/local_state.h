@@ -70,8 +70,5 @@ sk_error *sk_local_pin(local_sandbox *ls);
 void sk_local_unpin(local_sandbox *ls);
 /* isolation "none": a missing path fails start as under bwrap. */
 sk_error *sk_local_check_paths(local_sandbox *ls);
-/* isolation "none": pins the working directory for sb.fs only (its
- * commands run at the path). */
-sk_error *sk_local_pin_workdir(local_sandbox *ls);
 
 #endif
