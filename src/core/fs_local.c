@@ -686,25 +686,17 @@ static int view_resolve(const sk_fs_view *v, const char *path, bool follow, view
     return rc;
 }
 
-/* Opens the resolved directory itself (a mount's root), or a bound file
- * through its descriptor. */
-static int view_open_self(const view_at *at, int flags, bool writes)
+/* Opens the resolved directory itself (a mount's root). A bound file
+ * (a read_only_paths entry that is a file) is not opened: its descriptor
+ * only names it, and reopening one needs /proc. */
+static int view_open_self(const view_at *at, int flags)
 {
     struct stat st;
     if (fstat(at->dir.fd, &st) != 0)
         return neg_errno();
-    int fd;
-    if (S_ISDIR(st.st_mode)) {
-        fd = openat(at->dir.fd, ".", (flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOFOLLOW)) | O_CLOEXEC);
-    } else {
-        if (flags & O_EXCL)
-            return -EEXIST;
-        if (writes && view_at_ro(at))
-            return -EROFS;
-        char self[64];
-        snprintf(self, sizeof self, "/proc/self/fd/%d", at->dir.fd);
-        fd = open(self, (flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW)) | O_CLOEXEC);
-    }
+    if (!S_ISDIR(st.st_mode))
+        return -ENOTSUP;
+    int fd = openat(at->dir.fd, ".", (flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOFOLLOW)) | O_CLOEXEC);
     return fd < 0 ? neg_errno() : fd;
 }
 
@@ -718,7 +710,7 @@ int sk_fs_view_open(const sk_fs_view *v, const char *path, int flags, mode_t mod
     if (at.dir.fd < 0)
         rc = -EXDEV;
     else if (!at.leaf[0])
-        rc = view_open_self(&at, flags, writes);
+        rc = view_open_self(&at, flags);
     else if (writes && view_at_ro(&at))
         rc = -EROFS;
     else if ((rc = openat(at.dir.fd, at.leaf, flags | O_NOFOLLOW | O_CLOEXEC, mode)) < 0)

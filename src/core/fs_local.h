@@ -66,7 +66,8 @@ void sk_fs_force_fallback(bool on);
  * docs/security.md §"sb.fs: the pinned view". */
 typedef struct sk_fs_mount {
     char *path; /* absolute, folded ("/" or no trailing slash) */
-    int fd;     /* owned: a directory (SK_O_DIR_REF or open), or a bound file */
+    int fd;     /* owned: a directory (SK_O_DIR_REF or open), or a bound file
+                 * (stat'ed, listed, never opened: -ENOTSUP) */
     char *host; /* owned; with fd -1: the directory to open (following
                  * symlinks, as a chdir does) each time a path enters it */
     bool ro;
