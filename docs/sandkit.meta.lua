@@ -228,8 +228,9 @@ function ProcessManager:kill(pid) end
 ---@field symlink_target? string
 
 ---@class sandkit.ReadOptions
----@field on_chunk? fun(chunk: string) stream the file: read_file then returns true
+---@field on_chunk? fun(chunk: string) stream the file: read_file then returns true (no size bound)
 ---@field chunk_size? integer  local: bytes per chunk (default 1 MiB)
+---@field max_bytes? integer   a whole read's limit (default 64 MiB); a larger file: nil, FilesystemError (code "EFBIG", limit). Not with on_chunk
 
 ---@class sandkit.WriteOptions
 ---@field overwrite? boolean   default true; false: FileExistsError when the file exists

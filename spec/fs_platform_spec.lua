@@ -211,7 +211,8 @@ describe("core.http_request, PlatformFilesystem's transport", function()
   local echo = server.start("spec/servers/echo/server.mjs")
   teardown(function() echo:stop() end)
 
-  -- Runs one request; returns its stream-1 events and the transport error.
+  -- Runs one request; returns its stream-1 events (with collect: the body
+  -- core.http_body hands over, as one piece) and the transport error.
   local function fetch(opts)
     local pieces = {}
     local rec = scheduler.record(function(r, kind, stream, data)
@@ -220,6 +221,10 @@ describe("core.http_request, PlatformFilesystem's transport", function()
     end)
     rec.handle = core.http_request(opts, rec.token)
     local ok, err = scheduler.await(rec)
+    if ok and opts.collect then
+      assert.equal(0, #pieces, "a collected body arrives whole, not as events")
+      pieces[1] = assert(core.http_body(rec.handle))
+    end
     return pieces, ok and nil or err
   end
 
@@ -244,6 +249,20 @@ describe("core.http_request, PlatformFilesystem's transport", function()
     assert.is_nil(err)
     assert.equal(1, #pieces)
     assert.is_true(pieces[1] == ("a"):rep(n))
+  end)
+
+  it("max_collect ends a longer body: at its Content-Length, or as it arrives (chunked)", function()
+    for _, path in ipairs({ "/big", "/chunked" }) do
+      local pieces, err = fetch({ method = "GET", url = echo.url .. path .. "?bytes=3000000", collect = true,
+        max_collect = 1000000 })
+      assert.equal(0, #pieces)
+      assert.equal("ResponseTooLargeError", err.kind, path)
+      assert.equal(1000000, err.limit)
+    end
+    local pieces, err = fetch({ method = "GET", url = echo.url .. "/chunked?bytes=1000000", collect = true,
+      max_collect = 1000000 })
+    assert.is_nil(err)
+    assert.equal(1000000, #pieces[1])
   end)
 
   it("refuses a receive buffer out of range", function()

@@ -1,10 +1,11 @@
 /* core.http_request(opts, token): one HTTP request on the loop for Lua
  * (PlatformFilesystem). Events to the token: "output" stream 0 = the
  * response head ("<status>\n" then "name: value\n" lines), stream 1 = body
- * bytes as they arrive (with opts.collect: the whole body in one event, at
- * the end); then "lifecycle" with nil or a transport error (kind
- * HttpTransportError; the message never holds header values). The returned
- * handle cancels the request when closed or collected. */
+ * bytes as they arrive (with opts.collect: none; the whole body stays in
+ * the handle for core.http_body); then "lifecycle" with nil or a transport
+ * error (kind HttpTransportError; the message never holds header values;
+ * ResponseTooLargeError past opts.max_collect). The returned handle
+ * cancels the request when closed or collected. */
 #include <errno.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -28,8 +29,8 @@
  * cost 100-150 ms per 100 MiB here, as much as receiving them. */
 #define HTTP_HUGE_MIN ((size_t)4 << 20)
 
-/* The collected body: plain malloc'd memory, whatever sk_buf's policy for
- * large buffers, since skl_emit_take hands it on to be free()d. */
+/* The collected body: plain malloc'd memory (realloc'd as it grows,
+ * huge pages for a large one), kept until core.http_body takes it. */
 typedef struct {
     char *data;
     size_t len, cap;
@@ -40,6 +41,7 @@ typedef struct {
     skl_target target;
     bool collect;  /* body gathered here, handed over whole */
     bool oom;      /* collecting ran out of memory: the rest is dropped */
+    size_t max_collect; /* collect: a longer body (or Content-Length) fails; 0 = none */
     http_body body;
 } http_box;
 
@@ -84,7 +86,20 @@ static int body_append(http_body *b, const char *data, size_t len)
     return 0;
 }
 
-/* The collected body's final size, when the server says it. */
+/* A body over max_collect: the request ends at once, nothing more is read. */
+static void too_large(http_box *box)
+{
+    sk_http_cancel(box->req); /* allowed from its own head and data callbacks */
+    box->req = NULL;
+    body_free(&box->body);
+    sk_error *err = sk_error_new("ResponseTooLargeError", json_pack("{s:I}", "limit", (json_int_t)box->max_collect),
+                                 "The response body is longer than %zu bytes", box->max_collect);
+    skl_finish(&box->target, SKL_EV_LIFECYCLE, err, NULL);
+    sk_error_free(err);
+}
+
+/* The collected body's final size, when the server says it: the buffer
+ * is made that size at once, or the request fails over max_collect. */
 static void presize(http_box *box, const sk_http_header *h, size_t n)
 {
     const char *cl = sk_http_header_get(h, n, "content-length");
@@ -93,9 +108,14 @@ static void presize(http_box *box, const sk_http_header *h, size_t n)
     char *end;
     errno = 0;
     unsigned long long len = strtoull(cl, &end, 10);
-    if (end == cl || *end || errno || len == 0 || len > HTTP_PRESIZE_MAX)
+    if (end == cl || *end || errno || len == 0)
         return;
-    (void)body_resize(&box->body, (size_t)len); /* else grown as bytes arrive */
+    if (box->max_collect && len > box->max_collect) {
+        too_large(box);
+        return;
+    }
+    if (len <= HTTP_PRESIZE_MAX)
+        (void)body_resize(&box->body, (size_t)len); /* else grown as bytes arrive */
 }
 
 static void on_head(sk_http *req, int status, const sk_http_header *h, size_t n, void *ud)
@@ -129,6 +149,8 @@ static void on_data(sk_http *req, const char *data, size_t len, void *ud)
     http_box *box = ud;
     if (!box->collect)
         skl_emit(&box->target, 1, data, len);
+    else if (box->max_collect && len > box->max_collect - box->body.len)
+        too_large(box);
     else if (!box->oom && body_append(&box->body, data, len) != 0) {
         box->oom = true;
         body_free(&box->body);
@@ -146,13 +168,8 @@ static void on_done(sk_http *req, const sk_http_result *res, void *ud)
                            "HTTP request failed: %s", res->error ? res->error : sk_http_err_name(res->err));
     else if (box->oom)
         box->target.lost = true; /* skl_finish reports it */
-    else if (box->collect && box->body.len) {
-        size_t len = box->body.len;
-        char *data = box->body.data;
-        box->body = (http_body){ 0 };
-        skl_emit_take(&box->target, 1, data, len);
-    }
-    body_free(&box->body);
+    if (err || box->oom || !box->collect)
+        body_free(&box->body); /* else kept for core.http_body */
     skl_finish(&box->target, SKL_EV_LIFECYCLE, err, NULL);
     sk_error_free(err);
 }
@@ -192,6 +209,9 @@ int skl_http_request(lua_State *L)
     long timeout = (long)luaL_optinteger(L, -1, 0);
     lua_getfield(L, 1, "collect");
     bool collect = lua_toboolean(L, -1);
+    lua_getfield(L, 1, "max_collect");
+    lua_Integer max_collect = luaL_optinteger(L, -1, 0);
+    luaL_argcheck(L, max_collect >= 0, 1, "max_collect must be >= 0");
     lua_getfield(L, 1, "recv_buffer_bytes");
     lua_Integer recv_buffer = luaL_optinteger(L, -1, 0);
     if (recv_buffer != 0 && (recv_buffer < 1024 || recv_buffer > (lua_Integer)1 << 30))
@@ -212,6 +232,7 @@ int skl_http_request(lua_State *L)
     http_box *box = lua_newuserdatauv(L, sizeof *box, 1);
     memset(box, 0, sizeof *box);
     box->collect = collect;
+    box->max_collect = (size_t)max_collect;
     skl_push_cancel_meta(L, HTTP_NAME, http_close, http_close);
     lua_setmetatable(L, -2);
     lua_pushvalue(L, body_idx);
@@ -229,6 +250,22 @@ int skl_http_request(lua_State *L)
     if (!box->req)
         return luaL_error(L, "http request not started: %s", msg ? msg : "unknown error");
     return 1;
+}
+
+/* core.http_body(handle): the body a collecting request gathered, once
+ * it is done (then handed over: the handle keeps no copy), or nil, message
+ * when there is no memory for the string. "" when there was none. */
+int skl_http_body(lua_State *L)
+{
+    http_box *box = luaL_checkudata(L, 1, HTTP_NAME);
+    luaL_argcheck(L, !box->req, 1, "the request is still running");
+    int rc = skl_push_lstring_protected(L, box->body.data, box->body.len);
+    body_free(&box->body);
+    if (rc == 0)
+        return 1;
+    lua_pushnil(L);
+    lua_pushliteral(L, "out of memory for the response body");
+    return 2;
 }
 
 /* core.json_decode(s): the value, or nil, message. */

@@ -8,6 +8,9 @@ local fserrors = require "sandkit.fs.errors"
 
 local M = {}
 
+--- read_file's default max_bytes (64 MiB, as exec's max_output_bytes).
+M.DEFAULT_MAX_READ_BYTES = 64 << 20
+
 local Filesystem = { __name = "sandkit.Filesystem" }
 Filesystem.__index = Filesystem
 
@@ -29,7 +32,7 @@ end
 
 -- Options by method: name -> expected type.
 local OPTS = {
-  read_file = { on_chunk = "function", encoding = "string", chunk_size = "number" },
+  read_file = { on_chunk = "function", encoding = "string", chunk_size = "number", max_bytes = "number" },
   write_file = { overwrite = "boolean", mime_type = "string", recursive = "boolean" },
   append_file = {},
   delete_file = { force = "boolean", recursive = "boolean" },
@@ -54,6 +57,12 @@ local function check_opts(n, fname, opts)
   end
   if opts.chunk_size and (math.type(opts.chunk_size) ~= "integer" or opts.chunk_size < 1) then
     argerror(n, fname, "option 'chunk_size' must be a positive integer")
+  end
+  if opts.max_bytes ~= nil then
+    if math.type(opts.max_bytes) ~= "integer" or opts.max_bytes < 1 then
+      argerror(n, fname, "option 'max_bytes' must be a whole number of bytes >= 1")
+    end
+    if opts.on_chunk then argerror(n, fname, "option 'max_bytes' bounds a whole read: with 'on_chunk' nothing is kept") end
   end
   if opts.max_depth and (opts.max_depth ~= opts.max_depth or opts.max_depth < 0) then
     argerror(n, fname, "option 'max_depth' must be a number >= 0")
@@ -114,8 +123,31 @@ end
 
 --- read_file(path, opts): the whole file as a string, or with
 -- `opts.on_chunk` each chunk passed to it in order (then returns true): a
--- large file never sits whole in memory.
+-- large file never sits whole in memory. A whole read holds at most
+-- `opts.max_bytes` (default M.DEFAULT_MAX_READ_BYTES): a larger file is
+-- nil, FilesystemError (code EFBIG, `limit`), found before it is read
+-- where the size is known. Out of memory is nil, OutOfMemoryError: a
+-- memory error raised while reading (a Lua string, a table of pieces) is
+-- turned into one, any other error raised (by on_chunk) goes on up.
 define("read_file", { "path", "opts" })
+local backend_read = Filesystem.read_file
+
+local function read_outcome(path, ok, ...)
+  if ok then return ... end
+  local e = ...
+  if e == "not enough memory" then return nil, fserrors.OutOfMemory(path, "read") end
+  error(e, 0)
+end
+
+function Filesystem:read_file(path, opts)
+  local arg = opts -- anything but a table or nil: the check raises
+  if opts == nil or type(opts) == "table" then
+    arg = {}
+    for k, v in pairs(opts or {}) do arg[k] = v end
+    if not arg.on_chunk and arg.max_bytes == nil then arg.max_bytes = M.DEFAULT_MAX_READ_BYTES end
+  end
+  return read_outcome(path, pcall(backend_read, self, path, arg))
+end
 
 --- write_file(path, content, opts) writes a string or the chunks of a source
 -- function. Options: overwrite (default true), recursive (create parents,

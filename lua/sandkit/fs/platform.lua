@@ -59,8 +59,9 @@ local BULK_RECV_BUFFER = 128 * 1024
 
 -- One request; returns { status, headers, body } (body nil when streamed
 -- to on_body on a 2xx), or nil, transport error. o.collect gathers the body
--- in C and hands it over as one string (no per-chunk strings or concat);
--- o.bulk sizes the receive buffer for a large body.
+-- in C and hands it over as one string (no per-chunk strings or concat),
+-- failing with ResponseTooLargeError past o.max_collect bytes; o.bulk
+-- sizes the receive buffer for a large body.
 function Backend:request(method, key, o)
   o = o or {}
   local url = self.prefix .. "/fs/" .. enc(self.bucket) .. "/" .. wire(key)
@@ -90,13 +91,18 @@ function Backend:request(method, key, o)
     end
   end)
   rec.handle = core.http_request({ method = method, url = url, headers = headers, body = o.body,
-    timeout_ms = self.timeout_ms, collect = o.collect, recv_buffer_bytes = o.bulk and BULK_RECV_BUFFER or nil },
-    rec.token)
+    timeout_ms = self.timeout_ms, collect = o.collect, max_collect = o.max_collect,
+    recv_buffer_bytes = o.bulk and BULK_RECV_BUFFER or nil }, rec.token)
   local ok, err = scheduler.await(rec)
   if rec.cb_err then error(rec.cb_err, 0) end
   if not ok then return nil, err end
-  -- one part is the whole body: table.concat would copy it twice more
-  resp.body = #parts == 1 and parts[1] or table.concat(parts)
+  if o.collect then
+    local body, msg = core.http_body(rec.handle)
+    if not body then return nil, errors.new("OutOfMemoryError", msg, { method = method }) end
+    resp.body = body
+  else
+    resp.body = table.concat(parts)
+  end
   return resp
 end
 
@@ -146,8 +152,12 @@ end
 
 function Backend:read_file(path, opts)
   local key = key_of(path)
-  local resp, err = self:request("GET", key, { on_body = opts.on_chunk, collect = not opts.on_chunk, bulk = true })
-  if not resp then return nil, err end
+  local resp, err = self:request("GET", key, { on_body = opts.on_chunk, collect = not opts.on_chunk,
+    max_collect = opts.max_bytes, bulk = true })
+  if not resp then
+    if errors.is(err, "ResponseTooLargeError") then return nil, fserrors.TooLarge(path, opts.max_bytes) end
+    return nil, err
+  end
   if resp.status == 404 or key == "" or key:sub(-1) == "/" then
     local k = self:kind(key)
     if k == "directory" then return nil, fserrors.IsDirectoryError(path) end

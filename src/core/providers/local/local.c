@@ -672,12 +672,16 @@ static void local_start(sk_sandbox *sb, sk_provider_done done)
         return;
     }
     sk_error *err = NULL;
+    /* sb.fs's view (local_fs.h) follows what is pinned from now on */
+    bool repin = ls->bwrap && (!ls->pinned || !ls->tmpdir);
     if (!ls->bwrap)
         err = sk_local_check_paths(ls);
     else if (!ls->pinned)
         err = sk_local_pin(ls);
     if (!err && ls->bwrap && !ls->tmpdir)
         err = local_make_tmpdir(ls);
+    if (!err && repin)
+        ls->fs_gen++;
     if (!err && !ls->cgroup)
         err = local_make_cgroup(ls);
     done(sb, err);

@@ -14,6 +14,7 @@
 
 #include "../../compat.h"
 #include "../../fs_local.h"
+#include "local_fs.h"
 #include "local_state.h"
 
 static size_t local_list_len(char **list)
@@ -627,3 +628,52 @@ sk_error *sk_local_check_paths(local_sandbox *ls)
     return NULL;
 }
 
+
+/* ---- sb.fs -----------------------------------------------------------------
+ * Under bwrap, the same descriptors the commands' binds come from, mounted
+ * in bwrap's order: the private /tmp, then the planned binds (a read-only
+ * path over the writable directory it lies in). With isolation "none"
+ * nothing is pinned and the commands run at the working directory's path:
+ * sb.fs opens that path for each call, as a command's chdir does. */
+
+extern const sk_provider sk_provider_local;
+
+long sk_local_fs_generation(const sk_sandbox *sb)
+{
+    if (sb->provider != &sk_provider_local || !sb->impl)
+        return -1;
+    return ((const local_sandbox *)sb->impl)->fs_gen;
+}
+
+static int local_fs_mount(sk_fs_view *v, const char *path, int fd, bool ro)
+{
+    int dup = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    return dup < 0 ? -errno : sk_fs_view_mount(v, path, dup, ro);
+}
+
+int sk_local_fs_get(const sk_sandbox *sb, sk_local_fs *fs)
+{
+    if (sb->provider != &sk_provider_local || !sb->impl)
+        return -EINVAL;
+    const local_sandbox *ls = sb->impl;
+    if (ls->bwrap && (!ls->pinned || ls->tmp_fd < 0))
+        return -ENOTCONN;
+    int rc = 0;
+    if (!ls->bwrap) {
+        rc = sk_fs_view_mount_path(&fs->view, ls->workdir, ls->workdir, false);
+    } else {
+        rc = local_fs_mount(&fs->view, "/tmp", ls->tmp_fd, false);
+        for (size_t i = 0; rc == 0 && i < ls->n_binds; i++)
+            rc = local_fs_mount(&fs->view, ls->binds[i].path, ls->binds[i].fd, ls->binds[i].ro);
+    }
+    if (rc != 0) {
+        sk_fs_view_clear(&fs->view);
+        return rc;
+    }
+    fs->workdir = ls->workdir;
+    fs->generation = ls->fs_gen;
+    fs->as_user = ls->drop_ids;
+    fs->uid = ls->uid;
+    fs->gid = ls->gid;
+    return 0;
+}

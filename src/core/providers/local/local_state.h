@@ -45,6 +45,7 @@ typedef struct local_sandbox {
     struct local_bind *binds;
     size_t n_binds;
     bool pinned;
+    unsigned fs_gen;             /* sb.fs's view: bumped when the pins change */
     /* processes of killed commands, awaited before /tmp goes */
     local_pidfds dying;
     local_destroy_wait *destroying;
