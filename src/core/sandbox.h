@@ -129,10 +129,6 @@ typedef struct sk_provider {
     json_t *(*metadata)(sk_sandbox *sb);
     /* Default instructions text (malloc'd), or NULL. */
     char *(*instructions)(sk_sandbox *sb);
-    /* Optional: a new descriptor (the caller's to close) of the host
-     * directory host_path that the sandbox bound at start, opened from
-     * what it pinned then, or -1 (none such, or not pinned). */
-    int (*pinned_dir)(sk_sandbox *sb, const char *host_path);
     /* Free sb->impl synchronously: kill local children, close handles,
      * cancel transfers. Remote resources are left as they are. */
     void (*free)(sk_sandbox *sb);

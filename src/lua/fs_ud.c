@@ -216,25 +216,6 @@ static int fs_root(lua_State *L)
     return 1;
 }
 
-/* core.fs_pinned_root(sandbox, host_path[, uid, gid]): the root of a
- * directory the sandbox bound at start, from the descriptor it pinned
- * then, or nil (not one of its binds, or not started). */
-static int fs_pinned_root(lua_State *L)
-{
-    sk_sandbox *sb = skl_check_sandbox(L, 1);
-    const char *path = check_rel(L, 2);
-    bool as_user = !lua_isnoneornil(L, 3);
-    uid_t uid = as_user ? (uid_t)check_id(L, 3) : 0;
-    gid_t gid = as_user ? (gid_t)check_id(L, 4) : 0;
-    fs_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
-    *h = (fs_handle){ .fd = -1, .as_user = as_user, .uid = uid, .gid = gid };
-    luaL_setmetatable(L, ROOT_NAME);
-    h->fd = sb->provider->pinned_dir ? sb->provider->pinned_dir(sb, path) : -1;
-    if (h->fd < 0)
-        lua_pushnil(L);
-    return 1;
-}
-
 static int fs_getcwd(lua_State *L)
 {
     char buf[4096];
@@ -721,8 +702,6 @@ void skl_open_fs(lua_State *L)
     lua_setfield(L, -2, "fs_root");
     lua_pushcfunction(L, fs_getcwd);
     lua_setfield(L, -2, "fs_getcwd");
-    lua_pushcfunction(L, fs_pinned_root);
-    lua_setfield(L, -2, "fs_pinned_root");
     lua_pushcfunction(L, fs_force_fallback);
     lua_setfield(L, -2, "fs_force_fallback");
 }

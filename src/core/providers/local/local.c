@@ -1291,25 +1291,6 @@ static json_t *local_metadata(sk_sandbox *sb)
     return meta;
 }
 
-/* sb.fs reaches the binds through these: no walk of their host paths,
- * which the sandbox user may not be allowed to make (a working directory
- * under /root: relayed), and no later swap of a path followed. */
-static int local_pinned_dir(sk_sandbox *sb, const char *host_path)
-{
-    local_sandbox *ls = sb->impl;
-    int fd = -1;
-    if (!ls->pinned)
-        return -1;
-    if (strcmp(host_path, ls->workdir) == 0)
-        fd = ls->wd_fd;
-    else if (ls->tmpdir && strcmp(host_path, ls->tmpdir) == 0)
-        fd = ls->tmp_fd;
-    for (size_t i = 0; fd < 0 && i < ls->n_binds; i++)
-        if (strcmp(host_path, ls->binds[i].path) == 0)
-            fd = ls->binds[i].fd;
-    return fd < 0 ? -1 : openat(fd, ".", SK_O_DIR_REF | O_CLOEXEC);
-}
-
 static char *local_instructions(sk_sandbox *sb)
 {
     local_sandbox *ls = sb->impl;
@@ -1337,6 +1318,5 @@ const sk_provider sk_provider_local = {
     .release = local_release,
     .metadata = local_metadata,
     .instructions = local_instructions,
-    .pinned_dir = local_pinned_dir,
     .free = local_free,
 };
