@@ -6,8 +6,7 @@
 
 #include <stdbool.h>
 
-#include <lauxlib.h>
-#include <lua.h>
+#include "lua_compat.h"
 
 #include "../core/loop.h"
 #include "../core/sandbox.h"
