@@ -1,0 +1,72 @@
+-- One source for Lua 5.4, 5.3, 5.1 and LuaJIT 2.1 (docs/lua-versions.md):
+-- tools/lua_subset.lua, under each interpreter, rejects what one of them
+-- would not read alike.
+local sh = require "helpers.sh"
+local tmp = require "helpers.tmp"
+
+local q = sh.quote
+local INTERPRETERS = { "luajit", "lua5.1", "lua5.3", "lua5.4" }
+
+-- Runs tools/lua_subset.lua under `lua` on `files`; exit code and output.
+local function subset(lua, files)
+  local words = {}
+  for i, f in ipairs(files) do words[i] = q(f) end
+  return sh.run(lua .. " tools/lua_subset.lua " .. table.concat(words, " "))
+end
+
+local function write(dir, name, s)
+  local f = assert(io.open(dir .. "/" .. name, "wb"))
+  f:write(s)
+  f:close()
+  return dir .. "/" .. name
+end
+
+describe("tools/lua_subset.lua", function()
+  local dir
+  before_each(function() dir = tmp.dir() end)
+  after_each(function() tmp.cleanup() end)
+
+  it("passes a file every version reads alike", function()
+    local clean = write(dir, "clean.lua", "#!/usr/bin/env lua\n" ..
+      "local t = { 1 }\n-- \\x in a comment\nlocal s = [[\\x41]]\n" ..
+      "return #t, s, \"a\\\"b\\n\\65\\\\\", 'it\\'s', math.floor(7 / 2)\n")
+    for _, lua in ipairs(INTERPRETERS) do
+      local code, out = subset(lua, { clean })
+      assert.are.equal(0, code, lua .. ": " .. out)
+      assert.are.equal("", out)
+    end
+  end)
+
+  it("rejects 5.4-only syntax under 5.1 and LuaJIT, naming file and line", function()
+    local idiv = write(dir, "idiv.lua", "local a = 1\nreturn 7 // 2\n")
+    local close = write(dir, "close.lua", "local x <close> = nil\n")
+    local const = write(dir, "const.lua", "local x <const> = 1\n")
+    local band = write(dir, "band.lua", "return 6 & 3\n")
+    for _, lua in ipairs({ "luajit", "lua5.1" }) do
+      local code, out = subset(lua, { idiv, close, const, band })
+      assert.are.equal(1, code, lua .. ": " .. out)
+      assert.truthy(out:find(idiv .. ":2: unexpected symbol near '/'", 1, true), lua .. ": " .. out)
+      assert.truthy(out:find(close .. ":1: ", 1, true), lua .. ": " .. out)
+      assert.truthy(out:find(const .. ":1: ", 1, true), lua .. ": " .. out)
+      assert.truthy(out:find(band .. ":1: ", 1, true), lua .. ": " .. out)
+    end
+  end)
+
+  it("rejects goto under 5.1", function()
+    local f = write(dir, "goto.lua", "for i = 1, 2 do\n  goto next\n  ::next::\nend\n")
+    local code, out = subset("lua5.1", { f })
+    assert.are.equal(1, code, out)
+    assert.truthy(out:find(f .. ":2: ", 1, true), out)
+  end)
+
+  it("rejects, under every version, the escapes 5.1 reads as a plain letter", function()
+    local f = write(dir, "esc.lua", "local a = 'ok'\nlocal b = \"\\x41\"\nlocal c = '\\z  '\nreturn a, b, c, \"\\u{48}\"\n")
+    for _, lua in ipairs(INTERPRETERS) do
+      local code, out = subset(lua, { f })
+      assert.are.equal(1, code, lua .. ": " .. out)
+      assert.truthy(out:find(f .. ":2: escape \\x: Lua 5.1 reads it as \"x\"", 1, true), lua .. ": " .. out)
+      assert.truthy(out:find(f .. ":3: escape \\z", 1, true), lua .. ": " .. out)
+      assert.truthy(out:find(f .. ":4: escape \\u", 1, true), lua .. ": " .. out)
+    end
+  end)
+end)
