@@ -22,7 +22,7 @@
 ---@field inherit_env? string[] Names of host environment variables passed through to commands (e.g. { "HOME", "LANG" }); the sandbox env and a command's env override them.
 ---@field isolation? "none"|"bwrap" none: plain processes; bwrap: bubblewrap with a read-only system, writable working directory and private /tmp. Default: none.
 ---@field memory? integer Bytes of memory the sandbox's processes may use together (no swap beyond it; at least 6 MiB), through its cgroup; a command the kernel kills for it has oom_killed = true. start() fails where cgroups cannot enforce it.
----@field pids_limit? integer Processes and threads the sandbox may have at once, through its cgroup (a fork storm stays inside); 0 or -1: no limit. The default applies where cgroups allow; given, start() fails where they do not. Default: 4096.
+---@field pids_limit? integer Processes and threads the sandbox may have at once, through its cgroup (a fork storm stays inside); 0 or -1: no limit. Unset, it applies where cgroups allow; set, start() fails where they do not. Default: 4096.
 ---@field read_only_paths? string[] bwrap: extra host paths visible read-only.
 ---@field read_write_paths? string[] bwrap: extra host paths visible read-write.
 ---@field timeout? number Default per-command timeout in milliseconds (none when absent).

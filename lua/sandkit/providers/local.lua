@@ -47,7 +47,7 @@ return {
         .. "cgroup; a command the kernel kills for it has oom_killed = true. start() fails where cgroups cannot enforce it." },
     pids_limit = { type = "integer", default = 4096, check = pids_check,
       description = "Processes and threads the sandbox may have at once, through its cgroup (a fork storm stays "
-        .. "inside); 0 or -1: no limit. The default applies where cgroups allow; given, start() fails where they do not." },
+        .. "inside); 0 or -1: no limit. Unset, it applies where cgroups allow; set, start() fails where they do not." },
     cpu_quota = { type = "integer", check = at_least(1000, "microseconds"),
       description = "Microseconds of CPU time the sandbox may use per cpu_period (50000 with the default period: "
         .. "half a CPU), through its cgroup; start() fails where cgroups cannot enforce it." },
