@@ -21,11 +21,11 @@ DEB_PACKAGES := build-essential pkg-config lua5.4 liblua5.4-dev luarocks lua-bus
 	lua-cqueues libuv1-dev libcurl4-openssl-dev libwebsockets-dev libwebsockets-evlib-uv \
 	libjansson-dev libssl-dev bubblewrap procps curl util-linux openssl lua-luv
 
-CORE_SRC := $(sort $(wildcard src/core/*.c src/core/providers/*/*.c))
+CORE_SRC := $(sort $(wildcard src/core/*.c src/core/providers/*.c src/core/providers/*/*.c))
 LUA_SRC := $(sort $(wildcard src/lua/*.c))
 CORE_OBJ := $(CORE_SRC:%.c=build/obj/%.o)
 LUA_OBJ := $(LUA_SRC:%.c=build/obj/%.o)
-HEADERS := $(wildcard src/core/*.h src/core/providers/*/*.h src/lua/*.h)
+HEADERS := $(wildcard src/core/*.h src/core/providers/*.def src/core/providers/*/*.h src/lua/*.h)
 C_TESTS := $(patsubst spec/c/%.c,build/test/%,$(wildcard spec/c/*_test.c))
 TEST_PREP :=
 

@@ -15,7 +15,7 @@
 
 #include "loop.h"
 #include "proc.h"
-#include "sandbox.h"
+#include "provider.h"
 
 #include "tap.h"
 

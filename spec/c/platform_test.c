@@ -19,7 +19,7 @@
 #include "http.h"
 #include "log.h"
 #include "loop.h"
-#include "sandbox.h"
+#include "provider.h"
 
 /* A strong reference: the registry's is weak, so a static link would
  * leave the provider out. */

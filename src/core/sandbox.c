@@ -1,7 +1,9 @@
-/* The provider-neutral sandbox; see sandbox.h. Lifecycle requests coalesce
- * through waiter lists: whoever arrives while an operation runs waits for
- * its outcome instead of starting another. */
-#include "sandbox.h"
+/* The provider-neutral sandbox; see sandbox.h (the embedder's API) and
+ * provider.h (the provider's). Lifecycle requests coalesce through waiter
+ * lists: whoever arrives while an operation runs waits for its outcome
+ * instead of starting another. The registry of providers is not here but
+ * in providers/registry.c: this file knows no provider by name. */
+#include "provider.h"
 #include "compat.h"
 #include "secrets.h"
 
@@ -11,21 +13,6 @@
 #include <string.h>
 #include <sys/time.h>
 
-/* The registry: one line per provider. Weak references let a provider's
- * file be absent from a build (its entry is then NULL and skipped). */
-extern const sk_provider sk_provider_local;
-extern const sk_provider sk_provider_platform __attribute__((weak));
-extern const sk_provider sk_provider_modal __attribute__((weak));
-extern const sk_provider sk_provider_apple_container __attribute__((weak));
-
-const sk_provider *const sk_providers[] = {
-    &sk_provider_local,
-    &sk_provider_platform,
-    &sk_provider_modal,
-    &sk_provider_apple_container,
-};
-const int sk_provider_count = (int)(sizeof sk_providers / sizeof sk_providers[0]);
-
 /* Grace between SIGTERM and SIGKILL for a timed-out process group. */
 enum { SANDBOX_KILL_GRACE_MS = 1000 };
 
@@ -34,14 +21,6 @@ struct sk_waiter {
     void *ud;
     struct sk_waiter *next;
 };
-
-const sk_provider *sk_provider_find(const char *id)
-{
-    for (int i = 0; i < sk_provider_count; i++)
-        if (sk_providers[i] && strcmp(sk_providers[i]->id, id) == 0)
-            return sk_providers[i];
-    return NULL;
-}
 
 const char *sk_status_name(sk_status s)
 {
@@ -714,6 +693,37 @@ void sk_process_detach(sk_process *p)
 }
 
 sk_buf *sk_process_capture(sk_process *p, int stream) { return stream == 1 ? &p->out : &p->err; }
+
+/* ---- accessors (sandbox.h) ---------------------------------------------- */
+
+const char *sk_provider_id(const sk_provider *p) { return p->id; }
+const char *sk_provider_name(const sk_provider *p) { return p->name; }
+bool sk_provider_stops_when_idle(const sk_provider *p) { return p->stop_when_idle; }
+
+const char *sk_sandbox_id(const sk_sandbox *sb) { return sb->id; }
+const char *sk_sandbox_name(const sk_sandbox *sb) { return sb->name; }
+const sk_provider *sk_sandbox_provider(const sk_sandbox *sb) { return sb->provider; }
+sk_status sk_sandbox_status(const sk_sandbox *sb) { return sb->status; }
+double sk_sandbox_created_at_ms(const sk_sandbox *sb) { return sb->created_at_ms; }
+
+json_t *sk_sandbox_metadata(sk_sandbox *sb)
+{
+    return sb->provider->metadata ? sb->provider->metadata(sb) : NULL;
+}
+
+char *sk_sandbox_instructions(sk_sandbox *sb)
+{
+    return sb->provider->instructions ? sb->provider->instructions(sb) : NULL;
+}
+
+sk_process *sk_sandbox_processes(const sk_sandbox *sb) { return sb->procs; }
+sk_process *sk_process_next(const sk_process *p) { return p->next; }
+bool sk_process_tracked(const sk_process *p) { return p->tracked; }
+const char *sk_process_pid(const sk_process *p) { return p->pid; }
+const char *sk_process_command(const sk_process *p) { return p->command; }
+bool sk_process_exited(const sk_process *p) { return p->exited; }
+const sk_result *sk_process_result(const sk_process *p) { return p->exited ? &p->result : NULL; }
+const sk_error *sk_process_error(const sk_process *p) { return p->exited ? p->error : NULL; }
 
 json_t *sk_sandbox_merged_env(const sk_sandbox *sb, const json_t *per_command)
 {

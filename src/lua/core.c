@@ -591,10 +591,8 @@ static int core_provider_ids(lua_State *L)
 {
     lua_newtable(L);
     int n = 0;
-    for (int i = 0; i < sk_provider_count; i++) {
-        if (!sk_providers[i])
-            continue;
-        lua_pushstring(L, sk_providers[i]->id);
+    for (const sk_provider *p = sk_provider_next(NULL); p; p = sk_provider_next(p)) {
+        lua_pushstring(L, sk_provider_id(p));
         lua_rawseti(L, -2, ++n);
     }
     return 1;

@@ -100,7 +100,7 @@ int skl_process_spawn(lua_State *L)
     luaL_checktype(L, 3, LUA_TTABLE);
     int tracked = lua_toboolean(L, 4);
     lua_Integer token = luaL_checkinteger(L, 5);
-    if (!s->sb || s->sb->status != SK_RUNNING) { /* closed: status "destroyed" */
+    if (!s->sb || sk_sandbox_status(s->sb) != SK_RUNNING) { /* closed: status "destroyed" */
         lua_pushboolean(L, 0);
         return 1;
     }
@@ -177,7 +177,7 @@ static void process_push_output(lua_State *L, int idx, skl_process *box, int str
 {
     sk_process *p = box->p;
     sk_buf *b = sk_process_capture(p, stream);
-    if (!box->capture_buffer || !p->exited) {
+    if (!box->capture_buffer || !sk_process_exited(p)) {
         lua_pushlstring(L, b->data ? b->data : "", b->len);
         return;
     }
@@ -203,7 +203,7 @@ static int process_result_table(lua_State *L)
 {
     skl_process *box = lua_touserdata(L, 1);
     const sk_process *p = box->p;
-    const sk_result *r = &p->result;
+    const sk_result *r = sk_process_result(p);
     lua_createtable(L, 0, 10);
     lua_pushinteger(L, r->exit_code);
     lua_setfield(L, -2, "exit_code");
@@ -225,7 +225,7 @@ static int process_result_table(lua_State *L)
         lua_pushboolean(L, 1);
         lua_setfield(L, -2, "cancelled");
     }
-    lua_pushstring(L, p->command);
+    lua_pushstring(L, sk_process_command(p));
     lua_setfield(L, -2, "command");
     return 1;
 }
@@ -239,9 +239,9 @@ static void process_push_result(lua_State *L, int idx, skl_process *box, const s
     lua_getiuservalue(L, idx, 1);
     skl_sandbox *s = lua_touserdata(L, -1);
     lua_pop(L, 1);
-    if (p->error) {
+    if (sk_process_error(p)) {
         lua_pushnil(L);
-        skl_push_error(L, s->st, p->error, s->sb);
+        skl_push_error(L, s->st, sk_process_error(p), s->sb);
         return;
     }
     if (ev->err || ev->err_lost) {
@@ -261,8 +261,8 @@ static void process_push_result(lua_State *L, int idx, skl_process *box, const s
     lua_pop(L, 1);
     /* the partial copies are garbage now: the error object fits */
     sk_error *err = sk_error_new("OutOfMemoryError",
-                                 json_pack("{s:I,s:I}", "stdout_bytes", (json_int_t)p->out.len,
-                                           "stderr_bytes", (json_int_t)p->err.len),
+                                 json_pack("{s:I,s:I}", "stdout_bytes", (json_int_t)sk_process_capture(p, 1)->len,
+                                           "stderr_bytes", (json_int_t)sk_process_capture(p, 2)->len),
                                  "out of memory copying the command's output into Lua (lower "
                                  "max_output_bytes, or stream it with capture = false)");
     lua_pushnil(L);
@@ -345,19 +345,19 @@ static int process_index(lua_State *L)
     if (!key || !p)
         return 0;
     if (strcmp(key, "pid") == 0)
-        lua_pushstring(L, p->pid);
+        lua_pushstring(L, sk_process_pid(p));
     else if (strcmp(key, "command") == 0)
-        lua_pushstring(L, p->command);
+        lua_pushstring(L, sk_process_command(p));
     else if (strcmp(key, "exit_code") == 0) {
-        if (!p->exited || p->error)
+        if (!sk_process_exited(p) || sk_process_error(p))
             return 0;
-        lua_pushinteger(L, p->result.exit_code);
+        lua_pushinteger(L, sk_process_result(p)->exit_code);
     } else if (strcmp(key, "stdout") == 0)
         process_push_output(L, 1, box, 1);
     else if (strcmp(key, "stderr") == 0)
         process_push_output(L, 1, box, 2);
     else if (strcmp(key, "running") == 0)
-        lua_pushboolean(L, !p->exited);
+        lua_pushboolean(L, !sk_process_exited(p));
     else
         return 0;
     return 1;
@@ -367,8 +367,8 @@ static int process_tostring(lua_State *L)
 {
     skl_process *box = luaL_checkudata(L, 1, SKL_PROCESS);
     if (box->p)
-        lua_pushfstring(L, "sandkit.Process (pid %s, %s): %p", box->p->pid,
-                        box->p->exited ? "exited" : "running", (void *)box);
+        lua_pushfstring(L, "sandkit.Process (pid %s, %s): %p", sk_process_pid(box->p),
+                        sk_process_exited(box->p) ? "exited" : "running", (void *)box);
     else
         lua_pushfstring(L, "sandkit.Process (closed): %p", (void *)box);
     return 1;

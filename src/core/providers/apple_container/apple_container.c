@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "../../buf.h"
-#include "../../sandbox.h"
+#include "../../provider.h"
 #include "apple_container_cli.h"
 #include "apple_container_config.h"
 #include "apple_container_shell.h"

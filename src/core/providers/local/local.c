@@ -29,7 +29,7 @@
 #include "../../compat.h"
 #include "../../fs_local.h"
 #include "../../proc.h"
-#include "../../sandbox.h"
+#include "../../provider.h"
 #include "local_state.h"
 
 /* Default sandbox user for a root caller: nobody/nogroup, present on every

@@ -6,7 +6,7 @@
 #define SK_MODAL_FS_H
 
 #include "modal_msg.h"
-#include "../../sandbox.h"
+#include "../../provider.h"
 
 typedef struct sk_modal_fs_op sk_modal_fs_op;
 

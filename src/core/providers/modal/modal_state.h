@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <jansson.h>
 
-#include "../../sandbox.h"
+#include "../../provider.h"
 #include "modal_client.h"
 #include "modal_msg.h"
 

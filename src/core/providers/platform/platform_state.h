@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <jansson.h>
 
-#include "../../sandbox.h"
+#include "../../provider.h"
 #include "platform_api.h"
 
 #define PLATFORM_ID "platform"
