@@ -3,14 +3,17 @@
 -- workspace's `Lua.workspace.library` at this folder. The reference is
 -- README.md; this mirrors it.
 
--- Constructor options: one class per provider (spec/meta_spec.lua checks
--- that they list every option sandkit.providers() describes, with its type).
+-- Constructor options: one class per provider, generated from its
+-- descriptor by `make generated` (tools/generate.lua); spec/meta_spec.lua
+-- checks that they list every option sandkit.providers() describes, with
+-- its type.
 
+-- BEGIN generated: provider options (make generated, from the descriptors)
 ---@class sandkit.SandboxOptions  options every provider accepts
 ---@field env? table<string, string|number|boolean> Environment variables for every command (names to string values).
 ---@field id? string Sandbox id; a fresh one is generated when absent.
----@field max_output_bytes? integer Default for exec's max_output_bytes: bytes of stdout and of stderr kept in a result (64 MiB when absent); past it the output is drained, truncated = true.
 ---@field instructions? string|fun(ctx: { default_instructions: string, request_context: any, sandbox: sandkit.Sandbox }): string Text describing the sandbox to an agent, or function({ default_instructions, request_context, sandbox }) returning it.
+---@field max_output_bytes? integer Default for exec's max_output_bytes: bytes of stdout and of stderr kept in a result; past it the command keeps running, its output is drained, the result has truncated = true. Default: 67108864.
 ---@field on_destroy? fun(ctx: { sandbox: sandkit.Sandbox }) Hook called with { sandbox } before destroy.
 ---@field on_start? fun(ctx: { sandbox: sandkit.Sandbox }) Hook called with { sandbox } after each start; an error fails the start.
 ---@field on_stop? fun(ctx: { sandbox: sandkit.Sandbox }) Hook called with { sandbox } before stop.
@@ -19,74 +22,80 @@
 ---@field allow_network? boolean bwrap: keep the host network (default: none). Default: false.
 ---@field inherit_env? string[] Names of host environment variables passed through to commands (e.g. { "HOME", "LANG" }); the sandbox env and a command's env override them.
 ---@field isolation? "none"|"bwrap" none: plain processes; bwrap: bubblewrap with a read-only system, writable working directory and private /tmp. Default: none.
----@field read_only_paths? string[] bwrap: extra host paths visible read-only.
----@field read_write_paths? string[] bwrap: extra host paths visible read-write.
----@field timeout? number Default per-command timeout in milliseconds (none when absent).
----@field user? integer|string bwrap run by root: the unprivileged user (uid or name, never root) commands run as; default nobody (65534). Non-root callers' commands run as the caller. Default: 65534.
+---@field read_only_paths? string[] bwrap: extra host paths visible read-only; a missing one fails start() (in both modes).
+---@field read_write_paths? string[] bwrap: extra host paths visible read-write; a missing one fails start() (in both modes).
+---@field timeout? integer Default per-command timeout in milliseconds (none when absent or 0).
+---@field user? integer|string bwrap run by root: the unprivileged user (uid or name, never root) commands run as; default nobody (65534). Non-root callers' commands run as the caller. Refused with isolation none. Default: 65534.
 ---@field working_directory? string Directory commands run in; created on start (~ expanded, relative to the current directory). Default: ./.sandbox.
 
 ---@class sandkit.PlatformSandboxOptions: sandkit.SandboxOptions  Runs commands in a Mastra Platform sandbox through the workspace proxy (REST + one WebSocket per command); stop is an alias of destroy.
----@field access_token? string Platform access token (else MASTRA_PLATFORM_ACCESS_TOKEN). Never shown in errors, info or logs.
+---@field access_token? string Platform access token (else MASTRA_PLATFORM_ACCESS_TOKEN; required, an empty value counts as missing). Never shown in errors, info or logs.
 ---@field acting_user_id? string Sent as x-acting-user-id (trimmed) on every request: user attribution, not authorization.
----@field base_url? string Workspace proxy base URL (tests, private deployments); beats MASTRA_WORKSPACE_PROXY_URL.
+---@field base_url? string Workspace proxy base URL (tests, private deployments); else MASTRA_WORKSPACE_PROXY_URL, else MASTRA_PLATFORM_REGION (us, eu: https://workspaces.<region>.mastra.ai), else https://workspaces.mastra.ai.
 ---@field ca_file? string Tests only: PEM bundle to verify the proxy's and the exec endpoint's certificates against.
 ---@field environment_id? string Environment new sandboxes are provisioned in (else MASTRA_ENVIRONMENT_ID); required unless sandbox_id is given.
 ---@field handshake_timeout_ms? integer Exec socket handshake deadline for commands without a timeout (upstream: 30000). Default: 30000.
+---@field id? string Sandbox id, sent at create as the recovery key (a stable id is restored from the platform's checkpoint); generated when absent.
 ---@field idle_timeout_minutes? number Idle window before the platform may destroy the sandbox (sent at create).
 ---@field insecure_skip_verify? boolean Tests only: accept any TLS certificate. Default: false.
----@field max_response_bytes? integer Largest control-plane response body accepted, in bytes (default 16 MiB); over it: nil, ResponseTooLargeError with `limit`. Default: 16777216.
+---@field max_response_bytes? integer Largest control-plane response body accepted, in bytes (default 16 MiB: the proxy's JSON answers are kilobytes). A larger body, or a Content-Length above it, fails the request with ResponseTooLargeError (fields limit, method, path) before more is read. Default: 16777216.
 ---@field network_isolation? "ISOLATED"|"PRIVATE" ISOLATED (platform default): outbound internet only; PRIVATE: joins the environment's private network.
----@field project_id? string Project id (else MASTRA_PROJECT_ID).
+---@field project_id? string Project id (else MASTRA_PROJECT_ID; required, an empty value counts as missing).
 ---@field request_timeout_ms? integer Timeout of each control-plane request (upstream: 60000). Default: 60000.
----@field retry_delays_ms? number[] Delays before each retry of a create answered with a 5xx (default { 2000, 4000 }: 3 attempts).
+---@field retry_delays_ms? integer[] Delays before each retry of a create answered with a 5xx (the default: 3 attempts; {}: none). Default: {2000, 4000}.
 ---@field sandbox_id? string Platform sandbox id to reattach to (info().metadata.sandbox_id); a dead one is replaced by a fresh sandbox. Not inherited by clone().
 ---@field stdin_frames? boolean Background processes keep stdin open and send_stdin sends binary [0x00]+bytes frames (an extension served by the reference server; the spec defines none). false: stdin is closed at once and send_stdin fails. Default: true.
----@field timeout? number Default per-command timeout in milliseconds, enforced by the client (none when absent or 0).
+---@field timeout? integer Default per-command timeout in milliseconds, enforced by the client (none when absent or 0).
 ---@field working_directory? string Default cwd of commands inside the sandbox, passed as is (not created).
 
 ---@class sandkit.ModalSandboxOptions: sandkit.SandboxOptions  Runs commands in a Modal sandbox (gRPC over HTTP/2); stop snapshots the filesystem, start reconnects by name.
 ---@field app_name? string Modal App the sandbox belongs to (created if missing). Default: mastra.
 ---@field base_image? string Registry image the sandbox is created from when there is no snapshot. Default: ubuntu:22.04.
----@field ca_file? string PEM file of the certificate authorities to trust for TLS (control plane and task router); default: the system's.
----@field max_response_bytes? integer Largest gRPC response message accepted, in bytes (default 16 MiB); over it: nil, ResponseTooLargeError with `limit`, `rpc`. Default: 16777216.
----@field rpc_timeout_ms? integer Deadline of each control-plane call attempt, in ms (default none, as the SDK); long polls get it on top of their poll time.
+---@field ca_file? string PEM file of the certificate authorities to trust for TLS (control plane and task router), e.g. a private deployment or a TLS-intercepting proxy; default: the system's (libcurl reads no environment variable for this).
+---@field id? string The sandbox name: start() reconnects to a running sandbox of that name; generated when absent.
+---@field max_response_bytes? integer Largest gRPC response message accepted, in bytes (default 16 MiB; the SDKs allow up to 104857600). A length prefix above it ends the call at once with ResponseTooLargeError (fields limit, rpc); output streams are many messages and are not limited by it. Default: 16777216.
+---@field rpc_timeout_ms? integer Deadline of each control-plane call attempt, in ms (default none, as the SDK; 0: none); long polls get it on top of their poll time.
 ---@field server_url? string Control-plane URL (else MODAL_SERVER_URL, else the profile, else https://api.modal.com:443).
----@field timeout_ms? integer Sandbox lifetime in milliseconds (Modal's timeout; a multiple of 1000). Default: 300000.
----@field token_id? string Modal token id (else MODAL_TOKEN_ID, else ~/.modal.toml).
----@field token_secret? string Modal token secret (else MODAL_TOKEN_SECRET, else ~/.modal.toml). Never shown in errors.
+---@field timeout_ms? integer Sandbox lifetime in milliseconds (Modal's timeout: a multiple of 1000, at most 4294967295000, since Modal takes whole seconds in 32 bits). Default: 300000.
+---@field token_id? string Modal token id (else MODAL_TOKEN_ID, else the active profile of ~/.modal.toml: MODAL_CONFIG_PATH, MODAL_PROFILE).
+---@field token_secret? string Modal token secret (else MODAL_TOKEN_SECRET, else the active profile of ~/.modal.toml). Never shown in errors.
 ---@field workdir? string Working directory of the sandbox (absolute); commands start there unless given cwd.
 
 ---@class sandkit.AppleContainerSandboxOptions: sandkit.SandboxOptions  Local OCI Linux container sandbox powered by Apple container
 ---@field arch? string Image architecture for multi-arch images
 ---@field cap_add? string[] Linux capabilities to add
 ---@field cap_drop? string[] Linux capabilities to drop
----@field command? string[] Container init command. Must keep the container alive for exec-based command execution.
----@field container_binary? string Path or name for the Apple container CLI. Default: container.
+---@field command? string[] Container init command. Must keep the container alive for exec-based command execution. Default: {"sleep", "infinity"}.
+---@field container_binary? string Path or name for the Apple container CLI Default: container.
 ---@field cpus? number|string Number of CPUs to allocate
----@field delete_on_destroy? boolean Delete the Apple container on destroy. Default: true.
+---@field delete_on_destroy? boolean Delete the Apple container on destroy Default: true.
 ---@field dns? string[] DNS nameserver IPs
 ---@field dns_search? string[] DNS search domains
----@field image? string OCI image to use. Default: node:22-slim.
----@field init? boolean Enable Apple's init process in the container. Default: true.
+---@field image? string OCI image to use Default: node:22-slim.
+---@field init? boolean Enable Apple's init process in the container Default: true.
 ---@field labels? table<string, string> Container labels (the mastra.sandbox labels are always added)
 ---@field memory? string Memory allocation, for example 1G
 ---@field mounts? string[] Raw Apple container --mount specs
 ---@field name? string Apple container name. Defaults to the sandbox ID.
 ---@field network? string Apple container network attachment spec
----@field no_dns? boolean Do not configure DNS in the container. Default: false.
+---@field no_dns? boolean Do not configure DNS in the container Default: false.
 ---@field os? string Operating system for multi-platform images
 ---@field platform? string OCI platform, for example linux/arm64
 ---@field published_ports? string[] Port publish specs
 ---@field published_sockets? string[] Socket publish specs
----@field readonly_rootfs? boolean Mount the container root filesystem as read-only. Default: false.
----@field rosetta? boolean Enable Rosetta in the container. Default: false.
----@field ssh? boolean Forward the host SSH agent socket. Default: false.
----@field timeout? number Default command timeout in milliseconds (0: none); also bounds each lifecycle CLI call. Default: 300000.
+---@field readonly_rootfs? boolean Mount the container root filesystem as read-only Default: false.
+---@field rosetta? boolean Enable Rosetta in the container Default: false.
+---@field ssh? boolean Forward the host SSH agent socket Default: false.
+---@field timeout? integer Default command timeout in milliseconds (0: none), enforced inside the container (124 on expiry); also bounds each lifecycle CLI call Default: 300000.
 ---@field tmpfs? string[] tmpfs destination paths (container paths only, for example /tmp)
----@field virtualization? boolean Expose virtualization capabilities to the container. Default: false.
+---@field virtualization? boolean Expose virtualization capabilities to the container Default: false.
 ---@field volumes? table<string, string> Host-to-container bind mounts (host path -> container path)
 ---@field working_dir? string Working directory inside the container (deprecated alias of working_directory) Default: /workspace.
 ---@field working_directory? string Working directory inside the container (wins over working_dir) Default: /workspace.
+
+---@alias sandkit.ProviderId "local"|"platform"|"modal"|"apple-container"
+---@alias sandkit.AnySandboxOptions sandkit.LocalSandboxOptions|sandkit.PlatformSandboxOptions|sandkit.ModalSandboxOptions|sandkit.AppleContainerSandboxOptions
+-- END generated: provider options
 
 ---@class sandkit.Error
 ---@field kind string   "ConfigError", "SandboxNotReadyError", "PlatformApiError", "ResponseTooLargeError", ...
@@ -281,7 +290,7 @@ function Filesystem:instructions() end
 ---@class sandkit.Sandbox
 ---@field id string
 ---@field name string
----@field provider string  "local" | "platform" | "modal" | "apple-container"
+---@field provider sandkit.ProviderId
 ---@field status string    pending starting running stopping stopped destroying destroyed error
 ---@field processes sandkit.ProcessManager
 ---@field fs sandkit.Filesystem   the sandbox's files as its commands see them
@@ -304,7 +313,7 @@ function Sandbox:exec(command, args, opts) end
 ---@param opts? sandkit.CommandOptions
 ---@return sandkit.Operation
 function Sandbox:exec_async(command, args, opts) end
----@param overrides? sandkit.LocalSandboxOptions|sandkit.PlatformSandboxOptions|sandkit.ModalSandboxOptions|sandkit.AppleContainerSandboxOptions
+---@param overrides? sandkit.AnySandboxOptions
 ---@return sandkit.Sandbox
 function Sandbox:clone(overrides) end
 --- A running Platform sandbox asks the platform first (GET /sandbox/{id});
@@ -348,6 +357,7 @@ sandkit.errors = {}
 ---@return boolean
 function sandkit.errors.is(err, kind) end
 
+-- BEGIN generated: provider constructors (make generated, from the descriptors)
 ---@param opts? sandkit.LocalSandboxOptions
 ---@return sandkit.Sandbox
 function sandkit.LocalSandbox(opts) end
@@ -360,17 +370,18 @@ function sandkit.ModalSandbox(opts) end
 ---@param opts? sandkit.AppleContainerSandboxOptions
 ---@return sandkit.Sandbox
 function sandkit.AppleContainerSandbox(opts) end
+-- END generated: provider constructors
 ---@param opts { base_path: string, read_only?: boolean, id?: string }
 ---@return sandkit.Filesystem
 function sandkit.LocalFilesystem(opts) end
 ---@param opts { access_token?: string, project_id?: string, bucket_name?: string, base_url?: string, acting_user_id?: string, read_only?: boolean, id?: string, display_name?: string, description?: string, icon?: string, request_timeout_ms?: integer }
 ---@return sandkit.Filesystem
 function sandkit.PlatformFilesystem(opts) end
----@param id "local"|"platform"|"modal"|"apple-container"
----@param opts? sandkit.LocalSandboxOptions|sandkit.PlatformSandboxOptions|sandkit.ModalSandboxOptions|sandkit.AppleContainerSandboxOptions
+---@param id sandkit.ProviderId
+---@param opts? sandkit.AnySandboxOptions
 ---@return sandkit.Sandbox
 function sandkit.new(id, opts) end
----@return { id: string, name: string, description: string, options: table }[]
+---@return { id: sandkit.ProviderId, name: string, description: string, options: table<string, { type: string, default: any, description: string, enum?: string[], env?: string }>, capabilities: table<string, boolean>, filesystem: "exec"|"own" }[]
 function sandkit.providers() end
 ---@param fn function
 ---@return sandkit.Task

@@ -23,12 +23,22 @@ function M.is(err, kind)
 end
 
 -- Frames from sandkit's own Lua files are skipped when misuse is reported:
--- the error names the caller's line, not sandkit's.
-local own_dir = debug.getinfo(1, "S").source:match("^(@.*[/\\])errors%.lua$")
+-- the error names the caller's line, not sandkit's. Own files are those
+-- beside this one, and the provider folders of a checkout
+-- (sandkit.registry adds them).
+local own_dirs = { debug.getinfo(1, "S").source:match("^(@.*[/\\])errors%.lua$") }
 
 local function is_own(info)
-  return info.what == "C" or (own_dir ~= nil and info.source:sub(1, #own_dir) == own_dir)
+  if info.what == "C" then return true end
+  for _, dir in ipairs(own_dirs) do
+    if info.source:sub(1, #dir) == dir then return true end
+  end
+  return false
 end
+
+--- Counts the Lua files under `dir` (a chunk name prefix, "@/path/") as
+-- sandkit's own.
+function M.add_own_dir(dir) own_dirs[#own_dirs + 1] = dir end
 
 --- The error() level, counted from the function calling caller_level(), of
 -- the first caller outside sandkit (C frames such as pcall are skipped too).

@@ -3,6 +3,8 @@ local core = require "sandkit.core"
 local sandbox = require "sandkit.sandbox" -- first: see its core.primitives()
 local errors = require "sandkit.errors"
 local fleet = require "sandkit.fleet"
+local options = require "sandkit.options"
+local registry = require "sandkit.registry"
 local scheduler = require "sandkit.scheduler"
 
 local M = {
@@ -10,18 +12,6 @@ local M = {
   _VERSION = require "sandkit.version",
   errors = errors,
 }
-
--- Provider descriptors: the ids the core knows, each with its Lua module.
-local registry = {}
-local order = {}
-for _, id in ipairs(core.provider_ids()) do
-  local ok, desc = pcall(require, "sandkit.providers." .. id:gsub("-", "_"))
-  if ok then
-    registry[id] = desc
-    order[#order + 1] = id
-  end
-end
-sandbox.set_registry(registry)
 
 --- Creates a sandbox of the provider `id` ("local", "platform", ...).
 function M.new(id, opts)
@@ -31,30 +21,38 @@ function M.new(id, opts)
   return sandbox.new(id, opts)
 end
 
-local constructors = {
-  ["local"] = "LocalSandbox", platform = "PlatformSandbox", modal = "ModalSandbox",
-  ["apple-container"] = "AppleContainerSandbox",
-}
-for id, name in pairs(constructors) do
-  M[name] = function(opts)
-    if not registry[id] then
-      errors.misuse(errors.new("ConfigError", name .. " is not available in this build", { provider = id }))
-    end
-    return sandbox.new(id, opts)
+-- One constructor per provider, named by its descriptor (sandkit.<name>),
+-- and the filesystems a provider's folder offers standing alone.
+for _, d in ipairs(registry.descriptors()) do
+  M[d.name] = function(opts) return sandbox.new(d.id, opts) end
+  if d.filesystem_constructor then
+    local name = d.filesystem_constructor
+    M[name] = function(opts) return registry.module(d.id, "fs")[name](opts) end
   end
 end
 
---- Descriptors { id, name, description, options } of every provider.
+local function copy(v)
+  if type(v) ~= "table" then return v end
+  local out = {}
+  for k, x in pairs(v) do out[k] = copy(x) end
+  return out
+end
+
+--- Descriptors { id, name, description, options, capabilities, filesystem }
+-- of every provider; options[key] = { type, default, description, enum,
+-- env }. Copies: changing them changes nothing.
 function M.providers()
   local out = {}
-  for i, id in ipairs(order) do
-    local d = registry[id]
+  for i, d in ipairs(registry.descriptors()) do
     local opts = {}
     for k, spec in pairs(d.options) do
       opts[k] = { type = type(spec.type) == "table" and table.concat(spec.type, "|") or spec.type,
-        default = spec.default, description = spec.description, enum = spec.enum }
+        default = copy(spec.default), description = spec.description, enum = copy(spec.enum), env = spec.env }
     end
-    out[i] = { id = d.id, name = d.name, description = d.description, options = opts }
+    local caps = copy(options.capabilities)
+    for k, v in pairs(d.capabilities or {}) do caps[k] = v end
+    out[i] = { id = d.id, name = d.name, description = d.description, options = opts,
+      capabilities = caps, filesystem = d.filesystem or "exec" }
   end
   return out
 end
@@ -150,9 +148,8 @@ end
 --- n clones of template, started together (see Fleet).
 function M.fleet(template, n, opts) return fleet.new(template, n, opts) end
 
---- Filesystems (upstream's WorkspaceFilesystem; see lua/sandkit/fs).
+--- Host files (upstream's LocalFilesystem; see lua/sandkit/fs).
 M.LocalFilesystem = function(opts) return require("sandkit.fs.local").LocalFilesystem(opts) end
-M.PlatformFilesystem = function(opts) return require("sandkit.fs.platform").PlatformFilesystem(opts) end
 
 --- Monotonic milliseconds (for measuring; not wall-clock time).
 M.now = core.now

@@ -5,18 +5,40 @@ local errors = require "sandkit.errors"
 
 local M = {}
 
+-- A hook's type as the LuaLS stub gives it (docs/sandkit.meta.lua).
+local HOOK = "fun(ctx: { sandbox: sandkit.Sandbox })"
+
 --- Options every provider accepts (README.md §"Sandbox": id, env, instructions, hooks).
+-- An option's spec: type ("string", "integer", "number", "boolean",
+-- "array", "map", "env", "function", or a list of them), default,
+-- description, and as needed enum, min, ms (whole milliseconds), zero
+-- (what 0 means), non_empty, items / values (of an array / map), check
+-- (function(v) -> problem or nil), env (the variable read when the option
+-- is absent: documentation), secret (never on a command line: the CLI
+-- refuses it), flag (a `sandkit exec` flag setting it: { name, arg, help,
+-- host_dir }), lua_type (the stub's annotation, when the type says too
+-- little).
 M.common = {
   id = { type = "string", description = "Sandbox id; a fresh one is generated when absent." },
-  env = { type = "env", description = "Environment variables for every command (names to string values)." },
+  env = { type = "env", lua_type = "table<string, string|number|boolean>",
+    description = "Environment variables for every command (names to string values)." },
   instructions = { type = { "string", "function" },
+    lua_type = "string|fun(ctx: { default_instructions: string, request_context: any, sandbox: sandkit.Sandbox }): string",
     description = "Text describing the sandbox to an agent, or function({ default_instructions, request_context, sandbox }) returning it." },
-  on_start = { type = "function", description = "Hook called with { sandbox } after each start; an error fails the start." },
-  on_stop = { type = "function", description = "Hook called with { sandbox } before stop." },
-  on_destroy = { type = "function", description = "Hook called with { sandbox } before destroy." },
+  on_start = { type = "function", lua_type = HOOK, description = "Hook called with { sandbox } after each start; an error fails the start." },
+  on_stop = { type = "function", lua_type = HOOK, description = "Hook called with { sandbox } before stop." },
+  on_destroy = { type = "function", lua_type = HOOK, description = "Hook called with { sandbox } before destroy." },
   max_output_bytes = { type = "integer", min = 1, default = 64 * 1024 * 1024,
     description = "Default for exec's max_output_bytes: bytes of stdout and of stderr kept in a result; past it "
       .. "the command keeps running, its output is drained, the result has truncated = true." },
+}
+
+--- What a provider can do, as the cross-provider conformance suite asks
+-- (upstream's supports* flags, spec/conformance/suite.lua): a descriptor's
+-- `capabilities` names only where it differs from these.
+M.capabilities = {
+  reconnection = true, concurrency = true, env_vars = true, working_directory = true,
+  timeout = true, streaming = true, stdin = true, close_stdin = true, mounting = false,
 }
 
 --- Checks an exec option `max_output_bytes`; returns an error message or nil.

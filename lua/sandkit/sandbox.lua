@@ -8,6 +8,7 @@ local core = require "sandkit.core"
 local prim = core.primitives()
 local errors = require "sandkit.errors"
 local options = require "sandkit.options"
+local registry = require "sandkit.registry"
 local scheduler = require "sandkit.scheduler"
 
 local M = {}
@@ -517,13 +518,9 @@ core.Sandbox.__close = function(sb)
   if sb.status ~= "destroyed" then sb:destroy() end
 end
 
-local registry -- set by init (provider descriptors by id)
-
-function M.set_registry(r) registry = r end
-
 --- Creates a sandbox of provider `id` from validated options.
 function M.new(id, opts)
-  local desc = registry[id]
+  local desc = type(id) == "string" and registry.get(id)
   if not desc then
     errors.misuse(errors.new("ConfigError", ("Unknown sandbox provider '%s'"):format(options.shown(id)), { provider = tostring(id) }))
   end
@@ -537,7 +534,9 @@ function M.new(id, opts)
   st.options = o
   st.clone_drops = desc.clone_drops
   st.processes = setmetatable({ sandbox = sb }, Manager)
-  st.fs = require("sandkit.fs.sandbox").for_sandbox(sb, o)
+  st.fs = require("sandkit.fs").new(registry.filesystem_backend(sb, o), {
+    id = sb.id .. "-fs", name = sb.name .. " filesystem", provider = sb.provider, read_only = false,
+  })
   return sb
 end
 

@@ -72,6 +72,9 @@ struct sk_provider {
     int (*close_stdin)(sk_process *p);
     /* Free per-process state (after finish, or when the sandbox is freed). */
     void (*release)(sk_process *p);
+    /* Optional: the provider's own filesystem operations (fs_ops.h), which
+     * its Lua filesystem module reaches through core.fs_open/core.fs_op. */
+    const sk_fs_ops *fs;
     /* Optional, async: refresh what metadata reports from the provider's
      * side (info() of a running sandbox); done exactly once, possibly
      * synchronously, never after free. */

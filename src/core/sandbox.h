@@ -22,6 +22,7 @@
 #include <jansson.h>
 #include "buf.h"
 #include "error.h"
+#include "fs_ops.h"
 #include "loop.h"
 
 typedef enum {
@@ -84,6 +85,8 @@ const char *sk_provider_name(const sk_provider *p); /* "LocalSandbox", ... */
 /* Whether stop() reaches the provider from pending, stopped and error too
  * (see sk_provider.stop_when_idle). */
 bool sk_provider_stops_when_idle(const sk_provider *p);
+/* The provider's own filesystem operations (fs_ops.h), or NULL. */
+const sk_fs_ops *sk_provider_fs(const sk_provider *p);
 
 /* ---- sandboxes ------------------------------------------------------------ */
 

@@ -598,6 +598,34 @@ static int core_provider_ids(lua_State *L)
     return 1;
 }
 
+/* core.json_decode(s): the value, or nil, message. */
+static int core_json_decode(lua_State *L)
+{
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    json_error_t e;
+    json_t *v = json_loadb(s, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+    if (!v) {
+        lua_pushnil(L);
+        lua_pushstring(L, e.text);
+        return 2;
+    }
+    skl_push_json_take(L, v);
+    return 1;
+}
+
+/* The class names of provider_ids(), in the same order. */
+static int core_provider_names(lua_State *L)
+{
+    lua_newtable(L);
+    int n = 0;
+    for (const sk_provider *p = sk_provider_next(NULL); p; p = sk_provider_next(p)) {
+        lua_pushstring(L, sk_provider_name(p));
+        lua_rawseti(L, -2, ++n);
+    }
+    return 1;
+}
+
 /* ---- state lifetime ----------------------------------------------------- */
 
 static int core_state_gc(lua_State *L)
@@ -637,9 +665,11 @@ SKL_EXPORT int luaopen_sandkit_core(lua_State *L)
         { "now", core_now },
         { "provider_ids", core_provider_ids },
         { "new_sandbox", skl_new_sandbox },
-        { "http_request", skl_http_request },
-        { "modal_fs", skl_modal_fs },
-        { "json_decode", skl_json_decode },
+        { "fs_open", skl_fs_open },
+        { "fs_op", skl_fs_op },
+        { "fs_info", skl_fs_info },
+        { "provider_names", core_provider_names },
+        { "json_decode", core_json_decode },
         { NULL, NULL },
     };
     /* One state per Lua state: a second require returns the same module,

@@ -854,6 +854,7 @@ const sk_provider sk_provider_modal = {
     .write_stdin = sk_modal_exec_write_stdin,
     .close_stdin = sk_modal_exec_close_stdin,
     .release = sk_modal_exec_release,
+    .fs = &sk_modal_fs_ops,
     .metadata = modal_metadata,
     .instructions = modal_instructions,
     .free = modal_free,

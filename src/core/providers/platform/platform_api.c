@@ -21,6 +21,8 @@
  * bounded even when the body reached max_response_bytes. */
 #define PLATFORM_BODY_FIELD_MAX ((size_t)64 << 10)
 
+#define PLATFORM_DEFAULT_URL "https://workspaces.mastra.ai"
+
 struct platform_api {
     sk_loop *loop;
     char *prefix;   /* {base}/v1/railway/projects/{enc(project)} */
@@ -47,6 +49,125 @@ struct platform_call {
 };
 
 static char *api_strdup(const char *s) { return s ? strdup(s) : NULL; }
+
+/* ---- settings (docs/protocols/platform.md §2.1) ------------------------------ */
+
+sk_error *sk_platform_config_error(const char *key, const char *fmt, const char *a)
+{
+    return sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", "platform", "key", key), fmt, a);
+}
+
+const char *sk_platform_setting(const json_t *o, const char *key, const char *env)
+{
+    const char *v = json_string_value(json_object_get(o, key));
+    if (v && *v)
+        return v;
+    v = env ? getenv(env) : NULL;
+    return v && *v ? v : NULL;
+}
+
+static char *api_trimmed(const char *s)
+{
+    if (!s)
+        return NULL;
+    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
+        n--;
+    return strndup(s, n);
+}
+
+/* base_url option (tests), MASTRA_WORKSPACE_PROXY_URL without one trailing
+ * '/', MASTRA_PLATFORM_REGION us|eu, else the default. */
+static char *api_base_url(const json_t *o)
+{
+    const char *v = json_string_value(json_object_get(o, "base_url"));
+    if (!v || !*v) {
+        v = getenv("MASTRA_WORKSPACE_PROXY_URL");
+        if (v && !*v)
+            v = NULL;
+    }
+    if (v) {
+        size_t n = strlen(v);
+        if (n > 0 && v[n - 1] == '/')
+            n--;
+        return strndup(v, n);
+    }
+    char *region = api_trimmed(getenv("MASTRA_PLATFORM_REGION"));
+    char *url = NULL;
+    if (region) {
+        for (char *p = region; *p; p++)
+            *p = (char)((*p >= 'A' && *p <= 'Z') ? *p + 32 : *p);
+        if (strcmp(region, "us") == 0 || strcmp(region, "eu") == 0) {
+            if (asprintf(&url, "https://workspaces.%s.mastra.ai", region) < 0)
+                url = NULL;
+            free(region);
+            return url;
+        }
+        free(region);
+    }
+    return strdup(PLATFORM_DEFAULT_URL);
+}
+
+/* A value sent in a header: a line break would end it early. */
+static sk_error *api_header_safe(const char *what, const char *key, const char *v)
+{
+    if (!v || !strpbrk(v, "\r\n"))
+        return NULL;
+    char *msg = NULL;
+    if (asprintf(&msg, "%s option '%s' contains a line break", what, key) < 0)
+        return sk_error_oom();
+    sk_error *e = sk_platform_config_error(key, "%s", msg);
+    free(msg);
+    return e;
+}
+
+int sk_platform_settings(const json_t *o, const char *what, platform_settings *out, sk_error **err)
+{
+    *out = (platform_settings){ 0 };
+    out->token = sk_platform_setting(o, "access_token", "MASTRA_PLATFORM_ACCESS_TOKEN");
+    if (!out->token) {
+        *err = sk_platform_config_error("access_token",
+                                        "%s: access_token is required (option access_token or "
+                                        "MASTRA_PLATFORM_ACCESS_TOKEN)",
+                                        what);
+        return -1;
+    }
+    out->project_id = sk_platform_setting(o, "project_id", "MASTRA_PROJECT_ID");
+    if (!out->project_id) {
+        *err = sk_platform_config_error("project_id",
+                                        "%s: project_id is required (option project_id or MASTRA_PROJECT_ID)", what);
+        return -1;
+    }
+    const char *base_opt = json_string_value(json_object_get(o, "base_url"));
+    if (base_opt && strncmp(base_opt, "http://", 7) != 0 && strncmp(base_opt, "https://", 8) != 0) {
+        *err = sk_platform_config_error("base_url", "%s option 'base_url' must start with http:// or https://",
+                                        what);
+        return -1;
+    }
+    if ((*err = api_header_safe(what, "access_token", out->token)))
+        return -1;
+    out->base_url = api_base_url(o);
+    out->acting_user_id = api_trimmed(json_string_value(json_object_get(o, "acting_user_id")));
+    if (!out->base_url || (json_is_string(json_object_get(o, "acting_user_id")) && !out->acting_user_id)) {
+        sk_platform_settings_free(out);
+        *err = sk_error_oom();
+        return -1;
+    }
+    if ((*err = api_header_safe(what, "acting_user_id", out->acting_user_id))) {
+        sk_platform_settings_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+void sk_platform_settings_free(platform_settings *s)
+{
+    free(s->base_url);
+    free(s->acting_user_id);
+    s->base_url = s->acting_user_id = NULL;
+}
 
 char *sk_platform_enc(const char *s)
 {
@@ -398,6 +519,40 @@ oom:
         call_free(c);
     *err = sk_error_oom();
     return NULL;
+}
+
+sk_http *sk_platform_api_request(platform_api *api, const char *method, const char *path,
+                                 const sk_http_header *headers, size_t n_headers, const char *body, size_t len,
+                                 size_t recv_buffer_bytes, const sk_http_callbacks *cb, void *ud, const char **why)
+{
+    char *url = NULL;
+    if (asprintf(&url, "%s%s", api->prefix, path) < 0) {
+        *why = "out of memory";
+        return NULL;
+    }
+    sk_http_header creds[2];
+    size_t nc = 0;
+    creds[nc++] = (sk_http_header){ "authorization", api->auth };
+    if (api->acting_user)
+        creds[nc++] = (sk_http_header){ "x-acting-user-id", api->acting_user };
+    sk_http_request rq = {
+        .method = method,
+        .url = url,
+        .headers = headers,
+        .n_headers = n_headers,
+        .shared_headers = creds,
+        .n_shared_headers = nc,
+        .body = body,
+        .body_len = len,
+        .body_borrowed = true,
+        .timeout_ms = api->timeout_ms,
+        .ca_file = api->ca_file,
+        .insecure_skip_verify = api->insecure,
+        .recv_buffer_bytes = recv_buffer_bytes,
+    };
+    sk_http *h = sk_http_start(api->loop, &rq, cb, ud, why);
+    free(url);
+    return h;
 }
 
 void sk_platform_api_cancel(platform_call *c)

@@ -1,9 +1,11 @@
---- sb.fs of a ModalSandbox: reading and writing files go through the SDK's
--- own filesystem calls (Sandbox.open() and its file handle over
--- ContainerFilesystemExec, docs/modal-filesystem.md), in pieces so neither
--- side holds a large file whole. Everything else (listing,
--- stat, delete, copy, move, mkdir, exclusive create) stays on the exec
--- streams of lua/sandkit/fs/exec.lua, which Modal's handle API cannot do.
+--- sb.fs of a ModalSandbox (the descriptor's filesystem = "own"): reading
+-- and writing files go through the SDK's own filesystem calls
+-- (Sandbox.open() and its file handle over ContainerFilesystemExec,
+-- docs/modal-filesystem.md; the provider's sk_fs_ops in modal_fs.c,
+-- reached through core.fs_open / core.fs_op), in pieces so neither side
+-- holds a large file whole. Everything else (listing, stat, delete, copy,
+-- move, mkdir, exclusive create) stays on the shared exec-script backend
+-- (lua/sandkit/fs/exec.lua), which Modal's handle API cannot do.
 local core = require "sandkit.core"
 local fs = require "sandkit.fs"
 local fserrors = require "sandkit.fs.errors"
@@ -24,8 +26,8 @@ local ENOENT, EACCES, ENOTDIR, EISDIR, EPERM = 2, 13, 20, 21, 1
 local Backend = {}
 
 -- One operation: the returned values of the op (fd for open, true else) or
--- nil, err. on_data receives bytes read.
-function Backend:op(o, on_data)
+-- nil, err. on_data receives bytes read; body is the data of a write.
+function Backend:op(o, on_data, body)
   local ok, err = self.sb:ensure_running()
   if not ok then return nil, err end
   o.timeout_ms = self.options.timeout or OP_TIMEOUT_MS
@@ -41,7 +43,8 @@ function Backend:op(o, on_data)
       scheduler.complete(r, stream == nil and true or nil, stream)
     end
   end)
-  rec.handle = core.modal_fs(self.sb, o, rec.token)
+  self.client = self.client or core.fs_open(self.sb)
+  rec.handle = core.fs_op(self.client, o, body, rec.token)
   local done, oerr = scheduler.await(rec)
   if rec.cb_err then error(rec.cb_err, 0) end
   if not done then return nil, oerr end
@@ -105,7 +108,7 @@ function Backend:send(path, content, mode, recursive)
   end
   if not fd then return nil, err end
   local function piece(data)
-    local ok, werr = self:op({ kind = "write", fd = fd, data = data })
+    local ok, werr = self:op({ kind = "write", fd = fd }, nil, data)
     if not ok then return nil, typed(werr, path, true) end
     return true
   end

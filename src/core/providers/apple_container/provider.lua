@@ -46,7 +46,7 @@ local specific = {
   working_dir = { type = "string", default = "/workspace",
     description = "Working directory inside the container (deprecated alias of working_directory)" },
   timeout = { type = "integer", ms = true, zero = "no timeout", default = DEFAULT_TIMEOUT,
-    description = "Default command timeout in milliseconds (0: none); also bounds each lifecycle CLI call" },
+    description = "Default command timeout in milliseconds (0: none), enforced inside the container (124 on expiry); also bounds each lifecycle CLI call" },
   delete_on_destroy = { type = "boolean", default = true, description = "Delete the Apple container on destroy" },
   container_binary = { type = "string", default = "container", non_empty = true,
     description = "Path or name for the Apple container CLI" },
@@ -58,6 +58,8 @@ local desc = {
   label = "Apple Container Sandbox",
   description = "Local OCI Linux container sandbox powered by Apple container",
   options = options.with_common(specific),
+  -- sb.fs: short sh scripts in the sandbox (lua/sandkit/fs/exec.lua)
+  filesystem = "exec",
   -- clone() keeps every option but these (upstream drops id and name: the
   -- name would address the template's container)
   clone_drops = { "name" },
