@@ -20,7 +20,10 @@ return {
   options = options.with_common {
     working_directory = { type = "string", default = "./.sandbox", non_empty = true,
       flag = { name = "workdir", arg = "DIR", host_dir = true,
-        help = "the sandbox's working directory, kept afterwards (default: a fresh temporary directory, removed after)" },
+        help = "the sandbox's working directory, kept afterwards (default: a fresh temporary directory, removed after)",
+        -- bwrap run by root: commands run as `user`, who must be able to
+        -- enter a temporary parent to reach the directory inside
+        temp_mode = function(o) return o.isolation == "bwrap" and "711" or nil end },
       description = "Directory commands run in; created on start (~ expanded, relative to the current directory)." },
     timeout = { type = "integer", ms = true, zero = "no timeout",
       description = "Default per-command timeout in milliseconds (none when absent or 0)." },
