@@ -25,7 +25,7 @@ CORE_SRC := $(sort $(wildcard src/core/*.c src/core/providers/*.c src/core/provi
 LUA_SRC := $(sort $(wildcard src/lua/*.c))
 CORE_OBJ := $(CORE_SRC:%.c=build/obj/%.o)
 LUA_OBJ := $(LUA_SRC:%.c=build/obj/%.o)
-HEADERS := $(wildcard src/core/*.h src/core/providers/*.def src/core/providers/*/*.h src/lua/*.h)
+HEADERS := $(wildcard src/core/*.h src/core/providers/*/*.h src/lua/*.h)
 C_TESTS := $(patsubst spec/c/%.c,build/test/%,$(wildcard spec/c/*_test.c))
 TEST_PREP :=
 
@@ -38,6 +38,11 @@ include $(wildcard mk/*.mk)
 build/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+# The registry line of a provider rebuilds the registry alone (in every
+# build directory the fragments add).
+$(addsuffix /obj/src/core/providers/registry.o,build build-asan build-valgrind build-portable build-fuzz): \
+	src/core/providers/providers.def
 
 build/libsandkit_core.a: $(CORE_OBJ)
 	@mkdir -p $(dir $@)
