@@ -387,7 +387,7 @@ end)
 
 describe("attack: JSON nested deeply by a server", function()
   -- A Platform proxy's error body goes through core.json_decode
-  -- (lua/sandkit/fs/platform.lua). jansson accepts 2048 levels; the binding
+  -- (src/core/providers/platform/fs.lua). jansson accepts 2048 levels; the binding
   -- pushed one Lua stack slot per level without asking for room, and
   -- 2000 levels wrote past the stack: the host crashed (ASan: SEGV in
   -- lua_rawseti under skl_push_json). Run in a child so a crash is one

@@ -1,5 +1,5 @@
--- The C tree keeps its layers (tools/layers.lua, docs/architecture.md
--- §"Layers"): no #include and no call goes up from a lower layer to a higher
+-- The C tree keeps its layers (tools/layers.lua;
+-- docs/architecture.md §"Layers"): no #include and no call goes up from a lower layer to a higher
 -- one, src/core has no Lua, providers do not reach into each other, the
 -- binding drives sandboxes through sandbox.h alone, no #include cycle, and
 -- call cycles only inside the modules the tool names as one unit.

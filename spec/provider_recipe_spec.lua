@@ -1,5 +1,5 @@
--- Adding a provider is its folder and one registry line (docs/architecture.md
--- §"Adding a provider"), checked by doing it: a copy of the tree gets the
+-- Adding a provider is its folder and one registry line
+-- (docs/architecture.md §"Adding a provider"), checked by doing it: a copy of the tree gets the
 -- throwaway provider of spec/fixtures/provider_fixture/ as
 -- src/core/providers/fixture/ and the line SK_PROVIDER(fixture) in
 -- providers.def, nothing else; then its build has the provider in

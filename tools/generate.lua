@@ -75,7 +75,7 @@ local function sorted_keys(t)
 end
 
 -- The options a provider declares itself (the common ones are documented
--- once, README §"Sandbox" and sandkit.SandboxOptions).
+-- once, README.md §"Sandbox" and sandkit.SandboxOptions).
 local function own_options(d, common)
   local out = {}
   for _, k in ipairs(sorted_keys(d.options)) do

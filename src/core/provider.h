@@ -7,8 +7,9 @@
  * A provider is one folder, src/core/providers/<dir>/: its C files (one of
  * them defines `const sk_provider sk_provider_<dir>`), its descriptor
  * provider.lua and any Lua it needs, plus one line SK_PROVIDER(<dir>) in
- * src/core/providers/providers.def (docs/architecture.md §"Adding a
- * provider"). Its state lives in sb->impl and p->impl. */
+ * src/core/providers/providers.def; see
+ * docs/architecture.md §"Adding a provider". Its state lives in sb->impl
+ * and p->impl. */
 #ifndef SK_PROVIDER_H
 #define SK_PROVIDER_H
 
