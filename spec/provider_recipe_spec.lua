@@ -54,7 +54,7 @@ describe("adding a provider: its folder and one registry line", function()
       for _, d in ipairs(sandkit.providers()) do if d.id == "fixture" then p = d end end
       assert(p, "no fixture in sandkit.providers()")
       assert(p.name == "FixtureSandbox" and p.options.greeting.default == "hello" and p.filesystem == "exec")
-      assert(p.capabilities.reconnection == false and p.capabilities.stdin == true)
+      assert(p.capabilities.reconnection == false and p.capabilities.stdin == false and p.capabilities.streaming)
       local sb <close> = sandkit.FixtureSandbox { greeting = "bonjour" }
       assert(sb:start())
       io.write(assert(sb:exec("echo $FIXTURE_GREETING")).stdout)

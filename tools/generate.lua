@@ -84,7 +84,8 @@ local function own_options(d, common)
   return out
 end
 
-local function render(v)
+--- A default as the docs write it: tostring, or {2000, 4000} for a list.
+function G.render(v)
   if type(v) ~= "table" then return tostring(v) end
   local parts = {}
   for _, e in ipairs(v) do parts[#parts + 1] = type(e) == "string" and ("%q"):format(e) or tostring(e) end
@@ -116,7 +117,7 @@ end
 
 local function field_line(key, spec)
   local text = spec.description or ""
-  if spec.default ~= nil then text = text .. " Default: " .. render(spec.default) .. "." end
+  if spec.default ~= nil then text = text .. " Default: " .. G.render(spec.default) .. "." end
   return ("---@field %s? %s %s\n"):format(key, G.lua_type(spec), text)
 end
 
@@ -156,7 +157,7 @@ function G.option_table(d, common)
     local spec = d.options[k]
     local default
     if spec.default ~= nil then
-      default = "`" .. render(spec.default) .. "`" .. (spec.env and (", or `" .. spec.env .. "` when set") or "")
+      default = "`" .. G.render(spec.default) .. "`" .. (spec.env and (", or `" .. spec.env .. "` when set") or "")
     elseif spec.env then
       default = "`" .. spec.env .. "`"
     else

@@ -587,16 +587,21 @@ static int core_now(lua_State *L)
     return 1;
 }
 
-static int core_provider_ids(lua_State *L)
+/* An array of what get says of each registered provider, in order. */
+static int core_provider_list(lua_State *L, const char *(*get)(const sk_provider *))
 {
     lua_newtable(L);
     int n = 0;
     for (const sk_provider *p = sk_provider_next(NULL); p; p = sk_provider_next(p)) {
-        lua_pushstring(L, sk_provider_id(p));
+        lua_pushstring(L, get(p));
         lua_rawseti(L, -2, ++n);
     }
     return 1;
 }
+
+static int core_provider_ids(lua_State *L) { return core_provider_list(L, sk_provider_id); }
+/* The class names of provider_ids(), in the same order. */
+static int core_provider_names(lua_State *L) { return core_provider_list(L, sk_provider_name); }
 
 /* core.json_decode(s): the value, or nil, message. */
 static int core_json_decode(lua_State *L)
@@ -611,18 +616,6 @@ static int core_json_decode(lua_State *L)
         return 2;
     }
     skl_push_json_take(L, v);
-    return 1;
-}
-
-/* The class names of provider_ids(), in the same order. */
-static int core_provider_names(lua_State *L)
-{
-    lua_newtable(L);
-    int n = 0;
-    for (const sk_provider *p = sk_provider_next(NULL); p; p = sk_provider_next(p)) {
-        lua_pushstring(L, sk_provider_name(p));
-        lua_rawseti(L, -2, ++n);
-    }
     return 1;
 }
 

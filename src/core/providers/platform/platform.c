@@ -63,12 +63,11 @@ static void platform_free(sk_sandbox *sb)
 static int platform_init(sk_sandbox *sb, const json_t *o, sk_error **err)
 {
     platform_sandbox *ps = calloc(1, sizeof *ps);
-    platform_settings set = { 0 };
     if (!ps)
         goto oom;
     sb->impl = ps;
     ps->sb = sb;
-    if (sk_platform_settings(o, PLATFORM_NAME, &set, err) != 0)
+    if (!(ps->api = sk_platform_api_open(sb->loop, o, PLATFORM_NAME, sb, err)))
         return -1;
     const char *env_id = sk_platform_setting(o, "environment_id", "MASTRA_ENVIRONMENT_ID");
     const char *sandbox_id = json_string_value(json_object_get(o, "sandbox_id"));
@@ -78,14 +77,14 @@ static int platform_init(sk_sandbox *sb, const json_t *o, sk_error **err)
         *err = sk_platform_config_error("environment_id", "%s",
                                      "PlatformSandbox: environment_id is required (option environment_id or "
                                      "MASTRA_ENVIRONMENT_ID) unless sandbox_id is given");
-        goto fail;
+        return -1;
     }
     const char *iso = json_string_value(json_object_get(o, "network_isolation"));
     if (iso && strcmp(iso, "ISOLATED") != 0 && strcmp(iso, "PRIVATE") != 0) {
         *err = sk_platform_config_error("network_isolation",
                                      "PlatformSandbox option 'network_isolation' must be \"ISOLATED\" or \"PRIVATE\" (got \"%s\")",
                                      iso);
-        goto fail;
+        return -1;
     }
     if ((env_id && !(ps->environment_id = strdup(env_id))) || (sandbox_id && !(ps->platform_id = strdup(sandbox_id))) ||
         (iso && !(ps->network_isolation = strdup(iso))))
@@ -126,28 +125,9 @@ static int platform_init(sk_sandbox *sb, const json_t *o, sk_error **err)
     json_t *hs = json_object_get(o, "handshake_timeout_ms");
     ps->handshake_timeout_ms = json_is_number(hs) && json_number_value(hs) > 0 ? (int64_t)json_number_value(hs)
                                                                                  : PLATFORM_HANDSHAKE_MS;
-    json_t *rt = json_object_get(o, "request_timeout_ms");
-    json_t *max_resp = json_object_get(o, "max_response_bytes");
-    platform_api_config cfg = {
-        .base_url = set.base_url,
-        .project_id = set.project_id,
-        .token = set.token,
-        .acting_user_id = set.acting_user_id,
-        .ca_file = ps->ca_file,
-        .insecure_skip_verify = ps->insecure,
-        .timeout_ms = json_is_number(rt) ? (long)json_number_value(rt) : 0,
-        .max_response_bytes = json_is_number(max_resp) ? (size_t)json_number_value(max_resp) : 0,
-        .secret_scope = sb,
-    };
-    ps->api = sk_platform_api_new(sb->loop, &cfg);
-    sk_platform_settings_free(&set);
-    if (!ps->api)
-        goto oom;
     return 0;
 oom:
     *err = sk_error_oom();
-fail:
-    sk_platform_settings_free(&set);
     return -1;
 }
 

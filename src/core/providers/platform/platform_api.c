@@ -300,6 +300,32 @@ fail:
     return NULL;
 }
 
+platform_api *sk_platform_api_open(sk_loop *loop, const json_t *o, const char *what, const void *secret_scope,
+                                   sk_error **err)
+{
+    platform_settings set;
+    if (sk_platform_settings(o, what, &set, err) != 0)
+        return NULL;
+    json_t *rt = json_object_get(o, "request_timeout_ms"), *max = json_object_get(o, "max_response_bytes");
+    const char *ca = json_string_value(json_object_get(o, "ca_file"));
+    platform_api_config cfg = {
+        .base_url = set.base_url,
+        .project_id = set.project_id,
+        .token = set.token,
+        .acting_user_id = set.acting_user_id,
+        .ca_file = ca && *ca ? ca : NULL,
+        .insecure_skip_verify = json_is_true(json_object_get(o, "insecure_skip_verify")),
+        .timeout_ms = json_is_number(rt) ? (long)json_number_value(rt) : 0,
+        .max_response_bytes = json_is_number(max) ? (size_t)json_number_value(max) : 0,
+        .secret_scope = secret_scope,
+    };
+    platform_api *api = sk_platform_api_new(loop, &cfg);
+    sk_platform_settings_free(&set);
+    if (!api)
+        *err = sk_error_oom();
+    return api;
+}
+
 void sk_platform_api_free(platform_api *api)
 {
     if (!api)

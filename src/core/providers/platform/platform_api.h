@@ -58,6 +58,11 @@ const char *sk_platform_setting(const json_t *o, const char *key, const char *en
 sk_error *sk_platform_config_error(const char *key, const char *fmt, const char *a);
 
 platform_api *sk_platform_api_new(sk_loop *loop, const platform_api_config *cfg);
+/* The client of options o: its settings (sk_platform_settings), then
+ * ca_file, insecure_skip_verify, request_timeout_ms and max_response_bytes.
+ * NULL with *err (ConfigError, or out of memory). */
+platform_api *sk_platform_api_open(sk_loop *loop, const json_t *o, const char *what, const void *secret_scope,
+                                   sk_error **err);
 /* Calls still in flight must have been cancelled. */
 void sk_platform_api_free(platform_api *api);
 

@@ -50,12 +50,12 @@ static void bucket_close(void *fs)
 static void *bucket_open(sk_loop *loop, sk_sandbox *sb, const json_t *o, sk_error **err)
 {
     (void)sb;
-    platform_settings set;
-    if (sk_platform_settings(o, "PlatformFilesystem", &set, err) != 0)
+    platform_api *api = sk_platform_api_open(loop, o, "PlatformFilesystem", NULL, err);
+    if (!api)
         return NULL;
     const char *bucket = sk_platform_setting(o, "bucket_name", "MASTRA_PLATFORM_BUCKET_NAME");
     if (!bucket) {
-        sk_platform_settings_free(&set);
+        sk_platform_api_free(api);
         *err = sk_platform_config_error("bucket_name", "%s",
                                         "PlatformFilesystem: bucket_name is required (option bucket_name or "
                                         "MASTRA_PLATFORM_BUCKET_NAME)");
@@ -63,23 +63,16 @@ static void *bucket_open(sk_loop *loop, sk_sandbox *sb, const json_t *o, sk_erro
     }
     platform_bucket *b = calloc(1, sizeof *b);
     char *enc = sk_platform_enc(bucket);
-    json_t *rt = json_object_get(o, "request_timeout_ms");
-    platform_api_config cfg = {
-        .base_url = set.base_url,
-        .project_id = set.project_id,
-        .token = set.token,
-        .acting_user_id = set.acting_user_id,
-        .ca_file = json_string_value(json_object_get(o, "ca_file")),
-        .insecure_skip_verify = json_is_true(json_object_get(o, "insecure_skip_verify")),
-        .timeout_ms = json_is_number(rt) ? (long)json_number_value(rt) : 0,
-    };
-    if (b && enc && asprintf(&b->route, "/fs/%s/", enc) < 0)
-        b->route = NULL;
-    if (b && b->route && (b->name = strdup(bucket)))
-        b->api = sk_platform_api_new(loop, &cfg);
+    if (b) {
+        b->api = api;
+        api = NULL;
+        if (!enc || asprintf(&b->route, "/fs/%s/", enc) < 0)
+            b->route = NULL;
+        b->name = strdup(bucket);
+    }
     free(enc);
-    sk_platform_settings_free(&set);
-    if (!b || !b->api) {
+    if (!b || !b->route || !b->name) {
+        sk_platform_api_free(api);
         bucket_close(b);
         *err = sk_error_oom();
         return NULL;
