@@ -15,23 +15,22 @@
  * the token: "output" with the stream and its bytes, then "lifecycle" with
  * nil or the error. The handle cancels the operation when cancelled or
  * collected; it keeps its filesystem (and the sandbox) alive meanwhile. */
-#include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <lauxlib.h>
 #include <lua.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "binding.h"
 
 #define FS_NAME "sandkit.ProviderFs"
 #define FS_OP_NAME "sandkit.FsOp"
 
-/* Presizing the collected body trusts a size hint (Content-Length) up to this; past it
- * the buffer grows as bytes arrive (a lying header costs address space
- * only: untouched pages of a large malloc are never faulted in). */
+/* Presizing the collected body trusts a size hint (Content-Length) up to
+ * this; past it the buffer grows as bytes arrive (a lying header costs
+ * address space only: untouched pages of a large malloc are never faulted
+ * in). */
 #define COLLECT_PRESIZE_MAX ((size_t)1 << 30)
 /* From this size on the buffer asks for huge pages: faulting in 4 KiB pages
  * cost 100-150 ms per 100 MiB here, as much as receiving them. */
