@@ -161,7 +161,7 @@ static int buffer_write_to(lua_State *L)
     if ((b->bytes.len && fwrite(b->bytes.data, 1, b->bytes.len, f->f) != b->bytes.len) || fflush(f->f) != 0) {
         int e = errno;
         skl_state *st = skl_state_get(L);
-        sk_error *err = sk_error_new("IOError", NULL, "sandkit.Buffer:write_to: %s", strerror(e));
+        sk_error *err = sk_error_new(SK_ERR_IO, NULL, "sandkit.Buffer:write_to: %s", strerror(e));
         lua_pushnil(L);
         skl_push_error_take(L, st, err, NULL);
         return 2;

@@ -100,7 +100,7 @@ void skl_finish(skl_target *t, int kind, const sk_error *err, const void *scope)
         e->err = sk_error_copy(err);
         sk_error_redact(scope, e->err);
     } else if (t->lost) {
-        e->err = sk_error_new("OutOfMemoryError", NULL,
+        e->err = sk_error_new(SK_ERR_OUT_OF_MEMORY, NULL,
                               "out of memory queueing output for Lua: part of it was lost");
     }
     e->err_lost = (err || t->lost) && !e->err; /* still a failure: "out of memory" */
@@ -338,7 +338,9 @@ static int core_error_object(lua_State *L)
 {
     const error_push *a = lua_touserdata(L, 1);
     const sk_error *err = a->err;
-    const char *kind = err ? err->kind : "Error";
+    const char *kind = sk_error_kind_name(err ? err->kind : SK_ERR_OUT_OF_MEMORY);
+    if (!kind)
+        kind = "SandboxError"; /* not a kind of the list: a bug, still an error */
     const char *message = err ? err->message : "out of memory";
     if (a->st->error_factory == LUA_NOREF) {
         lua_pushfstring(L, "%s: %s", kind, message);
@@ -600,6 +602,24 @@ static int core_provider_ids(lua_State *L)
     return 1;
 }
 
+/* error_kinds() -> { { name, fields, doc }, ... }: SK_ERROR_KINDS in order
+ * (errors.lua makes its constants from it). */
+static int core_error_kinds(lua_State *L)
+{
+    lua_createtable(L, SK_ERR_KIND_COUNT - 1, 0);
+    for (int k = SK_ERR_NONE + 1; k < SK_ERR_KIND_COUNT; k++) {
+        lua_createtable(L, 0, 3);
+        lua_pushstring(L, sk_error_kind_name((sk_error_kind)k));
+        lua_setfield(L, -2, "name");
+        lua_pushstring(L, sk_error_kind_fields((sk_error_kind)k));
+        lua_setfield(L, -2, "fields");
+        lua_pushstring(L, sk_error_kind_doc((sk_error_kind)k));
+        lua_setfield(L, -2, "doc");
+        lua_rawseti(L, -2, k);
+    }
+    return 1;
+}
+
 /* ---- state lifetime ----------------------------------------------------- */
 
 static int core_state_gc(lua_State *L)
@@ -638,6 +658,7 @@ SKL_EXPORT int luaopen_sandkit_core(lua_State *L)
         { "quote", core_quote },
         { "now", core_now },
         { "provider_ids", core_provider_ids },
+        { "error_kinds", core_error_kinds },
         { "new_sandbox", skl_new_sandbox },
         { "http_request", skl_http_request },
         { "modal_fs", skl_modal_fs },

@@ -142,7 +142,7 @@ static void on_done(sk_http *req, const sk_http_result *res, void *ud)
     box->req = NULL; /* freed when this returns */
     sk_error *err = NULL;
     if (res->err != SK_HTTP_OK)
-        err = sk_error_new("HttpTransportError", json_pack("{s:s}", "reason", sk_http_err_name(res->err)),
+        err = sk_error_new(SK_ERR_HTTP_TRANSPORT, json_pack("{s:s}", "reason", sk_http_err_name(res->err)),
                            "HTTP request failed: %s", res->error ? res->error : sk_http_err_name(res->err));
     else if (box->oom)
         box->target.lost = true; /* skl_finish reports it */

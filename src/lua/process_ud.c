@@ -260,7 +260,7 @@ static void process_push_result(lua_State *L, int idx, skl_process *box, const s
         lua_error(L);
     lua_pop(L, 1);
     /* the partial copies are garbage now: the error object fits */
-    sk_error *err = sk_error_new("OutOfMemoryError",
+    sk_error *err = sk_error_new(SK_ERR_OUT_OF_MEMORY,
                                  json_pack("{s:I,s:I}", "stdout_bytes", (json_int_t)p->out.len,
                                            "stderr_bytes", (json_int_t)p->err.len),
                                  "out of memory copying the command's output into Lua (lower "

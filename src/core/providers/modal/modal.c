@@ -87,7 +87,7 @@ static void modal_drop_handle(modal_sandbox *ms)
         sk_mc_call_cancel(ms->ready.call);
         ms->ready.call = NULL;
         sk_timer_close(&ms->ready.timer);
-        sk_error *e = sk_error_new("ModalError", json_pack("{s:b}", "sandbox_dead", 1),
+        sk_error *e = sk_error_new(SK_ERR_MODAL, json_pack("{s:b}", "sandbox_dead", 1),
                                    "The sandbox was replaced");
         sk_waiters_notify(ms->sb, &ms->ready.waiters, e);
         sk_error_free(e);
@@ -129,7 +129,7 @@ static void prov_on_reply(void *ud, const mc_reply *r)
         }
         sk_modal_sandbox_get_from_name_resp resp;
         if (sk_modal_decode_sandbox_get_from_name(r->data, r->len, &resp) != 0) {
-            prov_finish(ms, sk_error_new("ModalError", NULL, "malformed SandboxGetFromName response"));
+            prov_finish(ms, sk_error_new(SK_ERR_MODAL, NULL, "malformed SandboxGetFromName response"));
             return;
         }
         ms->gen++;
@@ -146,7 +146,7 @@ static void prov_on_reply(void *ud, const mc_reply *r)
         }
         sk_modal_app_get_or_create_resp resp;
         if (sk_modal_decode_app_get_or_create(r->data, r->len, &resp) != 0) {
-            prov_finish(ms, sk_error_new("ModalError", NULL, "malformed AppGetOrCreate response"));
+            prov_finish(ms, sk_error_new(SK_ERR_MODAL, NULL, "malformed AppGetOrCreate response"));
             return;
         }
         modal_set_str(&ms->prov.app_id, resp.app_id);
@@ -167,7 +167,7 @@ static void prov_on_reply(void *ud, const mc_reply *r)
         }
         sk_modal_image_get_or_create_resp resp;
         if (sk_modal_decode_image_get_or_create(r->data, r->len, &resp) != 0) {
-            prov_finish(ms, sk_error_new("ModalError", NULL, "malformed ImageGetOrCreate response"));
+            prov_finish(ms, sk_error_new(SK_ERR_MODAL, NULL, "malformed ImageGetOrCreate response"));
             return;
         }
         modal_set_str(&ms->prov.image_id, resp.image_id);
@@ -176,7 +176,7 @@ static void prov_on_reply(void *ud, const mc_reply *r)
         if (status == 0) {
             ms->prov.step = PROV_JOIN; /* the build runs: join it */
         } else if (status != SK_MODAL_RESULT_SUCCESS) {
-            e = sk_error_new("ModalError", json_pack("{s:s,s:i}", "rpc", SK_MODAL_RPC_IMAGE_GET_OR_CREATE,
+            e = sk_error_new(SK_ERR_MODAL, json_pack("{s:s,s:i}", "rpc", SK_MODAL_RPC_IMAGE_GET_OR_CREATE,
                                                      "image_status", status),
                              status == SK_MODAL_RESULT_FAILURE
                                  ? "Image build for %s failed with the exception:\n%s"
@@ -216,7 +216,7 @@ static void prov_on_reply(void *ud, const mc_reply *r)
         }
         sk_modal_secret_get_or_create_resp resp;
         if (sk_modal_decode_secret_get_or_create(r->data, r->len, &resp) != 0) {
-            prov_finish(ms, sk_error_new("ModalError", NULL, "malformed SecretGetOrCreate response"));
+            prov_finish(ms, sk_error_new(SK_ERR_MODAL, NULL, "malformed SecretGetOrCreate response"));
             return;
         }
         modal_set_str(&ms->prov.secret_id, resp.secret_id);
@@ -232,7 +232,7 @@ static void prov_on_reply(void *ud, const mc_reply *r)
         }
         sk_modal_sandbox_create_resp resp;
         if (sk_modal_decode_sandbox_create(r->data, r->len, &resp) != 0) {
-            prov_finish(ms, sk_error_new("ModalError", NULL, "malformed SandboxCreate response"));
+            prov_finish(ms, sk_error_new(SK_ERR_MODAL, NULL, "malformed SandboxCreate response"));
             return;
         }
         ms->gen++;
@@ -253,7 +253,7 @@ static void prov_on_join_message(void *ud, const uint8_t *data, size_t len)
     if (sk_modal_decode_image_join_streaming(data, len, &resp) != 0) {
         sk_mc_call_cancel(ms->prov.call);
         ms->prov.call = NULL;
-        prov_finish(ms, sk_error_new("ModalError", NULL, "malformed ImageJoinStreaming response"));
+        prov_finish(ms, sk_error_new(SK_ERR_MODAL, NULL, "malformed ImageJoinStreaming response"));
         return;
     }
     if (resp.entry_id[0])
@@ -261,7 +261,7 @@ static void prov_on_join_message(void *ud, const uint8_t *data, size_t len)
     int status = resp.has_result ? resp.result.status : 0;
     sk_error *e = NULL;
     if (status != 0 && status != SK_MODAL_RESULT_SUCCESS)
-        e = sk_error_new("ModalError", json_pack("{s:s,s:i}", "rpc", SK_MODAL_RPC_IMAGE_JOIN_STREAMING,
+        e = sk_error_new(SK_ERR_MODAL, json_pack("{s:s,s:i}", "rpc", SK_MODAL_RPC_IMAGE_JOIN_STREAMING,
                                                  "image_status", status),
                          "Image build for %s failed with status %d%s%s", ms->prov.image_id, status,
                          resp.result.exception && resp.result.exception[0] ? ": " : "",
@@ -434,7 +434,7 @@ static void ready_on_reply(void *ud, const mc_reply *r)
     if (r->code != 0) {
         sk_error *e;
         if (ms->ready.step == READY_ACCESS && r->code == SK_GRPC_FAILED_PRECONDITION)
-            e = sk_error_new("ModalError", json_pack("{s:i,s:s,s:s}", "grpc_status", r->code, "grpc_code",
+            e = sk_error_new(SK_ERR_MODAL, json_pack("{s:i,s:s,s:s}", "grpc_status", r->code, "grpc_code",
                                                      "FAILED_PRECONDITION", "rpc", r->rpc),
                              "Command router access is not available for this sandbox");
         else
@@ -445,16 +445,16 @@ static void ready_on_reply(void *ud, const mc_reply *r)
     if (ms->ready.step == READY_TASK) {
         sk_modal_sandbox_get_task_id_resp resp;
         if (sk_modal_decode_sandbox_get_task_id(r->data, r->len, &resp) != 0) {
-            ready_finish(ms, sk_error_new("ModalError", NULL, "malformed SandboxGetTaskId response"));
+            ready_finish(ms, sk_error_new(SK_ERR_MODAL, NULL, "malformed SandboxGetTaskId response"));
             return;
         }
         if (resp.has_task_result) {
             sk_error *e;
             if (resp.task_result.status == SK_MODAL_RESULT_SUCCESS || !resp.task_result.exception[0])
-                e = sk_error_new("ModalError", json_pack("{s:b,s:s}", "sandbox_dead", 1, "rpc", r->rpc),
+                e = sk_error_new(SK_ERR_MODAL, json_pack("{s:b,s:s}", "sandbox_dead", 1, "rpc", r->rpc),
                                  "Sandbox %s has already completed", ms->sandbox_id);
             else
-                e = sk_error_new("ModalError", json_pack("{s:b,s:s}", "sandbox_dead", 1, "rpc", r->rpc),
+                e = sk_error_new(SK_ERR_MODAL, json_pack("{s:b,s:s}", "sandbox_dead", 1, "rpc", r->rpc),
                                  "Sandbox %s has already completed with result: exception:\"%s\"", ms->sandbox_id,
                                  resp.task_result.exception);
             sk_modal_sandbox_get_task_id_resp_free(&resp);
@@ -464,7 +464,7 @@ static void ready_on_reply(void *ud, const mc_reply *r)
         if (!resp.task_id) {
             sk_modal_sandbox_get_task_id_resp_free(&resp);
             if (++ms->ready.tries >= MODAL_TASK_ID_TRIES) {
-                ready_finish(ms, sk_error_new("TimeoutError", NULL, "Timed out waiting for task ID for Sandbox %s",
+                ready_finish(ms, sk_error_new(SK_ERR_TIMEOUT, NULL, "Timed out waiting for task ID for Sandbox %s",
                                               ms->sandbox_id));
                 return;
             }
@@ -480,7 +480,7 @@ static void ready_on_reply(void *ud, const mc_reply *r)
     }
     sk_modal_task_get_command_router_access_resp resp;
     if (sk_modal_decode_task_get_command_router_access(r->data, r->len, &resp) != 0) {
-        ready_finish(ms, sk_error_new("ModalError", NULL, "malformed TaskGetCommandRouterAccess response"));
+        ready_finish(ms, sk_error_new(SK_ERR_MODAL, NULL, "malformed TaskGetCommandRouterAccess response"));
         return;
     }
     sk_error *err = NULL;
@@ -572,7 +572,7 @@ static sk_error *modal_config_error(const char *key, const char *fmt, const char
 {
     char msg[512];
     snprintf(msg, sizeof msg, fmt, value ? value : "");
-    return sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", MODAL_ID, "key", key), "%s", msg);
+    return sk_error_new(SK_ERR_CONFIG, json_pack("{s:s,s:s}", "provider", MODAL_ID, "key", key), "%s", msg);
 }
 
 static int modal_init(sk_sandbox *sb, const json_t *o, sk_error **err)
@@ -588,7 +588,7 @@ static int modal_init(sk_sandbox *sb, const json_t *o, sk_error **err)
     json_t *t = json_object_get(o, "timeout_ms");
     ms->timeout_ms = json_is_number(t) ? (int64_t)json_number_value(t) : 300000;
     if (ms->timeout_ms <= 0 || ms->timeout_ms % 1000 != 0) {
-        *err = sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", MODAL_ID, "key", "timeout_ms"),
+        *err = sk_error_new(SK_ERR_CONFIG, json_pack("{s:s,s:s}", "provider", MODAL_ID, "key", "timeout_ms"),
                             "ModalSandbox option 'timeout_ms' must be a positive multiple of 1000 (got %lld)",
                             (long long)ms->timeout_ms);
         return -1;
@@ -626,7 +626,7 @@ static int modal_init(sk_sandbox *sb, const json_t *o, sk_error **err)
     const char *scheme_end = strstr(cfg.server_url, "://");
     if (scheme_end && !((scheme_end - cfg.server_url == 4 && strncasecmp(cfg.server_url, "http", 4) == 0) ||
                         (scheme_end - cfg.server_url == 5 && strncasecmp(cfg.server_url, "https", 5) == 0))) {
-        *err = sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", MODAL_ID, "key", "server_url"),
+        *err = sk_error_new(SK_ERR_CONFIG, json_pack("{s:s,s:s}", "provider", MODAL_ID, "key", "server_url"),
                             "Modal server URL must use http or https");
         sk_modal_config_free(&cfg);
         return -1;
@@ -758,7 +758,7 @@ static void down_on_reply(void *ud, const mc_reply *r)
         }
         sk_modal_sandbox_wait_resp resp;
         if (sk_modal_decode_sandbox_wait(r->data, r->len, &resp) != 0) {
-            ms->down.err = sk_error_new("ModalError", NULL, "malformed SandboxWait response");
+            ms->down.err = sk_error_new(SK_ERR_MODAL, NULL, "malformed SandboxWait response");
             ms->down.step = DOWN_DONE;
             break;
         }

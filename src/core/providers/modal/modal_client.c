@@ -82,7 +82,7 @@ struct mc_call {
     int fail_code;
     size_t fail_limit;        /* ResponseTooLargeError: the limit */
     char *fail_message;
-    const char *fail_local;
+    sk_error_kind fail_local; /* SK_ERR_NONE: a gRPC status */
     const char *fail_rpc;    /* the failure came from another call (static string) */
     mc_call *prev, *next;    /* client->calls */
     mc_call *wnext;          /* a waiter list */
@@ -276,9 +276,9 @@ static void call_on_fail_timer(uv_timer_t *t)
 
 /* A failure decided by the client: delivered from the loop, never from the
  * function that got us here (which may be the caller's start function). */
-static void call_fail_later(mc_call *call, int code, const char *local, const char *fmt, ...)
+static void call_fail_later(mc_call *call, int code, sk_error_kind local, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static void call_fail_later(mc_call *call, int code, const char *local, const char *fmt, ...)
+static void call_fail_later(mc_call *call, int code, sk_error_kind local, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -413,17 +413,17 @@ static void token_on_fetched(void *ud, const mc_reply *r)
     c->token_fetch = NULL;
     int code = r->code;
     const char *message = r->message;
-    const char *local = r->local;
+    sk_error_kind local = r->local;
     if (code == 0) {
         sk_modal_auth_token_get_resp resp;
         if (sk_modal_decode_auth_token_get(r->data, r->len, &resp) != 0) {
             code = SK_GRPC_INTERNAL;
             message = "malformed AuthTokenGet response";
-            local = "ModalError";
+            local = SK_ERR_MODAL;
         } else if (!resp.token[0]) {
             code = SK_GRPC_INTERNAL;
             message = "Internal error: did not receive auth token from server, please contact Modal support";
-            local = "ModalError";
+            local = SK_ERR_MODAL;
             sk_modal_auth_token_get_resp_free(&resp);
         } else {
             mc_drop_token(c);
@@ -489,7 +489,7 @@ static void call_get_token(mc_call *call)
     token_fetch_start(c);
     if (!c->token_fetch) {
         mc_waiters_remove(&c->token_waiters, call);
-        call_fail_later(call, SK_GRPC_INTERNAL, "ModalError", "out of memory");
+        call_fail_later(call, SK_GRPC_INTERNAL, SK_ERR_MODAL, "out of memory");
     }
 }
 
@@ -561,11 +561,11 @@ static void call_attempt(mc_call *call)
     } else {
         mc_router *r = call->router;
         if (!r->client) {
-            call_fail_later(call, SK_GRPC_CANCELLED, "ModalError", "the Modal client was closed");
+            call_fail_later(call, SK_GRPC_CANCELLED, SK_ERR_MODAL, "the Modal client was closed");
             return;
         }
         if (snprintf(bearer, sizeof bearer, "Bearer %s", r->jwt) >= (int)sizeof bearer) {
-            call_fail_later(call, SK_GRPC_INTERNAL, "ModalError", "router JWT too long");
+            call_fail_later(call, SK_GRPC_INTERNAL, SK_ERR_MODAL, "router JWT too long");
             return;
         }
         shared[ns++] = (sk_http_header){ "authorization", bearer };
@@ -576,7 +576,7 @@ static void call_attempt(mc_call *call)
             sk_modal_task_exec_stdio_read_req m = { .task_id = r->task_id, .exec_id = call->exec_id,
                                                     .offset = call->offset, .file_descriptor = call->fd };
             if (sk_modal_encode_task_exec_stdio_read(&call->msg, &m) != 0) {
-                call_fail_later(call, SK_GRPC_INTERNAL, "ModalError", "out of memory");
+                call_fail_later(call, SK_GRPC_INTERNAL, SK_ERR_MODAL, "out of memory");
                 return;
             }
             q.message = call->msg.data;
@@ -615,7 +615,7 @@ static void call_attempt(mc_call *call)
     bool streaming = call->kind == MC_STDIO || call->kind == MC_CP_STREAM;
     call->grpc = sk_grpc_start(c->loop, &q, streaming ? &stream_cb : &cp_cb, call, &err);
     if (!call->grpc)
-        call_fail_later(call, SK_GRPC_UNAVAILABLE, "ModalError", "%s", err ? err : "cannot start the call");
+        call_fail_later(call, SK_GRPC_UNAVAILABLE, SK_ERR_MODAL, "%s", err ? err : "cannot start the call");
 }
 
 /* Server-directed throttling (JS >= 0.7.5): the retry delay in a
@@ -665,7 +665,7 @@ static void call_on_grpc_message(sk_grpc_call *g, const uint8_t *data, size_t le
     if (sk_modal_decode_task_exec_stdio_chunk(data, len, &chunk, &clen) != 0) {
         call->grpc = NULL; /* freed by grpc.c once we return */
         sk_grpc_cancel(g);
-        call_fail_later(call, SK_GRPC_INTERNAL, "ModalError", "malformed TaskExecStdioRead response");
+        call_fail_later(call, SK_GRPC_INTERNAL, SK_ERR_MODAL, "malformed TaskExecStdioRead response");
         return;
     }
     call->delay_ms = MC_STDIO_BASE_DELAY_MS;
@@ -691,7 +691,7 @@ static void call_on_grpc_done(sk_grpc_call *g, const sk_grpc_outcome *o, void *u
                    .data = o->response, .len = o->response_len };
     if (o->too_large) {
         /* the same server would answer the same again: no retry */
-        r.local = "ResponseTooLargeError";
+        r.local = SK_ERR_RESPONSE_TOO_LARGE;
         r.limit = o->limit;
         call_finish(call, &r);
         return;
@@ -700,7 +700,7 @@ static void call_on_grpc_done(sk_grpc_call *g, const sk_grpc_outcome *o, void *u
         if ((call->kind == MC_CP || call->kind == MC_ROUTER) && o->messages != 1) {
             r.code = SK_GRPC_INTERNAL;
             r.message = o->messages ? "unary response had more than one message" : "no response message";
-            r.local = "ModalError";
+            r.local = SK_ERR_MODAL;
         }
         call_finish(call, &r);
         return;
@@ -774,7 +774,7 @@ static void call_on_grpc_done(sk_grpc_call *g, const sk_grpc_outcome *o, void *u
             if (left <= 0) {
                 r.code = SK_GRPC_DEADLINE_EXCEEDED;
                 r.message = "Timeout expired";
-                r.local = "TimeoutError";
+                r.local = SK_ERR_TIMEOUT;
                 call_finish(call, &r);
                 return;
             }
@@ -798,7 +798,7 @@ static void call_on_grpc_done(sk_grpc_call *g, const sk_grpc_outcome *o, void *u
     if (p->deadline_ms > 0 && sk_now_ms() >= p->deadline_ms) {
         r.code = SK_GRPC_DEADLINE_EXCEEDED;
         r.message = "Timeout expired";
-        r.local = "TimeoutError";
+        r.local = SK_ERR_TIMEOUT;
     }
     call_finish(call, &r);
 }
@@ -813,7 +813,7 @@ static mc_call *cp_call(mc_client *c, mc_kind kind, const char *rpc, const sk_bu
     call->poll_ms = poll_ms;
     const char *missing = sk_modal_config_missing(&c->cfg);
     if (missing) {
-        call_fail_later(call, SK_GRPC_UNAUTHENTICATED, "ConfigError",
+        call_fail_later(call, SK_GRPC_UNAUTHENTICATED, SK_ERR_CONFIG,
                         "Profile is missing token_id or token_secret. Please set them in .modal.toml, "
                         "or as environment variables, or via the token_id and token_secret options.");
         return call;
@@ -841,7 +841,7 @@ mc_call *sk_mc_stream(mc_client *c, const char *rpc, const sk_buf *msg, int64_t 
 mc_router *sk_mc_router_new(mc_client *c, const char *task_id, const char *jwt, const char *url, sk_error **err)
 {
     if (strncasecmp(url, "https://", 8) != 0) {
-        *err = sk_error_new("ModalError", json_pack("{s:s}", "rpc", SK_MODAL_RPC_TASK_GET_COMMAND_ROUTER_ACCESS),
+        *err = sk_error_new(SK_ERR_MODAL, json_pack("{s:s}", "rpc", SK_MODAL_RPC_TASK_GET_COMMAND_ROUTER_ACCESS),
                             "Task router URL must be https, got: %s", url);
         return NULL;
     }
@@ -954,13 +954,14 @@ static void router_on_access(void *ud, const mc_reply *rep)
     mc_router *r = ud;
     r->refresh = NULL;
     int code = rep->code;
-    const char *message = rep->message, *local = rep->local;
+    const char *message = rep->message;
+    sk_error_kind local = rep->local;
     if (code == 0) {
         sk_modal_task_get_command_router_access_resp resp;
         if (sk_modal_decode_task_get_command_router_access(rep->data, rep->len, &resp) != 0) {
             code = SK_GRPC_INTERNAL;
             message = "malformed TaskGetCommandRouterAccess response";
-            local = "ModalError";
+            local = SK_ERR_MODAL;
         } else {
             if (strcmp(resp.url, r->url) != 0)
                 sk_log(SK_LOG_WARN, "modal", "Task router URL changed during session");
@@ -1012,7 +1013,7 @@ static void router_refresh(mc_call *call)
     sk_buf_free(&msg);
     if (!r->refresh) {
         mc_waiters_remove(&r->waiters, call);
-        call_fail_later(call, SK_GRPC_INTERNAL, "ModalError", "out of memory");
+        call_fail_later(call, SK_GRPC_INTERNAL, SK_ERR_MODAL, "out of memory");
     }
 }
 
@@ -1050,7 +1051,7 @@ sk_error *sk_mc_error(const mc_client *c, const mc_reply *r, const char *sdk_err
         return sk_error_oom();
     const char *name = sk_grpc_code_name(r->code);
     sk_error *e;
-    if (r->local && strcmp(r->local, "ModalError") != 0) {
+    if (r->local != SK_ERR_NONE && r->local != SK_ERR_MODAL) {
         if (r->limit)
             e = sk_error_new(r->local, json_pack("{s:s,s:s}", "provider", "modal", "rpc", r->rpc ? r->rpc : ""),
                              "Modal %s: %s (option max_response_bytes)", r->rpc ? r->rpc : "call", msg);
@@ -1058,18 +1059,18 @@ sk_error *sk_mc_error(const mc_client *c, const mc_reply *r, const char *sdk_err
             e = sk_error_new(r->local, json_pack("{s:s,s:s}", "provider", "modal", "rpc", r->rpc ? r->rpc : ""),
                              "%s", msg);
         const char *missing = c ? sk_modal_config_missing(&c->cfg) : NULL;
-        if (e && strcmp(r->local, "ConfigError") == 0 && missing)
+        if (e && r->local == SK_ERR_CONFIG && missing)
             sk_error_set(e, "key", json_string(missing));
         if (e && r->limit)
             sk_error_set(e, "limit", json_integer((json_int_t)r->limit));
     } else {
-        e = sk_error_new("ModalError",
+        e = sk_error_new(SK_ERR_MODAL,
                          json_pack("{s:i,s:s,s:s,s:s}", "grpc_status", r->code, "grpc_code", name ? name : "UNKNOWN",
                                    "grpc_message", msg, "rpc", r->rpc ? r->rpc : ""),
                          "%s %s: %s", r->rpc ? r->rpc : "", name ? name : "UNKNOWN", msg);
     }
     /* The SDK's classes for the codes a caller acts on. */
-    if (!sdk_error && !r->local)
+    if (!sdk_error && r->local == SK_ERR_NONE)
         sdk_error = r->code == SK_GRPC_NOT_FOUND        ? "NotFoundError"
                     : r->code == SK_GRPC_ALREADY_EXISTS  ? "AlreadyExistsError"
                     : r->code == SK_GRPC_DEADLINE_EXCEEDED ? "TimeoutError"

@@ -39,11 +39,11 @@ typedef struct mc_reply {
     int code;              /* gRPC status; 0 = OK */
     const char *rpc;       /* full method path */
     const char *message;   /* grpc-message or a client-side description */
-    const char *local;     /* NULL, or the error kind of a client-side failure
-                            * ("ConfigError", "TimeoutError", "ModalError") */
+    sk_error_kind local;   /* SK_ERR_NONE, or the kind of a client-side failure
+                            * (SK_ERR_CONFIG, SK_ERR_TIMEOUT, SK_ERR_MODAL, ...) */
     const uint8_t *data;   /* the response message (OK only) */
     size_t len;
-    size_t limit;          /* local "ResponseTooLargeError": the message size limit */
+    size_t limit;          /* local SK_ERR_RESPONSE_TOO_LARGE: the message size limit */
 } mc_reply;
 
 typedef void (*mc_reply_fn)(void *ud, const mc_reply *r);

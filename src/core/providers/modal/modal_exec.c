@@ -141,7 +141,7 @@ static void proc_on_wait(void *ud, const mc_reply *r)
     }
     sk_modal_task_exec_wait_resp resp;
     if (sk_modal_decode_task_exec_wait(r->data, r->len, &resp) != 0 || resp.kind == SK_MODAL_EXIT_NONE) {
-        proc_finish(mp, NULL, sk_error_new("ModalError", json_pack("{s:s,s:s}", "rpc", r->rpc, "sdk_error",
+        proc_finish(mp, NULL, sk_error_new(SK_ERR_MODAL, json_pack("{s:s,s:s}", "rpc", r->rpc, "sdk_error",
                                                                   "InvalidError"),
                                            "Unexpected exit status"));
         return;
@@ -378,7 +378,7 @@ int sk_modal_exec_write_stdin(sk_process *p, const char *data, size_t len, sk_er
 {
     modal_exec *mp = p->impl;
     if (!mp || mp->finishing || mp->stdin_eof_wanted) {
-        *err = sk_error_new("ProcessExitedError", NULL, "Cannot write to stdin of process %s: stdin is closed",
+        *err = sk_error_new(SK_ERR_PROCESS_EXITED, NULL, "Cannot write to stdin of process %s: stdin is closed",
                             p->pid);
         return -1;
     }

@@ -88,7 +88,7 @@ static void fs_finish(sk_modal_fs_op *op, sk_error *err)
 static void fs_on_deadline(uv_timer_t *t)
 {
     sk_modal_fs_op *op = t->data;
-    fs_finish(op, sk_error_new("TimeoutError", json_pack("{s:s}", "rpc", SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC),
+    fs_finish(op, sk_error_new(SK_ERR_TIMEOUT, json_pack("{s:s}", "rpc", SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC),
                                "The filesystem operation did not finish in time"));
 }
 
@@ -115,14 +115,14 @@ static void fs_on_batch(void *ud, const uint8_t *data, size_t len)
         return;
     sk_modal_fs_batch b;
     if (sk_modal_decode_fs_batch(data, len, &b, fs_on_output, op) != 0) {
-        fs_finish(op, sk_error_new("ModalError", json_pack("{s:s}", "rpc",
+        fs_finish(op, sk_error_new(SK_ERR_MODAL, json_pack("{s:s}", "rpc",
                                                            SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC_GET_OUTPUT),
                                    "malformed FilesystemRuntimeOutputBatch"));
         return;
     }
     if (b.has_error && !op->batch_error) {
         int n = b.error_message_len > 1024 ? 1024 : (int)b.error_message_len;
-        op->batch_error = sk_error_new("ModalFilesystemError", json_pack("{s:i}", "error_code", b.error_code),
+        op->batch_error = sk_error_new(SK_ERR_MODAL_FILESYSTEM, json_pack("{s:i}", "error_code", b.error_code),
                                        "%.*s", n, b.error_message ? b.error_message : "");
     }
     if (b.eof)
@@ -173,14 +173,14 @@ static void fs_on_exec(void *ud, const mc_reply *r)
     }
     sk_modal_container_filesystem_exec_resp resp;
     if (sk_modal_decode_container_filesystem_exec(r->data, r->len, &resp) != 0) {
-        fs_finish(op, sk_error_new("ModalError", json_pack("{s:s}", "rpc", r->rpc),
+        fs_finish(op, sk_error_new(SK_ERR_MODAL, json_pack("{s:s}", "rpc", r->rpc),
                                    "malformed ContainerFilesystemExec response"));
         return;
     }
     op->exec_id = resp.exec_id;
     op->fd_out = resp.file_descriptor;
     if (op->req.kind == SK_MODAL_FS_OPEN && (!op->fd_out || !*op->fd_out)) {
-        fs_finish(op, sk_error_new("ModalError", json_pack("{s:s}", "rpc", r->rpc),
+        fs_finish(op, sk_error_new(SK_ERR_MODAL, json_pack("{s:s}", "rpc", r->rpc),
                                    "ContainerFilesystemExec opened no file descriptor"));
         return;
     }
@@ -237,7 +237,7 @@ sk_modal_fs_op *sk_modal_fs_start(sk_sandbox *sb, const sk_modal_container_files
                                   int64_t timeout_ms, const sk_modal_fs_events *ev, void *ud, sk_error **err)
 {
     if (!sb || sb->provider != &sk_provider_modal || !sb->impl) {
-        *err = sk_error_new("Error", NULL, "not a ModalSandbox");
+        *err = sk_error_new(SK_ERR_ARGUMENT, NULL, "not a ModalSandbox");
         return NULL;
     }
     sk_modal_fs_op *op = calloc(1, sizeof *op);

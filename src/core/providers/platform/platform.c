@@ -23,7 +23,7 @@ static const int64_t platform_default_delays[] = { 2000, 4000 }; /* S1: 2 s x at
 
 static sk_error *platform_config_error(const char *key, const char *fmt, const char *a)
 {
-    return sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", PLATFORM_ID, "key", key), fmt, a);
+    return sk_error_new(SK_ERR_CONFIG, json_pack("{s:s,s:s}", "provider", PLATFORM_ID, "key", key), fmt, a);
 }
 
 
@@ -290,7 +290,7 @@ static void platform_log_started(platform_sandbox *ps, const char *mode)
 
 static sk_error *platform_malformed_record(const char *what)
 {
-    return sk_error_new("PlatformApiError", json_pack("{s:b}", "malformed", 1),
+    return sk_error_new(SK_ERR_PLATFORM_API, json_pack("{s:b}", "malformed", 1),
                         "Platform proxy returned a %s without a sandbox id", what);
 }
 
@@ -457,7 +457,7 @@ static void platform_on_refreshed(int status, json_t *json, sk_error *err, void 
     if (!err && ps->refresh_gen == ps->gen && ps->platform_id) {
         const char *id = json_string_value(json_object_get(json, "id"));
         if (!id || strcmp(id, ps->platform_id) != 0)
-            err = sk_error_new("PlatformApiError", json_pack("{s:b,s:s}", "malformed", 1, "sandbox_id", ps->platform_id),
+            err = sk_error_new(SK_ERR_PLATFORM_API, json_pack("{s:b,s:s}", "malformed", 1, "sandbox_id", ps->platform_id),
                                "Platform proxy answered GET /sandbox/%s with the record of another sandbox",
                                ps->platform_id);
         else if (platform_take_record(ps, json) != 0)
