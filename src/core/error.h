@@ -12,7 +12,7 @@
 /* Every error kind sandkit reports, from C or from Lua, stated once (as
  * libuv's UV_ERRNO_MAP): X(id, name, fields, meaning). The binding exports
  * it as sandkit.errors.<name> and sandkit.errors.kinds; README's Errors
- * table and the LuaLS stub are checked against it (spec/error_kinds_spec.lua). */
+ * table and the LuaLS stub are checked against it (spec/schema_docs_spec.lua). */
 #define SK_ERROR_KINDS(X)                                                                                   \
     X(CONFIG, ConfigError, "key, provider",                                                                 \
       "misuse (raised): an options table has an unknown key, or an option a wrong type or value; or a "   \

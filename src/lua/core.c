@@ -482,6 +482,81 @@ static int core_set_dispatch(lua_State *L)
     return 0;
 }
 
+/* ---- argument errors ---------------------------------------------------- */
+
+#define SKL_ARGERROR_NAME "sandkit.argument_error"
+
+/* set_argument_error(errors.argument): how skl_argerror raises. */
+static int core_set_argument_error(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_settop(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, SKL_ARGERROR_NAME);
+    return 0;
+}
+
+int skl_argerror(lua_State *L, int arg, const char *msg)
+{
+    lua_Debug ar;
+    const char *name = "?";
+    if (lua_getstack(L, 0, &ar)) {
+        lua_getinfo(L, "n", &ar);
+        if (ar.namewhat && strcmp(ar.namewhat, "method") == 0)
+            arg--; /* self is not counted, as luaL_argerror has it */
+        if (ar.name)
+            name = ar.name;
+    }
+    if (lua_getfield(L, LUA_REGISTRYINDEX, SKL_ARGERROR_NAME) != LUA_TFUNCTION)
+        return luaL_error(L, "bad argument #%d to '%s' (%s)", arg, name, msg);
+    lua_pushinteger(L, arg);
+    lua_pushstring(L, name);
+    lua_pushstring(L, msg);
+    lua_call(L, 3, 0); /* raises */
+    return 0;
+}
+
+static int skl_typeerror(lua_State *L, int arg, const char *expected)
+{
+    const char *got = luaL_typename(L, arg);
+    if (luaL_getmetafield(L, arg, "__name") == LUA_TSTRING)
+        got = lua_tostring(L, -1);
+    return skl_argerror(L, arg, lua_pushfstring(L, "%s expected, got %s", expected, got));
+}
+
+lua_Integer skl_checkinteger(lua_State *L, int arg)
+{
+    int isnum;
+    lua_Integer v = lua_tointegerx(L, arg, &isnum);
+    if (!isnum) {
+        if (lua_isnumber(L, arg))
+            skl_argerror(L, arg, "number has no integer representation");
+        else
+            skl_typeerror(L, arg, "number");
+    }
+    return v;
+}
+
+lua_Integer skl_optinteger(lua_State *L, int arg, lua_Integer def)
+{
+    return lua_isnoneornil(L, arg) ? def : skl_checkinteger(L, arg);
+}
+
+const char *skl_checklstring(lua_State *L, int arg, size_t *len)
+{
+    const char *s = lua_tolstring(L, arg, len);
+    if (!s)
+        skl_typeerror(L, arg, "string");
+    return s;
+}
+
+void *skl_checkudata(lua_State *L, int arg, const char *tname)
+{
+    void *p = luaL_testudata(L, arg, tname);
+    if (!p)
+        skl_typeerror(L, arg, tname);
+    return p;
+}
+
 /* ---- timers ------------------------------------------------------------- */
 
 typedef struct core_timer {
@@ -659,6 +734,7 @@ SKL_EXPORT int luaopen_sandkit_core(lua_State *L)
         { "now", core_now },
         { "provider_ids", core_provider_ids },
         { "error_kinds", core_error_kinds },
+        { "set_argument_error", core_set_argument_error },
         { "new_sandbox", skl_new_sandbox },
         { "http_request", skl_http_request },
         { "modal_fs", skl_modal_fs },

@@ -45,11 +45,6 @@ int skl_new_sandbox(lua_State *L)
     skl_sandbox *s = lua_newuserdatauv(L, sizeof *s, 1);
     s->sb = NULL;
     s->st = st;
-    lua_getfield(L, 2, "timeout");
-    s->timeout_ms = lua_tonumber(L, -1);
-    lua_getfield(L, 2, "max_output_bytes");
-    s->max_output = lua_tonumber(L, -1);
-    lua_pop(L, 2);
     luaL_setmetatable(L, SKL_SANDBOX);
     lua_newtable(L);
     lua_pushboolean(L, prov->stop_when_idle);
