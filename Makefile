@@ -29,7 +29,7 @@ HEADERS := $(wildcard src/core/*.h src/core/providers/*/*.h src/lua/*.h)
 C_TESTS := $(patsubst spec/c/%.c,build/test/%,$(wildcard spec/c/*_test.c))
 TEST_PREP :=
 
-.PHONY: all deps test demo clean check-deps spec-c npm-deps rock
+.PHONY: all deps test demo docs clean check-deps spec-c npm-deps rock
 
 all: build/sandkit/core.so build/libsandkit_core.a
 
@@ -80,6 +80,11 @@ test: deps
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@LUA_CPATH='build/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;' $(LUA) examples/demo.lua
+
+# README's and the LuaLS stub's blocks rendered from the declarations
+# (exec options, error kinds): tools/gen_docs.lua.
+docs: build/sandkit/core.so
+	@LUA_CPATH='build/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;' $(LUA) tools/gen_docs.lua
 
 rock: deps
 	luarocks --lua-version=5.4 make --deps-mode=none rockspec/sandkit-scm-1.rockspec CFLAGS="-O2 -fPIC -std=c11 -fvisibility=hidden"
