@@ -23,7 +23,9 @@ describe("the rock", function()
   setup(function()
     tmp = mktemp()
     tree = tmp .. "/tree"
-    assert(os.execute("mkdir -p " .. q(tmp .. "/src") .. " && cp -R src lua bin rockspec docs " .. q(tmp .. "/src")))
+    -- build/gen: Modal's tables, generated from modal.proto by the build
+    assert(os.execute("mkdir -p " .. q(tmp .. "/src/build") .. " && cp -R src lua bin rockspec docs " ..
+      q(tmp .. "/src") .. " && cp -R build/gen " .. q(tmp .. "/src/build")))
     build_code, build_out = run("cd " .. q(tmp .. "/src") .. " && " .. TIMEOUT ..
       "luarocks --lua-version=5.4 --tree=" .. q(tree) ..
       " make --deps-mode=none rockspec/sandkit-scm-1.rockspec CFLAGS='-O2 -fPIC -std=c11 -fvisibility=hidden'")

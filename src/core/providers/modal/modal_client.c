@@ -415,7 +415,7 @@ static void token_on_fetched(void *ud, const mc_reply *r)
     const char *message = r->message;
     sk_error_kind local = r->local;
     if (code == 0) {
-        sk_modal_auth_token_get_resp resp;
+        sk_modal_auth_token_get_response resp;
         if (sk_modal_decode_auth_token_get(r->data, r->len, &resp) != 0) {
             code = SK_GRPC_INTERNAL;
             message = "malformed AuthTokenGet response";
@@ -424,7 +424,7 @@ static void token_on_fetched(void *ud, const mc_reply *r)
             code = SK_GRPC_INTERNAL;
             message = "Internal error: did not receive auth token from server, please contact Modal support";
             local = SK_ERR_MODAL;
-            sk_modal_auth_token_get_resp_free(&resp);
+            sk_modal_auth_token_get_response_free(&resp);
         } else {
             mc_drop_token(c);
             c->token = resp.token;
@@ -573,8 +573,8 @@ static void call_attempt(mc_call *call)
         q.plaintext = c->localhost; /* docs/protocols/modal.md §1.8: h2c to an https router URL */
         if (call->kind == MC_STDIO) {
             sk_buf_reset(&call->msg);
-            sk_modal_task_exec_stdio_read_req m = { .task_id = r->task_id, .exec_id = call->exec_id,
-                                                    .offset = call->offset, .file_descriptor = call->fd };
+            sk_modal_task_exec_stdio_read_request m = { .task_id = r->task_id, .exec_id = call->exec_id,
+                                                        .offset = call->offset, .file_descriptor = call->fd };
             if (sk_modal_encode_task_exec_stdio_read(&call->msg, &m) != 0) {
                 call_fail_later(call, SK_GRPC_INTERNAL, SK_ERR_MODAL, "out of memory");
                 return;
@@ -607,7 +607,8 @@ static void call_attempt(mc_call *call)
     if (call->kind == MC_ROUTER)
         q.recv_buffer_bytes = MC_ROUTER_RECV_BUFFER;
     else if (call->kind == MC_STDIO)
-        q.recv_buffer_bytes = call->fd == SK_MODAL_FD_STDERR ? MC_STDERR_RECV_BUFFER : MC_STDIO_RECV_BUFFER;
+        q.recv_buffer_bytes = call->fd == SK_MODAL_TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDERR ? MC_STDERR_RECV_BUFFER
+                                                                                        : MC_STDIO_RECV_BUFFER;
     const char *err = NULL;
     static const sk_grpc_callbacks cp_cb = { .done = call_on_grpc_done };
     static const sk_grpc_callbacks stream_cb = { .message = call_on_grpc_message, .done = call_on_grpc_done };
@@ -957,7 +958,7 @@ static void router_on_access(void *ud, const mc_reply *rep)
     const char *message = rep->message;
     sk_error_kind local = rep->local;
     if (code == 0) {
-        sk_modal_task_get_command_router_access_resp resp;
+        sk_modal_task_get_command_router_access_response resp;
         if (sk_modal_decode_task_get_command_router_access(rep->data, rep->len, &resp) != 0) {
             code = SK_GRPC_INTERNAL;
             message = "malformed TaskGetCommandRouterAccess response";
@@ -973,7 +974,7 @@ static void router_on_access(void *ud, const mc_reply *rep)
             r->jwt_held = sk_secret_hold(r->jwt) == 0;
             if (sk_jwt_exp(r->jwt, &r->jwt_exp) != 0)
                 r->jwt_exp = -1;
-            sk_modal_task_get_command_router_access_resp_free(&resp);
+            sk_modal_task_get_command_router_access_response_free(&resp);
         }
     }
     mc_call *w = r->waiters;
@@ -1007,7 +1008,7 @@ static void router_refresh(mc_call *call)
     if (r->refresh)
         return;
     sk_buf msg = { 0 };
-    sk_modal_task_get_command_router_access_req m = { .task_id = r->task_id };
+    sk_modal_task_get_command_router_access_request m = { .task_id = r->task_id };
     if (sk_modal_encode_task_get_command_router_access(&msg, &m) == 0)
         r->refresh = sk_mc_unary(r->client, SK_MODAL_RPC_TASK_GET_COMMAND_ROUTER_ACCESS, &msg, 0, router_on_access, r);
     sk_buf_free(&msg);

@@ -100,7 +100,8 @@ mc_call *sk_mc_router_unary(mc_router *r, const char *rpc, const sk_buf *msg, co
                          mc_reply_fn fn, void *ud);
 /* TaskExecStdioRead from offset 0, resumed from the bytes received after a
  * retryable failure (up to 10 times, 10 ms doubling, reset on data). fd:
- * SK_MODAL_FD_STDOUT / SK_MODAL_FD_STDERR. fn with OK = end of output. */
+ * SK_MODAL_TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDOUT or _STDERR. fn with OK =
+ * end of output. */
 mc_call *sk_mc_stdio_read(mc_router *r, const char *exec_id, int fd, mc_data_fn data, mc_reply_fn fn, void *ud);
 const char *sk_mc_router_task_id(const mc_router *r);
 /* A router call waiting to repeat an attempt whose answer lost its

@@ -155,7 +155,9 @@ static void fs_get_output(sk_modal_fs_op *op)
 {
     sk_buf msg = { 0 };
     op->seen = 0;
-    if (sk_modal_encode_container_filesystem_exec_get_output(&msg, op->exec_id, (float)MODAL_FS_POLL_S) == 0)
+    sk_modal_container_filesystem_exec_get_output_request m = { .exec_id = op->exec_id,
+                                                                .timeout = (float)MODAL_FS_POLL_S };
+    if (sk_modal_encode_container_filesystem_exec_get_output(&msg, &m) == 0)
         op->call = sk_mc_stream(op->ms->client, SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC_GET_OUTPUT, &msg,
                              MODAL_FS_POLL_S * 1000, fs_on_batch, fs_on_output_end, op);
     sk_buf_free(&msg);
@@ -171,7 +173,7 @@ static void fs_on_exec(void *ud, const mc_reply *r)
         fs_finish(op, sk_mc_error(op->ms->client, r, r->code == SK_GRPC_NOT_FOUND ? "NotFoundError" : NULL));
         return;
     }
-    sk_modal_container_filesystem_exec_resp resp;
+    sk_modal_container_filesystem_exec_response resp;
     if (sk_modal_decode_container_filesystem_exec(r->data, r->len, &resp) != 0) {
         fs_finish(op, sk_error_new(SK_ERR_MODAL, json_pack("{s:s}", "rpc", r->rpc),
                                    "malformed ContainerFilesystemExec response"));
@@ -210,7 +212,7 @@ static void fs_acquire(sk_modal_fs_op *op)
         op->waiting = false;
         sk_buf msg = { 0 };
         op->req.task_id = ms->task_id;
-        if (sk_modal_encode_container_filesystem_exec(&msg, &op->req) == 0)
+        if (sk_modal_encode_fs_op(&msg, &op->req) == 0)
             op->call = sk_mc_unary(ms->client, SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC, &msg, 0, fs_on_exec, op);
         op->req.task_id = NULL;
         sk_buf_free(&msg);
