@@ -23,8 +23,10 @@
       "misuse (raised by the constructor): the isolation asked for cannot run on this machine")            \
     X(SANDBOX, SandboxError, "path, key, hook, sandbox_id",                                                 \
       "the sandbox could not do it (a working directory it cannot reach, a hook that failed, ...)")         \
-    X(SANDBOX_NOT_READY, SandboxNotReadyError, "sandbox_id", "the sandbox is not running (destroyed, or being torn down)") \
-    X(SANDBOX_DESTROYED, SandboxDestroyedError, "sandbox_id", "Platform: the sandbox was destroyed under the command") \
+    X(SANDBOX_NOT_READY, SandboxNotReadyError, "sandbox_id",                                                \
+      "the sandbox is not running (destroyed, or being torn down)")                                          \
+    X(SANDBOX_DESTROYED, SandboxDestroyedError, "sandbox_id",                                               \
+      "Platform: the sandbox was destroyed under the command")                                               \
     X(SANDBOX_EXEC_TRANSPORT, SandboxExecTransportError,                                                    \
       "opened, close_code, close_reason, ws_endpoint, sandbox_id, command, attempts",                       \
       "Platform: the command's WebSocket failed")                                                          \
