@@ -12,47 +12,35 @@
 /* Every error kind sandkit reports, from C or from Lua, stated once (as
  * libuv's UV_ERRNO_MAP): X(id, name, fields, meaning). The binding exports
  * it as sandkit.errors.<name> and sandkit.errors.kinds; README's Errors
- * table and the LuaLS stub are checked against it (spec/schema_docs_spec.lua). */
-#define SK_ERROR_KINDS(X)                                                                                   \
-    X(CONFIG, ConfigError, "key, provider",                                                                 \
-      "misuse (raised): an options table has an unknown key, or an option a wrong type or value; or a "   \
-      "provider's configuration is missing or wrong")                                                       \
-    X(ARGUMENT, ArgumentError, "argument",                                                                  \
-      "misuse (raised): an argument of the wrong type or value (`bad argument #n to 'f' (...)`)")          \
-    X(ISOLATION_UNAVAILABLE, IsolationUnavailableError, "backend",                                         \
-      "misuse (raised by the constructor): the isolation asked for cannot run on this machine")            \
-    X(SANDBOX, SandboxError, "path, key, hook, sandbox_id",                                                 \
-      "the sandbox could not do it (a working directory it cannot reach, a hook that failed, ...)")         \
-    X(SANDBOX_NOT_READY, SandboxNotReadyError, "sandbox_id",                                                \
-      "the sandbox is not running (destroyed, or being torn down)")                                          \
-    X(SANDBOX_DESTROYED, SandboxDestroyedError, "sandbox_id",                                               \
-      "Platform: the sandbox was destroyed under the command")                                               \
-    X(SANDBOX_EXEC_TRANSPORT, SandboxExecTransportError,                                                    \
-      "opened, close_code, close_reason, ws_endpoint, sandbox_id, command, attempts",                       \
-      "Platform: the command's WebSocket failed")                                                          \
-    X(PLATFORM_API, PlatformApiError, "status, code, proxy_message, body, body_truncated",                 \
-      "Platform: the workspace proxy answered with an error (`body`: its first 64 KiB)")                   \
-    X(MODAL, ModalError, "grpc_status, grpc_code, grpc_message, rpc, sdk_error",                            \
-      "Modal: a call failed (`sdk_error`: the JS SDK's class, e.g. NotFoundError)")                         \
+ * table and the LuaLS stub are checked against it (spec/schema_docs_spec.lua).
+ * One kind a line: the list is a table. */
+#define SK_ERROR_KINDS(X) \
+    X(CONFIG, ConfigError, "key, provider", "misuse (raised): an options table has an unknown key, or an option a wrong type or value; or a provider's configuration is missing or wrong") \
+    X(ARGUMENT, ArgumentError, "argument", "misuse (raised): an argument of the wrong type or value (`bad argument #n to 'f' (...)`)") \
+    X(ISOLATION_UNAVAILABLE, IsolationUnavailableError, "backend", "misuse (raised by the constructor): the isolation asked for cannot run on this machine") \
+    X(SANDBOX, SandboxError, "path, key, hook, sandbox_id", "the sandbox could not do it (a working directory it cannot reach, a hook that failed, ...)") \
+    X(SANDBOX_NOT_READY, SandboxNotReadyError, "sandbox_id", "the sandbox is not running (destroyed, or being torn down)") \
+    X(SANDBOX_DESTROYED, SandboxDestroyedError, "sandbox_id", "Platform: the sandbox was destroyed under the command") \
+    X(SANDBOX_EXEC_TRANSPORT, SandboxExecTransportError, "opened, close_code, close_reason, ws_endpoint, sandbox_id, command, attempts", "Platform: the command's WebSocket failed") \
+    X(PLATFORM_API, PlatformApiError, "status, code, proxy_message, body, body_truncated", "Platform: the workspace proxy answered with an error (`body`: its first 64 KiB)") \
+    X(MODAL, ModalError, "grpc_status, grpc_code, grpc_message, rpc, sdk_error", "Modal: a call failed (`sdk_error`: the JS SDK's class, e.g. NotFoundError)") \
     X(MODAL_FILESYSTEM, ModalFilesystemError, "error_code", "Modal: a file operation failed in the sandbox") \
     X(CONTAINER_CLI, ContainerCliError, "argv, exit_code, stderr", "Apple container: the `container` CLI failed") \
-    X(TIMEOUT, TimeoutError, "", "a request or wait ran past its deadline")                                \
-    X(NETWORK, NetworkError, "method, path", "a connection failed or dropped")                              \
+    X(TIMEOUT, TimeoutError, "", "a request or wait ran past its deadline") \
+    X(NETWORK, NetworkError, "method, path", "a connection failed or dropped") \
     X(HTTP_TRANSPORT, HttpTransportError, "reason", "an HTTP request failed below HTTP (files of PlatformFilesystem)") \
-    X(RESPONSE_TOO_LARGE, ResponseTooLargeError, "limit, provider, method, path, rpc",                     \
-      "a server's answer was larger than the provider's max_response_bytes")                               \
-    X(UNSUPPORTED, UnsupportedError, "",                                                                    \
-      "the provider cannot do it (e.g. stdin with Platform `stdin_frames = false`)")                        \
-    X(PROCESS_EXITED, ProcessExitedError, "", "the process has exited (send_stdin)")                        \
-    X(OUT_OF_MEMORY, OutOfMemoryError, "stdout_bytes, stderr_bytes", "memory ran out (never raised)")       \
-    X(IO, IOError, "", "a write failed (`buf:write_to`)")                                                   \
-    X(FILE_NOT_FOUND, FileNotFoundError, "path, code", "files: no such file")                               \
-    X(DIRECTORY_NOT_FOUND, DirectoryNotFoundError, "path, code", "files: no such directory")                \
-    X(FILE_EXISTS, FileExistsError, "path, code", "files: the path exists")                                 \
-    X(IS_DIRECTORY, IsDirectoryError, "path, code", "files: the path is a directory")                       \
-    X(NOT_DIRECTORY, NotDirectoryError, "path, code", "files: a path component is not a directory")        \
-    X(DIRECTORY_NOT_EMPTY, DirectoryNotEmptyError, "path, code", "files: the directory is not empty")       \
-    X(PERMISSION, PermissionError, "path, operation, code", "files: outside the filesystem, or refused")    \
+    X(RESPONSE_TOO_LARGE, ResponseTooLargeError, "limit, provider, method, path, rpc", "a server's answer was larger than the provider's max_response_bytes") \
+    X(UNSUPPORTED, UnsupportedError, "", "the provider cannot do it (e.g. stdin with Platform `stdin_frames = false`)") \
+    X(PROCESS_EXITED, ProcessExitedError, "", "the process has exited (send_stdin)") \
+    X(OUT_OF_MEMORY, OutOfMemoryError, "stdout_bytes, stderr_bytes", "memory ran out (never raised)") \
+    X(IO, IOError, "", "a write failed (`buf:write_to`)") \
+    X(FILE_NOT_FOUND, FileNotFoundError, "path, code", "files: no such file") \
+    X(DIRECTORY_NOT_FOUND, DirectoryNotFoundError, "path, code", "files: no such directory") \
+    X(FILE_EXISTS, FileExistsError, "path, code", "files: the path exists") \
+    X(IS_DIRECTORY, IsDirectoryError, "path, code", "files: the path is a directory") \
+    X(NOT_DIRECTORY, NotDirectoryError, "path, code", "files: a path component is not a directory") \
+    X(DIRECTORY_NOT_EMPTY, DirectoryNotEmptyError, "path, code", "files: the directory is not empty") \
+    X(PERMISSION, PermissionError, "path, operation, code", "files: outside the filesystem, or refused") \
     X(WORKSPACE_READ_ONLY, WorkspaceReadOnlyError, "operation, code", "files: the filesystem is read_only") \
     X(FILESYSTEM, FilesystemError, "path, code", "files: any other failure (`code` names it)")
 

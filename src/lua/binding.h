@@ -109,6 +109,13 @@ void skl_class(lua_State *L, const char *name, lua_CFunction index, lua_CFunctio
                lua_CFunction gc, lua_CFunction newindex, const char *methods_field,
                const char *class_field, int module_idx);
 
+/* __index of a class made by skl_class: pushes the method named by the key
+ * (from the method table in upvalue 1) and returns -1; else returns the
+ * index of the key in fields (NULL-terminated), or -2 for no such field. */
+int skl_index(lua_State *L, const char *const fields[]);
+/* Pushes user value n of the object at index 1 (a tname): its state table. */
+int skl_push_state(lua_State *L, const char *tname, int n);
+
 /* sandkit.Sandbox (sandbox_ud.c) */
 #define SKL_SANDBOX "sandkit.Sandbox"
 typedef struct skl_sandbox {

@@ -158,6 +158,28 @@ void skl_class(lua_State *L, const char *name, lua_CFunction index, lua_CFunctio
     lua_setfield(L, module_idx, class_field);
 }
 
+int skl_index(lua_State *L, const char *const fields[])
+{
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
+        return -1;
+    lua_pop(L, 1);
+    if (lua_type(L, 2) != LUA_TSTRING)
+        return -2;
+    const char *key = lua_tostring(L, 2);
+    for (int i = 0; fields[i]; i++)
+        if (strcmp(fields[i], key) == 0)
+            return i;
+    return -2;
+}
+
+int skl_push_state(lua_State *L, const char *tname, int n)
+{
+    luaL_checkudata(L, 1, tname);
+    lua_getiuservalue(L, 1, n);
+    return 1;
+}
+
 /* ---- JSON <-> Lua ------------------------------------------------------- */
 
 static int core_is_array(lua_State *L, int idx, size_t *n)

@@ -311,40 +311,40 @@ static int process_untrack(lua_State *L)
     return 0;
 }
 
-static int process_state(lua_State *L)
-{
-    luaL_checkudata(L, 1, SKL_PROCESS);
-    lua_getiuservalue(L, 1, 2);
-    return 1;
-}
+static int process_state(lua_State *L) { return skl_push_state(L, SKL_PROCESS, 2); }
+
+enum { PROCESS_PID, PROCESS_COMMAND, PROCESS_EXIT_CODE, PROCESS_STDOUT, PROCESS_STDERR, PROCESS_RUNNING };
+static const char *const process_fields[] = {
+    [PROCESS_PID] = "pid",       [PROCESS_COMMAND] = "command", [PROCESS_EXIT_CODE] = "exit_code",
+    [PROCESS_STDOUT] = "stdout", [PROCESS_STDERR] = "stderr",   [PROCESS_RUNNING] = "running",
+    NULL,
+};
 
 static int process_index(lua_State *L)
 {
     skl_process *box = luaL_checkudata(L, 1, SKL_PROCESS);
-    lua_pushvalue(L, 2);
-    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
-        return 1;
-    lua_pop(L, 1);
-    const char *key = lua_tostring(L, 2);
+    int field = skl_index(L, process_fields);
     sk_process *p = box->p;
-    if (!key || !p)
-        return 0;
-    if (strcmp(key, "pid") == 0)
+    if (field < 0 || !p)
+        return field == -1;
+    switch (field) {
+    case PROCESS_PID:
         lua_pushstring(L, p->pid);
-    else if (strcmp(key, "command") == 0)
+        break;
+    case PROCESS_COMMAND:
         lua_pushstring(L, p->command);
-    else if (strcmp(key, "exit_code") == 0) {
+        break;
+    case PROCESS_EXIT_CODE:
         if (!p->exited || p->error)
             return 0;
         lua_pushinteger(L, p->result.exit_code);
-    } else if (strcmp(key, "stdout") == 0)
-        process_push_output(L, 1, box, 1);
-    else if (strcmp(key, "stderr") == 0)
-        process_push_output(L, 1, box, 2);
-    else if (strcmp(key, "running") == 0)
+        break;
+    case PROCESS_RUNNING:
         lua_pushboolean(L, !p->exited);
-    else
-        return 0;
+        break;
+    default: /* stdout, stderr */
+        process_push_output(L, 1, box, field == PROCESS_STDOUT ? 1 : 2);
+    }
     return 1;
 }
 

@@ -89,12 +89,7 @@ static int sandbox_mark_error(lua_State *L)
     return 0;
 }
 
-static int sandbox_state(lua_State *L)
-{
-    luaL_checkudata(L, 1, SKL_SANDBOX);
-    lua_getiuservalue(L, 1, 1);
-    return 1;
-}
+static int sandbox_state(lua_State *L) { return skl_push_state(L, SKL_SANDBOX, 1); }
 
 static int sandbox_info(lua_State *L)
 {
@@ -177,39 +172,45 @@ static int sandbox_list(lua_State *L)
     return 1;
 }
 
+enum { SANDBOX_ID, SANDBOX_NAME, SANDBOX_PROVIDER, SANDBOX_STATUS, SANDBOX_PROCESSES, SANDBOX_FS };
+static const char *const sandbox_fields[] = {
+    [SANDBOX_ID] = "id",         [SANDBOX_NAME] = "name",           [SANDBOX_PROVIDER] = "provider",
+    [SANDBOX_STATUS] = "status", [SANDBOX_PROCESSES] = "processes", [SANDBOX_FS] = "fs",
+    NULL,
+};
+
 static int sandbox_index(lua_State *L)
 {
     skl_sandbox *s = luaL_checkudata(L, 1, SKL_SANDBOX);
-    /* methods first (upvalue 1) */
-    lua_pushvalue(L, 2);
-    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
+    int field = skl_index(L, sandbox_fields);
+    if (field < 0)
+        return field == -1;
+    sk_sandbox *sb = s->sb;
+    if (!sb) { /* closed */
+        if (field != SANDBOX_STATUS)
+            return 0;
+        lua_pushliteral(L, "destroyed");
         return 1;
-    lua_pop(L, 1);
-    const char *key = lua_tostring(L, 2);
-    if (!key)
-        return 0;
-    if (!s->sb) {
-        if (strcmp(key, "status") == 0) {
-            lua_pushliteral(L, "destroyed");
-            return 1;
-        }
-        return 0;
     }
-    if (strcmp(key, "id") == 0)
-        lua_pushstring(L, s->sb->id);
-    else if (strcmp(key, "name") == 0)
-        lua_pushstring(L, s->sb->name);
-    else if (strcmp(key, "provider") == 0)
-        lua_pushstring(L, s->sb->provider->id);
-    else if (strcmp(key, "status") == 0)
-        lua_pushstring(L, sk_status_name(s->sb->status));
-    else if (strcmp(key, "processes") == 0 || strcmp(key, "fs") == 0) {
+    switch (field) {
+    case SANDBOX_ID:
+        lua_pushstring(L, sb->id);
+        break;
+    case SANDBOX_NAME:
+        lua_pushstring(L, sb->name);
+        break;
+    case SANDBOX_PROVIDER:
+        lua_pushstring(L, sb->provider->id);
+        break;
+    case SANDBOX_STATUS:
+        lua_pushstring(L, sk_status_name(sb->status));
+        break;
+    default:
         /* the process manager and the filesystem are Lua objects kept in
          * the state table */
         lua_getiuservalue(L, 1, 1);
-        lua_getfield(L, -1, key);
-    } else
-        return 0;
+        lua_getfield(L, -1, sandbox_fields[field]);
+    }
     return 1;
 }
 

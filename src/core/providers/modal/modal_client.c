@@ -407,23 +407,45 @@ static bool token_needs_refresh(const mc_client *c)
     return mc_wall_s() >= c->token_exp - MC_TOKEN_REFRESH_WINDOW_S;
 }
 
+/* What the calls waiting for a token or a router JWT get: the fetch's
+ * status, or a client-side failure when its answer is unusable. */
+typedef struct mc_outcome {
+    int code;
+    const char *message;
+    sk_error_kind local;
+} mc_outcome;
+
+static mc_outcome mc_outcome_of(const mc_reply *r) { return (mc_outcome){ r->code, r->message, r->local }; }
+
+static void mc_outcome_fail(mc_outcome *o, const char *message)
+{
+    *o = (mc_outcome){ SK_GRPC_INTERNAL, message, SK_ERR_MODAL };
+}
+
+/* The first call of a detached waiter list, unlinked and ready to be
+ * attempted again; NULL at the end. */
+static mc_call *mc_waiter_pop(mc_call **list)
+{
+    mc_call *w = *list;
+    if (w) {
+        *list = w->wnext;
+        w->wnext = NULL;
+        w->state = MC_NEW;
+    }
+    return w;
+}
+
 static void token_on_fetched(void *ud, const mc_reply *r)
 {
     mc_client *c = ud;
     c->token_fetch = NULL;
-    int code = r->code;
-    const char *message = r->message;
-    sk_error_kind local = r->local;
-    if (code == 0) {
+    mc_outcome o = mc_outcome_of(r);
+    if (o.code == 0) {
         sk_modal_auth_token_get_response resp;
         if (sk_modal_decode_auth_token_get(r->data, r->len, &resp) != 0) {
-            code = SK_GRPC_INTERNAL;
-            message = "malformed AuthTokenGet response";
-            local = SK_ERR_MODAL;
+            mc_outcome_fail(&o, "malformed AuthTokenGet response");
         } else if (!resp.token[0]) {
-            code = SK_GRPC_INTERNAL;
-            message = "Internal error: did not receive auth token from server, please contact Modal support";
-            local = SK_ERR_MODAL;
+            mc_outcome_fail(&o, "Internal error: did not receive auth token from server, please contact Modal support");
             sk_modal_auth_token_get_response_free(&resp);
         } else {
             mc_drop_token(c);
@@ -439,26 +461,22 @@ static void token_on_fetched(void *ud, const mc_reply *r)
         }
     }
     /* Detach the list first: continuing a waiter may start new calls. */
-    mc_call *w = c->token_waiters;
+    mc_call *list = c->token_waiters;
     c->token_waiters = NULL;
-    while (w) {
-        mc_call *next = w->wnext;
-        w->wnext = NULL;
-        w->state = MC_NEW;
+    for (mc_call *w; (w = mc_waiter_pop(&list));) {
         bool usable = c->token && !token_expired(c);
-        if (code == 0 || (w->soft_wait && usable)) {
-            if (code != 0)
+        if (o.code == 0 || (w->soft_wait && usable)) {
+            if (o.code != 0)
                 sk_log(SK_LOG_WARN, "modal", "refreshing the auth token failed (%s); using the current one",
-                       sk_grpc_code_name(code) ? sk_grpc_code_name(code) : "UNKNOWN");
+                       sk_grpc_code_name(o.code) ? sk_grpc_code_name(o.code) : "UNKNOWN");
             free(w->token);
             w->token = strdup(c->token);
             call_attempt(w);
         } else {
             w->fail_rpc = SK_MODAL_RPC_AUTH_TOKEN_GET; /* the SDK throws the fetch's error */
             w->fail_limit = r->limit;
-            call_fail_later(w, code, local, "%s", message);
+            call_fail_later(w, o.code, o.local, "%s", o.message);
         }
-        w = next;
     }
 }
 
@@ -954,15 +972,11 @@ static void router_on_access(void *ud, const mc_reply *rep)
 {
     mc_router *r = ud;
     r->refresh = NULL;
-    int code = rep->code;
-    const char *message = rep->message;
-    sk_error_kind local = rep->local;
-    if (code == 0) {
+    mc_outcome o = mc_outcome_of(rep);
+    if (o.code == 0) {
         sk_modal_task_get_command_router_access_response resp;
         if (sk_modal_decode_task_get_command_router_access(rep->data, rep->len, &resp) != 0) {
-            code = SK_GRPC_INTERNAL;
-            message = "malformed TaskGetCommandRouterAccess response";
-            local = SK_ERR_MODAL;
+            mc_outcome_fail(&o, "malformed TaskGetCommandRouterAccess response");
         } else {
             if (strcmp(resp.url, r->url) != 0)
                 sk_log(SK_LOG_WARN, "modal", "Task router URL changed during session");
@@ -977,19 +991,15 @@ static void router_on_access(void *ud, const mc_reply *rep)
             sk_modal_task_get_command_router_access_response_free(&resp);
         }
     }
-    mc_call *w = r->waiters;
+    mc_call *list = r->waiters;
     r->waiters = NULL;
-    while (w) {
-        mc_call *next = w->wnext;
-        w->wnext = NULL;
-        w->state = MC_NEW;
-        if (code == 0) {
+    for (mc_call *w; (w = mc_waiter_pop(&list));) {
+        if (o.code == 0) {
             call_attempt(w);
         } else {
             w->fail_rpc = SK_MODAL_RPC_TASK_GET_COMMAND_ROUTER_ACCESS;
-            call_fail_later(w, code, local, "%s", message);
+            call_fail_later(w, o.code, o.local, "%s", o.message);
         }
-        w = next;
     }
 }
 
