@@ -68,18 +68,8 @@ static int server_start(void)
     close(out[1]);
     srv_in = in[1];
     char buf[128];
-    size_t len = 0;
-    while (len < sizeof buf - 1 && !memchr(buf, '\n', len)) {
-        struct pollfd p = { .fd = out[0], .events = POLLIN };
-        if (poll(&p, 1, 20000) <= 0)
-            break;
-        ssize_t n = read(out[0], buf + len, sizeof buf - 1 - len);
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-    }
+    tap_read_lines(out[0], buf, sizeof buf, 1);
     close(out[0]);
-    buf[len] = '\0';
     if (sscanf(buf, "LISTENING %d", &srv_port) != 1)
         return -1;
     snprintf(srv_url, sizeof srv_url, "http://127.0.0.1:%d", srv_port);

@@ -5,9 +5,11 @@
 #ifndef SK_TEST_TAP_H
 #define SK_TEST_TAP_H
 
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static int tap_n, tap_failed;
 
@@ -46,6 +48,30 @@ __attribute__((unused)) static int tap_bytes(const char *name, const void *got, 
         tap_hexdump("want", want, wn);
     }
     return ok;
+}
+
+/* Reads a spawned server's first `lines` lines (its address, ...) from fd
+ * into buf (NUL-terminated), waiting at most 20 s for each read; returns
+ * how many whole lines came. */
+__attribute__((unused)) static int tap_read_lines(int fd, char *buf, size_t size, int lines)
+{
+    size_t len = 0;
+    int seen = 0;
+    buf[0] = '\0';
+    while (seen < lines && len < size - 1) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        if (poll(&p, 1, 20000) <= 0)
+            break;
+        ssize_t n = read(fd, buf + len, size - 1 - len);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        buf[len] = '\0';
+        seen = 0;
+        for (char *c = buf; (c = strchr(c, '\n')); c++)
+            seen++;
+    }
+    return seen;
 }
 
 #endif

@@ -10,6 +10,16 @@ function M.dir()
   return p
 end
 
+--- A fresh directory of mode 0700 (mktemp -d), left for the caller to
+-- remove.
+function M.mktemp()
+  local p = assert(io.popen("mktemp -d"))
+  local d = p:read("l")
+  p:close()
+  assert(d and d ~= "", "mktemp -d failed")
+  return d
+end
+
 function M.cleanup()
   for _, d in ipairs(made) do os.execute("rm -rf '" .. d .. "'") end
   made = {}

@@ -221,19 +221,16 @@ void skl_open_buffer(lua_State *L, int state_idx)
         { "is_closed", buffer_is_closed },
         { NULL, NULL },
     };
+    static const luaL_Reg metamethods[] = {
+        { "__len", buffer_len }, { "__tostring", buffer_tostring }, { "__gc", buffer_close },
+        { "__close", buffer_close }, { NULL, NULL },
+    };
     if (luaL_newmetatable(L, SKL_BUFFER)) {
         lua_newtable(L);
         lua_pushvalue(L, state_idx); /* write_to makes error objects */
         luaL_setfuncs(L, methods, 1);
         lua_setfield(L, -2, "__index");
-        lua_pushcfunction(L, buffer_len);
-        lua_setfield(L, -2, "__len");
-        lua_pushcfunction(L, buffer_tostring);
-        lua_setfield(L, -2, "__tostring");
-        lua_pushcfunction(L, buffer_close);
-        lua_setfield(L, -2, "__gc");
-        lua_pushcfunction(L, buffer_close);
-        lua_setfield(L, -2, "__close");
+        luaL_setfuncs(L, metamethods, 0);
     }
     lua_setfield(L, -2, "Buffer"); /* core.Buffer: the metatable */
     lua_pushcfunction(L, buffer_from_string);
