@@ -13,11 +13,8 @@ end
 --- A fresh directory of mode 0700 (mktemp -d), left for the caller to
 -- remove.
 function M.mktemp()
-  local p = assert(io.popen("mktemp -d"))
-  local d = p:read("l")
-  p:close()
-  assert(d and d ~= "", "mktemp -d failed")
-  return d
+  local d = require("helpers.sh").capture("mktemp -d"):gsub("\n$", "")
+  return assert(d ~= "" and d, "mktemp -d failed")
 end
 
 function M.cleanup()
