@@ -47,6 +47,15 @@ M.common = {
       .. "the command keeps running, its output is drained, the result has truncated = true." },
 }
 
+--- Checks an exec option `max_output_bytes`; returns an error message or nil.
+function M.check_max_output(v)
+  if math.type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v) and math.abs(v) < 2^53) then
+    return "must be a whole number of bytes"
+  end
+  if v < 1 then return "must be at least 1 (use capture = false to keep nothing)" end
+  return nil
+end
+
 --- The options of sb:exec, sb:exec_async, sb.processes:spawn and
 -- fleet:exec, stated once: the check, README's table and the LuaLS stub
 -- (sandkit.CommandOptions) come from here (spec/schema_docs_spec.lua).
@@ -68,12 +77,13 @@ local EXEC = {
   { "stdin", type = "string", nul_ok = true,
     description = "a string written, then stdin is closed (without it stdin is empty); `processes:spawn` writes it "
       .. "first and keeps stdin open (`h:send_stdin`, `h:close_stdin`)" },
-  { "capture", type = { "boolean", "string" }, enum = { "buffer" }, expect = 'a boolean or "buffer"',
+  { "capture", type = { "boolean", "string" }, enum = { "buffer" }, expect = 'a boolean or "buffer"', default = true,
     description = "default true; false keeps output out of the result (for streaming large output); `\"buffer\"` "
       .. "returns `stdout`/`stderr` as `sandkit.Buffer` objects that hold the captured bytes without copying them "
       .. "into Lua strings: `#buf`, `buf:sub(i, j)`, `buf:byte(i, j)`, `buf:find(text, init, plain)` (plain text), "
       .. "`tostring(buf)`, `buf:write_to(file)`, `buf:close()`; every provider; [docs/capture.md](docs/capture.md)" },
-  { "max_output_bytes", type = "integer", min = 1, unit = "bytes",
+  { "max_output_bytes", type = "integer", expect = "a whole number of bytes", check = M.check_max_output,
+    unit = "bytes",
     description = "whole number >= 1; default the sandbox's option, 64 MiB: the bytes of stdout, and separately "
       .. "of stderr, kept in the result (below)" },
 }
@@ -96,15 +106,6 @@ M.fleet = M.schema("fleet", { CONCURRENCY,
   ON_PROGRESS })
 
 -- ---- value checks ------------------------------------------------------------
-
---- Checks an exec option `max_output_bytes`; returns an error message or nil.
-function M.check_max_output(v)
-  if math.type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v) and math.abs(v) < 2^53) then
-    return "must be a whole number of bytes"
-  end
-  if v < 1 then return "must be at least 1 (use capture = false to keep nothing)" end
-  return nil
-end
 
 --- Checks an env table; on_error(problem) is called for the first problem.
 function M.check_env(env, on_error)
@@ -227,10 +228,11 @@ local function check_value(fail, spec, v)
   end
   local function wrong()
     if spec.expect then
-      fail(("must be %s, got %s"):format(spec.expect, type(v) == "string" and ("%q"):format(M.shown(v)) or type(v)))
+      local got = type(v) == "string" and ("%q"):format(M.shown(v)) or type(v) == "number" and M.shown(v) or type(v)
+      fail(("must be %s, got %s"):format(spec.expect, got))
     end
     local shown = ({ env = "table", map = "table", array = "table" })[type_name(t)] or type_name(t)
-    fail(("must be a %s, got %s"):format(shown, type(v)))
+    fail(("must be %s %s, got %s"):format(shown:match("^[aeiou]") and "an" or "a", shown, type(v)))
   end
   if not matched then wrong() end
   if matched == "string" then

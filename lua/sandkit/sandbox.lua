@@ -202,7 +202,6 @@ local function not_running(sb)
   return errors.new("SandboxNotReadyError", ("Sandbox is not running (status: %s)"):format(sb.status))
 end
 
--- Starts the command; false when the sandbox is not running.
 -- The core's spawn, given the checked options one by one, with the
 -- sandbox's defaults for the absent timeout and max_output_bytes.
 local function spawn(sb, line, o, tracked, token)
@@ -212,6 +211,7 @@ local function spawn(sb, line, o, tracked, token)
     o.max_output_bytes or defaults.max_output_bytes or 0, o.stdin, o.capture == nil or o.capture, streaming)
 end
 
+-- Starts the command; false when the sandbox is not running.
 local function launch(sb, rec, line, o)
   local proc, err = spawn(sb, line, o, false, rec.token)
   if proc == false then return false end
