@@ -25,15 +25,24 @@ CORE_SRC := $(sort $(wildcard src/core/*.c src/core/providers/*.c src/core/provi
 LUA_SRC := $(sort $(wildcard src/lua/*.c))
 CORE_OBJ := $(CORE_SRC:%.c=build/obj/%.o)
 LUA_OBJ := $(LUA_SRC:%.c=build/obj/%.o)
-HEADERS := $(wildcard src/core/*.h src/core/providers/*/*.h src/lua/*.h)
+# Modal's message types and field tables, generated from modal.proto at
+# build time (tools/modal_gen.lua; modal_msg.h says how they are used):
+# every object depends on it through HEADERS.
+MODAL_PB := build/gen/modal_pb.h
+CFLAGS += -Ibuild/gen
+HEADERS := $(wildcard src/core/*.h src/core/providers/*/*.h src/lua/*.h) $(MODAL_PB)
 C_TESTS := $(patsubst spec/c/%.c,build/test/%,$(wildcard spec/c/*_test.c))
 TEST_PREP :=
 
-.PHONY: all deps test demo clean check-deps spec-c npm-deps rock
+.PHONY: all deps test demo docs clean check-deps spec-c npm-deps rock
 
 all: build/sandkit/core.so build/libsandkit_core.a
 
 include $(wildcard mk/*.mk)
+
+$(MODAL_PB): src/core/providers/modal/modal.proto tools/modal_gen.lua
+	@mkdir -p $(dir $@)
+	$(LUA) tools/modal_gen.lua $< $@
 
 build/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -86,7 +95,14 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@LUA_CPATH='build/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;' $(LUA) examples/demo.lua
 
-rock: deps
+# README's and the LuaLS stub's blocks rendered from the declarations
+# (exec options, error kinds): tools/gen_docs.lua.
+docs: build/sandkit/core.so
+	@LUA_CPATH='build/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;' $(LUA) tools/gen_docs.lua
+
+# The rockspec compiles build/gen/modal_pb.h in (luarocks' builtin back-end
+# runs no generator): made first.
+rock: deps $(MODAL_PB)
 	luarocks --lua-version=5.4 make --deps-mode=none rockspec/sandkit-scm-1.rockspec CFLAGS="-O2 -fPIC -std=c11 -fvisibility=hidden"
 
 clean:

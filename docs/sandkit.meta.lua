@@ -97,10 +97,73 @@
 ---@alias sandkit.AnySandboxOptions sandkit.LocalSandboxOptions|sandkit.PlatformSandboxOptions|sandkit.ModalSandboxOptions|sandkit.AppleContainerSandboxOptions
 -- END generated: provider options
 
+-- generated: error-kinds (tools/gen_docs.lua; make docs)
+---@alias sandkit.ErrorKind
+---| "ConfigError" misuse (raised): an options table has an unknown key, or an option a wrong type or value; or a provider's configuration is missing or wrong
+---| "ArgumentError" misuse (raised): an argument of the wrong type or value (`bad argument #n to 'f' (...)`)
+---| "IsolationUnavailableError" misuse (raised by the constructor): the isolation asked for cannot run on this machine
+---| "SandboxError" the sandbox could not do it (a working directory it cannot reach, a hook that failed, ...)
+---| "SandboxNotReadyError" the sandbox is not running (destroyed, or being torn down)
+---| "SandboxDestroyedError" Platform: the sandbox was destroyed under the command
+---| "SandboxExecTransportError" Platform: the command's WebSocket failed
+---| "PlatformApiError" Platform: the workspace proxy answered with an error (`body`: its first 64 KiB)
+---| "ModalError" Modal: a call failed (`sdk_error`: the JS SDK's class, e.g. NotFoundError)
+---| "ModalFilesystemError" Modal: a file operation failed in the sandbox
+---| "ContainerCliError" Apple container: the `container` CLI failed
+---| "TimeoutError" a request or wait ran past its deadline
+---| "NetworkError" a connection failed or dropped
+---| "HttpTransportError" an HTTP request failed below HTTP (files of PlatformFilesystem)
+---| "ResponseTooLargeError" a server's answer was larger than the provider's max_response_bytes
+---| "UnsupportedError" the provider cannot do it (e.g. stdin with Platform `stdin_frames = false`)
+---| "ProcessExitedError" the process has exited (send_stdin)
+---| "OutOfMemoryError" memory ran out (never raised)
+---| "IOError" a write failed (`buf:write_to`)
+---| "FileNotFoundError" files: no such file
+---| "DirectoryNotFoundError" files: no such directory
+---| "FileExistsError" files: the path exists
+---| "IsDirectoryError" files: the path is a directory
+---| "NotDirectoryError" files: a path component is not a directory
+---| "DirectoryNotEmptyError" files: the directory is not empty
+---| "PermissionError" files: outside the filesystem, or refused
+---| "WorkspaceReadOnlyError" files: the filesystem is read_only
+---| "FilesystemError" files: any other failure (`code` names it)
+
+---@class sandkit.errors  the kinds as constants: errors.ConfigError == "ConfigError"
+---@field ConfigError "ConfigError"
+---@field ArgumentError "ArgumentError"
+---@field IsolationUnavailableError "IsolationUnavailableError"
+---@field SandboxError "SandboxError"
+---@field SandboxNotReadyError "SandboxNotReadyError"
+---@field SandboxDestroyedError "SandboxDestroyedError"
+---@field SandboxExecTransportError "SandboxExecTransportError"
+---@field PlatformApiError "PlatformApiError"
+---@field ModalError "ModalError"
+---@field ModalFilesystemError "ModalFilesystemError"
+---@field ContainerCliError "ContainerCliError"
+---@field TimeoutError "TimeoutError"
+---@field NetworkError "NetworkError"
+---@field HttpTransportError "HttpTransportError"
+---@field ResponseTooLargeError "ResponseTooLargeError"
+---@field UnsupportedError "UnsupportedError"
+---@field ProcessExitedError "ProcessExitedError"
+---@field OutOfMemoryError "OutOfMemoryError"
+---@field IOError "IOError"
+---@field FileNotFoundError "FileNotFoundError"
+---@field DirectoryNotFoundError "DirectoryNotFoundError"
+---@field FileExistsError "FileExistsError"
+---@field IsDirectoryError "IsDirectoryError"
+---@field NotDirectoryError "NotDirectoryError"
+---@field DirectoryNotEmptyError "DirectoryNotEmptyError"
+---@field PermissionError "PermissionError"
+---@field WorkspaceReadOnlyError "WorkspaceReadOnlyError"
+---@field FilesystemError "FilesystemError"
+---@field kinds { name: sandkit.ErrorKind, fields: string, doc: string }[] in this order
+-- end: error-kinds
+
 ---@class sandkit.Error
----@field kind string   "ConfigError", "SandboxNotReadyError", "PlatformApiError", "ResponseTooLargeError", ...
+---@field kind sandkit.ErrorKind
 ---@field message string
----@field where? string  misuse only: "file:line" of the caller
+---@field where? string  misuse (ConfigError, ArgumentError) only: "file:line" of the caller
 -- plus the fields of its kind (status, code, grpc_status, argv, limit, ...;
 -- fleet:map errors: clone, sandbox_id, cause).
 -- No string in it (nor tostring) holds an access token, a token secret or an
@@ -118,17 +181,19 @@
 ---@field truncated boolean  stdout or stderr passed max_output_bytes; the first bytes were kept
 ---@field command string
 
----@class sandkit.CommandOptions
----@field timeout? integer  whole milliseconds; 0: no timeout
----@field cwd? string
----@field env? table<string, string>
----@field on_stdout? fun(chunk: string)
----@field on_stderr? fun(chunk: string)
----@field on_stdout_line? fun(line: string) whole lines, without the newline
----@field on_stderr_line? fun(line: string)
----@field stdin? string     exec only: written, then stdin is closed
----@field capture? boolean|"buffer"  default true; "buffer": stdout/stderr as sandkit.Buffer (no copy)
----@field max_output_bytes? integer bytes kept per stream (default: the sandbox's, 64 MiB); the rest is drained
+-- generated: command-options (tools/gen_docs.lua; make docs)
+---@class sandkit.CommandOptions  options of exec, exec_async and processes:spawn
+---@field timeout? integer whole milliseconds; default the sandbox's `timeout` option; `0`: none
+---@field cwd? string working directory of the command
+---@field env? table<string, string|number|boolean> variables merged over the sandbox's `env`
+---@field on_stdout? fun(chunk: string) called with stdout as it arrives, in chunks that may split lines anywhere
+---@field on_stderr? fun(chunk: string) the same for stderr
+---@field on_stdout_line? fun(line: string) called with each whole line of stdout, without its `\n`; the last line comes at exit even without a newline; a line longer than 1 MiB arrives in 1 MiB pieces. May be combined with the chunk callbacks
+---@field on_stderr_line? fun(line: string) the same for stderr
+---@field stdin? string a string written, then stdin is closed (without it stdin is empty); `processes:spawn` writes it first and keeps stdin open (`h:send_stdin`, `h:close_stdin`)
+---@field capture? boolean|"buffer" default true; false keeps output out of the result (for streaming large output); `"buffer"` returns `stdout`/`stderr` as `sandkit.Buffer` objects that hold the captured bytes without copying them into Lua strings: `#buf`, `buf:sub(i, j)`, `buf:byte(i, j)`, `buf:find(text, init, plain)` (plain text), `tostring(buf)`, `buf:write_to(file)`, `buf:close()`; every provider; [docs/capture.md](docs/capture.md)
+---@field max_output_bytes? integer whole number >= 1; default the sandbox's option, 64 MiB: the bytes of stdout, and separately of stderr, kept in the result (below)
+-- end: command-options
 
 ---@class sandkit.Buffer  captured bytes held without a Lua string (docs/capture.md); #buf is the length
 local Buffer = {}
@@ -351,9 +416,10 @@ function Fleet:destroy() end
 ---@field _NAME "sandkit"
 ---@field _VERSION string the release, e.g. "1.2.3" (lua/sandkit/version.lua)
 local sandkit = {}
+---@type sandkit.errors
 sandkit.errors = {}
 ---@param err any
----@param kind? string
+---@param kind? sandkit.ErrorKind
 ---@return boolean
 function sandkit.errors.is(err, kind) end
 

@@ -120,7 +120,7 @@ build = {
       },
       defines = { "_GNU_SOURCE" },
       incdirs = {
-        "src/core", "src/lua",
+        "src/core", "src/lua", "build/gen",
         "$(LIBUV_INCDIR)", "$(LIBCURL_INCDIR)", "$(JANSSON_INCDIR)",
         "$(LIBWEBSOCKETS_INCDIR)", "$(OPENSSL_INCDIR)",
       },

@@ -8,13 +8,7 @@ local TIMEOUT = "timeout -k 10 600 "
 local sh = require "helpers.sh"
 local q, run = sh.quote, sh.run
 
-local function mktemp()
-  local p = assert(io.popen("mktemp -d"))
-  local d = p:read("l")
-  p:close()
-  assert(d and d ~= "")
-  return d
-end
+local mktemp = require("helpers.tmp").mktemp
 
 describe("the rock", function()
   local tmp, tree, lua_path, lua_cpath
@@ -23,7 +17,9 @@ describe("the rock", function()
   setup(function()
     tmp = mktemp()
     tree = tmp .. "/tree"
-    assert(os.execute("mkdir -p " .. q(tmp .. "/src") .. " && cp -R src lua bin rockspec docs " .. q(tmp .. "/src")))
+    -- build/gen: Modal's tables, generated from modal.proto by the build
+    assert(os.execute("mkdir -p " .. q(tmp .. "/src/build") .. " && cp -R src lua bin rockspec docs " ..
+      q(tmp .. "/src") .. " && cp -R build/gen " .. q(tmp .. "/src/build")))
     build_code, build_out = run("cd " .. q(tmp .. "/src") .. " && " .. TIMEOUT ..
       "luarocks --lua-version=5.4 --tree=" .. q(tree) ..
       " make --deps-mode=none rockspec/sandkit-scm-1.rockspec CFLAGS='-O2 -fPIC -std=c11 -fvisibility=hidden'")

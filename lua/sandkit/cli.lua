@@ -8,6 +8,7 @@ local sandkit = require "sandkit"
 local core = require "sandkit.core"
 local errors = require "sandkit.errors"
 local registry = require "sandkit.registry"
+local options = require "sandkit.options"
 
 local M = {}
 
@@ -159,6 +160,14 @@ local function usage_error(msg)
   error({ usage = msg }, 0)
 end
 
+-- " (did you mean 'x'?)" for a name close to one of `names` (a set), or "".
+local function did_you_mean(name, names, prefix)
+  local hint = options.suggest(name, names)
+  return hint and (" (did you mean '%s%s'?)"):format(prefix or "", hint) or ""
+end
+
+local COMMANDS = { exec = true, fleet = true, providers = true, cp = true, help = true, version = true }
+
 local function shell_quote(s) return core.quote(s) end
 
 --- A fresh temporary directory for the host directory option `dir` (as
@@ -309,7 +318,8 @@ function M.parse(argv, getenv)
   local flags = FLAGS[first]
   if not flags then
     if first:sub(1, 1) == "-" then usage_error(("unknown flag '%s'"):format(first)) end
-    usage_error(("unknown command '%s' (expected exec, fleet, providers or cp)"):format(first))
+    local hint = did_you_mean(first, COMMANDS)
+    usage_error(("unknown command '%s'%s"):format(first, hint ~= "" and hint or " (expected exec, fleet, providers or cp)"))
   end
   local o = { command = first, args = {} }
   local i = 2
@@ -331,7 +341,7 @@ function M.parse(argv, getenv)
       local name, inline = a:match("^%-%-([^=]+)=(.*)$")
       name = name or a:sub(3)
       local kind = flags[name]
-      if not kind then usage_error(("unknown flag '--%s' for %s"):format(name, first)) end
+      if not kind then usage_error(("unknown flag '--%s' for %s%s"):format(name, first, did_you_mean(name, flags, "--"))) end
       local v
       if kind == "switch" then
         if inline then usage_error(("--%s takes no value"):format(name)) end

@@ -236,7 +236,7 @@ void sk_sandbox_start(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
     switch (sb->status) {
     case SK_DESTROYING:
     case SK_DESTROYED:
-        sandbox_fail_now(sb, cb, ud, sk_error_new("SandboxNotReadyError", NULL,
+        sandbox_fail_now(sb, cb, ud, sk_error_new(SK_ERR_SANDBOX_NOT_READY, NULL,
                                                   "Cannot start a destroyed sandbox"));
         return;
     case SK_RUNNING:
@@ -330,7 +330,7 @@ static void sandbox_on_destroyed(sk_sandbox *sb, sk_error *err)
     sk_waiters_notify(sb, &sb->destroy_waiters, err);
     /* anyone still waiting for a stop or start learns the outcome */
     sk_waiters_notify(sb, &sb->stop_waiters, NULL);
-    sk_error *gone = sk_error_new("SandboxNotReadyError", NULL, "Cannot start a destroyed sandbox");
+    sk_error *gone = sk_error_new(SK_ERR_SANDBOX_NOT_READY, NULL, "Cannot start a destroyed sandbox");
     sk_waiters_notify(sb, &sb->start_waiters, gone);
     sk_error_free(gone);
     sk_error_free(err);
@@ -444,7 +444,7 @@ sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracke
                              const sk_process_events *ev, void *ev_ud, sk_error **err)
 {
     if (sb->status != SK_RUNNING) {
-        *err = sk_error_new("SandboxNotReadyError", NULL, "Sandbox is not running (status: %s)",
+        *err = sk_error_new(SK_ERR_SANDBOX_NOT_READY, NULL, "Sandbox is not running (status: %s)",
                             sk_status_name(sb->status));
         return NULL;
     }
@@ -587,7 +587,7 @@ void sk_process_finish(sk_process *p, const sk_result *r, sk_error *err)
     else
         p->result.exit_code = -1;
     if (!err && p->capture_failed)
-        err = sk_error_new("OutOfMemoryError", json_pack("{s:I}", "max_output_bytes", (json_int_t)p->max_output),
+        err = sk_error_new(SK_ERR_OUT_OF_MEMORY, json_pack("{s:I}", "max_output_bytes", (json_int_t)p->max_output),
                            "out of memory while capturing the command's output (lower max_output_bytes, "
                            "or stream it with capture = false)");
     p->error = err;
@@ -662,11 +662,11 @@ void sk_process_cancel(sk_process *p)
 int sk_process_write_stdin(sk_process *p, const char *data, size_t len, sk_error **err)
 {
     if (p->exited || !p->sb) {
-        *err = sk_error_new("ProcessExitedError", NULL, "Process %s has already exited", p->pid);
+        *err = sk_error_new(SK_ERR_PROCESS_EXITED, NULL, "Process %s has already exited", p->pid);
         return -1;
     }
     if (!p->sb->provider->write_stdin) {
-        *err = sk_error_new("UnsupportedError", NULL, "%s does not support writing to stdin",
+        *err = sk_error_new(SK_ERR_UNSUPPORTED, NULL, "%s does not support writing to stdin",
                             p->sb->provider->name);
         return -1;
     }
@@ -757,7 +757,7 @@ void sk_sandbox_free(sk_sandbox *sb)
         p = next;
     }
     /* Waiters own their callback data: settle them rather than drop them. */
-    sk_error *closed = sk_error_new("SandboxNotReadyError", NULL, "The sandbox was closed");
+    sk_error *closed = sk_error_new(SK_ERR_SANDBOX_NOT_READY, NULL, "The sandbox was closed");
     sk_waiters_notify(sb, &sb->start_waiters, closed);
     sk_waiters_notify(sb, &sb->stop_waiters, closed);
     sk_waiters_notify(sb, &sb->destroy_waiters, closed);

@@ -243,7 +243,7 @@ static void local_free(sk_sandbox *sb)
 
 static sk_error *local_config_error(const char *key, const char *detail)
 {
-    return sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", "local", "key", key),
+    return sk_error_new(SK_ERR_CONFIG, json_pack("{s:s,s:s}", "provider", "local", "key", key),
                         "LocalSandbox option '%s' %s", key, detail);
 }
 
@@ -300,7 +300,7 @@ static int local_init(sk_sandbox *sb, const json_t *o, sk_error **err)
     ls->wd_fd = ls->tmp_fd = -1;
     const char *wd = json_string_value(json_object_get(o, "working_directory"));
     if (wd && !*wd) {
-        *err = sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", "local", "key", "working_directory"),
+        *err = sk_error_new(SK_ERR_CONFIG, json_pack("{s:s,s:s}", "provider", "local", "key", "working_directory"),
                             "LocalSandbox option 'working_directory' must not be empty");
         return -1;
     }
@@ -309,7 +309,7 @@ static int local_init(sk_sandbox *sb, const json_t *o, sk_error **err)
         goto oom;
     const char *iso = json_string_value(json_object_get(o, "isolation"));
     if (iso && strcmp(iso, "none") != 0 && strcmp(iso, "bwrap") != 0) {
-        *err = sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", "local", "key", "isolation"),
+        *err = sk_error_new(SK_ERR_CONFIG, json_pack("{s:s,s:s}", "provider", "local", "key", "isolation"),
                             "LocalSandbox option 'isolation' must be \"none\" or \"bwrap\" (got \"%s\")", iso);
         return -1;
     }
@@ -342,13 +342,13 @@ static int local_init(sk_sandbox *sb, const json_t *o, sk_error **err)
     if (ls->drop_ids)
         ls->setpriv_exe = sk_find_executable("setpriv");
     if (ls->bwrap && !ls->bwrap_exe) {
-        *err = sk_error_new("IsolationUnavailableError", json_pack("{s:s}", "backend", "bwrap"),
+        *err = sk_error_new(SK_ERR_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "backend", "bwrap"),
                             "bubblewrap (bwrap) is not installed; install it with: "
                             "apt-get install bubblewrap (or: dnf install bubblewrap)");
         return -1;
     }
     if (ls->drop_ids && !ls->setpriv_exe) {
-        *err = sk_error_new("IsolationUnavailableError", json_pack("{s:s}", "backend", "bwrap"),
+        *err = sk_error_new(SK_ERR_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "backend", "bwrap"),
                             "setpriv (util-linux) is needed to run bubblewrap as an unprivileged user; "
                             "install it with: apt-get install util-linux");
         return -1;
@@ -363,10 +363,10 @@ static sk_error *local_make_tmpdir(local_sandbox *ls)
 {
     char tmpl[] = "/tmp/sandkit-tmp-XXXXXX";
     if (!mkdtemp(tmpl))
-        return sk_error_new("SandboxError", NULL, "Cannot create the sandbox's /tmp: %s", strerror(errno));
+        return sk_error_new(SK_ERR_SANDBOX, NULL, "Cannot create the sandbox's /tmp: %s", strerror(errno));
     int fd = open(tmpl, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 || (ls->drop_ids && fchown(fd, ls->uid, ls->gid) != 0) || !(ls->tmpdir = strdup(tmpl))) {
-        sk_error *err = sk_error_new("SandboxError", NULL, "Cannot prepare the sandbox's /tmp (%s): %s", tmpl,
+        sk_error *err = sk_error_new(SK_ERR_SANDBOX, NULL, "Cannot prepare the sandbox's /tmp (%s): %s", tmpl,
                                      strerror(errno ? errno : ENOMEM));
         if (fd >= 0)
             close(fd);
@@ -385,7 +385,7 @@ static void local_start(sk_sandbox *sb, sk_provider_done done)
      * (local_open_trusted), never through a planted symlink */
     int mk = ls->bwrap ? 0 : sk_fs_mkdir_p(ls->workdir, 0755);
     if (mk != 0) {
-        done(sb, sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
+        done(sb, sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s}", "path", ls->workdir),
                               "Cannot create working directory %s: %s", ls->workdir, strerror(-mk)));
         return;
     }
@@ -433,14 +433,14 @@ static void local_destroy_finish(local_sandbox *ls, sk_provider_done done, bool 
     sk_error *err = NULL;
     char *path = ls->tmpdir ? strdup(ls->tmpdir) : NULL;
     if (!gone) {
-        err = sk_error_new("SandboxError", json_pack("{s:s?}", "path", path),
+        err = sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s?}", "path", path),
                            "Processes of the sandbox were still running %d s after SIGKILL; "
                            "its /tmp (%s) was left in place", LOCAL_REAP_TIMEOUT_MS / 1000,
                            path ? path : "?");
     } else {
         int rc = local_rm_tmpdir(ls);
         if (rc != 0)
-            err = sk_error_new("SandboxError", json_pack("{s:s?}", "path", path),
+            err = sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s?}", "path", path),
                                "Cannot remove the sandbox's /tmp (%s) completely: %s", path ? path : "?",
                                strerror(rc));
         else
@@ -742,7 +742,7 @@ static int local_check_binds(local_sandbox *ls, sk_error **err)
 {
     struct stat st;
     if (fstat(ls->wd_fd, &st) == 0 && st.st_nlink == 0) {
-        *err = sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
+        *err = sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s}", "path", ls->workdir),
                             "Refusing to run the command: the working directory %s was removed after "
                             "the sandbox started", ls->workdir);
         return -1;
@@ -753,7 +753,7 @@ static int local_check_binds(local_sandbox *ls, sk_error **err)
         for (char **w = ls->rw_paths; ok && *w; w++)
             ok = local_bind_intact(s, ls->ro_fds[i], *w);
         if (!ok) {
-            *err = sk_error_new("SandboxError", json_pack("{s:s,s:s}", "key", "read_only_paths", "path", s),
+            *err = sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s,s:s}", "key", "read_only_paths", "path", s),
                                 "Refusing to run the command: read_only_paths entry %s, inside a writable "
                                 "directory of the sandbox, has been moved or replaced by a symlink", s);
             return -1;
@@ -835,23 +835,23 @@ static int local_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk
     sk_proc *proc = uv_err ? NULL : sk_proc_spawn(sb->loop, &po, &local_proc_callbacks, p, &uv_err);
     if (!proc) {
         if (uv_err == UV_ENOENT && !ls->bwrap)
-            *err = sk_error_new("SandboxError", json_pack("{s:s}", "cwd", cwd),
+            *err = sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s}", "cwd", cwd),
                                 "Cannot run command: working directory %s does not exist", cwd);
         else if (uv_err == UV_E2BIG) /* named: the OS message alone blames "arguments" */
-            *err = sk_error_new("SandboxError", NULL,
+            *err = sk_error_new(SK_ERR_SANDBOX, NULL,
                                 "Cannot run command: its command line and environment exceed the "
                                 "system limit (argument list too long)");
         else if (ls->bwrap && uv_err == -EDQUOT)
             /* the new session keyring is charged to the user's key quota */
-            *err = sk_error_new("SandboxError", NULL,
+            *err = sk_error_new(SK_ERR_SANDBOX, NULL,
                                 "Cannot run command: no new session keyring for it (%s; a non-root user "
                                 "may hold kernel.keys.maxkeys keys, one per running command)",
                                 uv_strerror(uv_err));
         else if (uv_err == UV_ENAMETOOLONG)
-            *err = sk_error_new("SandboxError", NULL, "Cannot run command: the cwd (working directory) "
+            *err = sk_error_new(SK_ERR_SANDBOX, NULL, "Cannot run command: the cwd (working directory) "
                                 "name is too long");
         else
-            *err = sk_error_new("SandboxError", NULL, "Cannot spawn %s: %s", a.v[0], uv_strerror(uv_err));
+            *err = sk_error_new(SK_ERR_SANDBOX, NULL, "Cannot spawn %s: %s", a.v[0], uv_strerror(uv_err));
         goto done;
     }
     p->impl = proc;
@@ -889,7 +889,7 @@ static int local_write_stdin(sk_process *p, const char *data, size_t len, sk_err
 {
     int rc = p->impl ? sk_proc_write(p->impl, data, len) : UV_EPIPE;
     if (rc != 0) {
-        *err = sk_error_new("ProcessExitedError", NULL, "Cannot write to stdin of process %s: %s",
+        *err = sk_error_new(SK_ERR_PROCESS_EXITED, NULL, "Cannot write to stdin of process %s: %s",
                             p->pid, rc == UV_EPIPE ? "stdin is closed" : uv_strerror(rc));
         return -1;
     }

@@ -112,7 +112,7 @@ static sk_error *local_check_reachable(const local_sandbox *ls, const char *what
                                                                : (st.st_mode & S_IXOTH) != 0) ||
                   sk_has_posix_acl(real);
         if (!ok)
-            return sk_error_new("SandboxError", json_pack("{s:s,s:s,s:I}", "path", shown, "blocked_by", real,
+            return sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s,s:s,s:I}", "path", shown, "blocked_by", real,
                                                           "uid", (json_int_t)ls->uid),
                                 "The sandbox user (uid %u) cannot reach %s %s: it may not enter %s. "
                                 "Choose a path whose parent directories that user may enter (not under "
@@ -246,7 +246,7 @@ static int local_open_trusted(const char *path, bool *untrusted, uid_t *owner, c
 
 static sk_error *local_untrusted_link(const char *key, const char *path, uid_t owner, const char *link)
 {
-    return sk_error_new("SandboxError", json_pack("{s:s,s:s,s:I}", "key", key, "path", path, "link_owner",
+    return sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s,s:s,s:I}", "key", key, "path", path, "link_owner",
                                                   (json_int_t)owner),
                         "LocalSandbox %s %s leads through a symlink (%s) owned by uid %u, which sandkit does "
                         "not follow (only root's and the caller's own): name the real path",
@@ -256,9 +256,9 @@ static sk_error *local_untrusted_link(const char *key, const char *path, uid_t o
 static sk_error *local_path_error(const char *key, const char *path, int e)
 {
     if (e == ENOENT)
-        return sk_error_new("SandboxError", json_pack("{s:s,s:s}", "key", key, "path", path),
+        return sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s,s:s}", "key", key, "path", path),
                             "LocalSandbox %s entry %s does not exist", key, path);
-    return sk_error_new("SandboxError", json_pack("{s:s,s:s}", "key", key, "path", path),
+    return sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s,s:s}", "key", key, "path", path),
                         "Cannot open %s entry %s: %s", key, path, strerror(e));
 }
 
@@ -281,7 +281,7 @@ static bool local_dir_empty(int dirfd_)
 
 static sk_error *local_not_writable(const local_sandbox *ls, const char *what, const char *path)
 {
-    return sk_error_new("SandboxError", json_pack("{s:s,s:I}", "path", path, "uid", (json_int_t)ls->uid),
+    return sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s,s:I}", "path", path, "uid", (json_int_t)ls->uid),
                         "%s %s is not writable by the sandbox user (uid %u): chown it to that user%s",
                         what, path, (unsigned)ls->uid,
                         strcmp(what, "Working directory") == 0
@@ -415,7 +415,7 @@ static sk_error *local_pin_nested(local_sandbox *ls, size_t i)
         if (link || S_ISLNK(st.st_mode) || (path[off] && !S_ISDIR(st.st_mode))) {
             if (next >= 0)
                 close(next);
-            return sk_error_new("SandboxError", json_pack("{s:s,s:s}", "key", "read_only_paths", "path", path),
+            return sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s,s:s}", "key", "read_only_paths", "path", path),
                                 "LocalSandbox read_only_paths entry %s, inside the writable directory %s, "
                                 "leads through a symlink or a non-directory (%.*s); name its real path",
                                 path, root, (int)off, path);
@@ -508,7 +508,7 @@ sk_error *sk_local_pin(local_sandbox *ls)
         errno = e;
     }
     if (ls->wd_fd < 0) {
-        err = sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
+        err = sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s}", "path", ls->workdir),
                            "Cannot create or open working directory %s: %s", ls->workdir, strerror(errno));
         goto fail;
     }
@@ -518,7 +518,7 @@ sk_error *sk_local_pin(local_sandbox *ls)
         struct stat st;
         bool give = created || (fstat(ls->wd_fd, &st) == 0 && st.st_uid == 0 && local_dir_empty(ls->wd_fd));
         if (give && fchown(ls->wd_fd, ls->uid, ls->gid) != 0) {
-            err = sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
+            err = sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s}", "path", ls->workdir),
                                "Cannot give working directory %s to the sandbox user (uid %u): %s",
                                ls->workdir, (unsigned)ls->uid, strerror(errno));
             goto fail;

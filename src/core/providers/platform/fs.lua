@@ -9,6 +9,7 @@ local core = require "sandkit.core"
 local errors = require "sandkit.errors"
 local fs = require "sandkit.fs"
 local fserrors = require "sandkit.fs.errors"
+local options = require "sandkit.options"
 local json = require "sandkit.fs.json"
 local pathmod = require "sandkit.fs.path"
 local scheduler = require "sandkit.scheduler"
@@ -330,27 +331,17 @@ function Backend:instructions()
   return ("Platform filesystem backed by Mastra Platform bucket %s. Use absolute workspace paths."):format(self.bucket)
 end
 
-local OPTIONS = {
-  access_token = "string", project_id = "string", bucket_name = "string", base_url = "string",
-  acting_user_id = "string", read_only = "boolean", id = "string", display_name = "string",
-  description = "string", icon = "string", request_timeout_ms = "number",
-}
+local OPTIONS = { name = "PlatformFilesystem", provider = "platform", options = {} }
+for _, k in ipairs({ "access_token", "project_id", "bucket_name", "base_url", "acting_user_id", "id",
+  "display_name", "description", "icon" }) do
+  OPTIONS.options[k] = { type = "string" }
+end
+OPTIONS.options.read_only = { type = "boolean" }
+OPTIONS.options.request_timeout_ms = { type = "integer", ms = true, min = 1 }
 
 --- sandkit.PlatformFilesystem { access_token?, project_id?, bucket_name?, ... }
 function M.PlatformFilesystem(opts)
-  if type(opts) ~= "table" then
-    error(errors.new("ConfigError", "PlatformFilesystem options table expected", { provider = "platform" }), 2)
-  end
-  for k, v in pairs(opts) do
-    local want = OPTIONS[k]
-    if not want then errors.config("platform", tostring(k), ("PlatformFilesystem has no option '%s'"):format(tostring(k))) end
-    if type(v) ~= want then
-      errors.config("platform", k, ("PlatformFilesystem option '%s' must be a %s, got %s"):format(k, want, type(v)))
-    end
-    if want == "string" and v:find("\0", 1, true) then
-      errors.config("platform", k, ("PlatformFilesystem option '%s' contains a NUL byte"):format(k))
-    end
-  end
+  opts = options.check(OPTIONS, opts, 1)
   -- the settings, the environment's fallbacks and the token stay in C
   local ok, client = pcall(core.fs_open, "platform", {
     access_token = opts.access_token, project_id = opts.project_id, bucket_name = opts.bucket_name,
