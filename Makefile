@@ -95,10 +95,8 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@LUA_CPATH='build/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;' $(LUA) examples/demo.lua
 
-# README's and the LuaLS stub's blocks rendered from the declarations
-# (exec options, error kinds): tools/gen_docs.lua.
-docs: build/sandkit/core.so
-	@LUA_CPATH='build/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;' $(LUA) tools/gen_docs.lua
+# An alias: every generated block, the docs' included (mk/generated.mk).
+docs: generated
 
 # The rockspec compiles build/gen/modal_pb.h in (luarocks' builtin back-end
 # runs no generator): made first.

@@ -97,7 +97,7 @@
 ---@alias sandkit.AnySandboxOptions sandkit.LocalSandboxOptions|sandkit.PlatformSandboxOptions|sandkit.ModalSandboxOptions|sandkit.AppleContainerSandboxOptions
 -- END generated: provider options
 
--- generated: error-kinds (tools/gen_docs.lua; make docs)
+-- BEGIN generated: error kinds (make generated, from src/core/error.h)
 ---@alias sandkit.ErrorKind
 ---| "ConfigError" misuse (raised): an options table has an unknown key, or an option a wrong type or value; or a provider's configuration is missing or wrong
 ---| "ArgumentError" misuse (raised): an argument of the wrong type or value (`bad argument #n to 'f' (...)`)
@@ -158,7 +158,7 @@
 ---@field WorkspaceReadOnlyError "WorkspaceReadOnlyError"
 ---@field FilesystemError "FilesystemError"
 ---@field kinds { name: sandkit.ErrorKind, fields: string, doc: string }[] in this order
--- end: error-kinds
+-- END generated: error kinds
 
 ---@class sandkit.Error
 ---@field kind sandkit.ErrorKind
@@ -181,7 +181,7 @@
 ---@field truncated boolean  stdout or stderr passed max_output_bytes; the first bytes were kept
 ---@field command string
 
--- generated: command-options (tools/gen_docs.lua; make docs)
+-- BEGIN generated: command options (make generated, from lua/sandkit/options.lua)
 ---@class sandkit.CommandOptions  options of exec, exec_async and processes:spawn
 ---@field timeout? integer whole milliseconds; default the sandbox's `timeout` option; `0`: none
 ---@field cwd? string working directory of the command
@@ -193,7 +193,7 @@
 ---@field stdin? string a string written, then stdin is closed (without it stdin is empty); `processes:spawn` writes it first and keeps stdin open (`h:send_stdin`, `h:close_stdin`)
 ---@field capture? boolean|"buffer" default true; false keeps output out of the result (for streaming large output); `"buffer"` returns `stdout`/`stderr` as `sandkit.Buffer` objects that hold the captured bytes without copying them into Lua strings: `#buf`, `buf:sub(i, j)`, `buf:byte(i, j)`, `buf:find(text, init, plain)` (plain text), `tostring(buf)`, `buf:write_to(file)`, `buf:close()`; every provider; [docs/capture.md](docs/capture.md)
 ---@field max_output_bytes? integer whole number >= 1; default the sandbox's option, 64 MiB: the bytes of stdout, and separately of stderr, kept in the result (below)
--- end: command-options
+-- END generated: command options
 
 ---@class sandkit.Buffer  captured bytes held without a Lua string (docs/capture.md); #buf is the length
 local Buffer = {}

@@ -80,21 +80,21 @@ end
 
 --- The options of sb:exec, sb:exec_async, sb.processes:spawn and
 -- fleet:exec, stated once: the check, README's table and the LuaLS stub
--- (sandkit.CommandOptions) come from here (spec/schema_docs_spec.lua).
+-- (sandkit.CommandOptions) come from here (make generated; spec/generated_spec.lua).
 local EXEC = {
   { "timeout", type = "integer", ms = true, zero = "no timeout", unit = "ms",
     description = "whole milliseconds; default the sandbox's `timeout` option; `0`: none" },
   { "cwd", type = "string", description = "working directory of the command" },
   { "env", type = "env", description = "variables merged over the sandbox's `env`" },
-  { "on_stdout", type = "function", signature = "fun(chunk: string)",
+  { "on_stdout", type = "function", lua_type = "fun(chunk: string)",
     description = "called with stdout as it arrives, in chunks that may split lines anywhere" },
-  { "on_stderr", type = "function", signature = "fun(chunk: string)",
+  { "on_stderr", type = "function", lua_type = "fun(chunk: string)",
     description = "the same for stderr" },
-  { "on_stdout_line", type = "function", signature = "fun(line: string)",
+  { "on_stdout_line", type = "function", lua_type = "fun(line: string)",
     description = "called with each whole line of stdout, without its `\\n`; the last line comes at exit even "
       .. "without a newline; a line longer than 1 MiB arrives in 1 MiB pieces. May be combined with the chunk "
       .. "callbacks" },
-  { "on_stderr_line", type = "function", signature = "fun(line: string)",
+  { "on_stderr_line", type = "function", lua_type = "fun(line: string)",
     description = "the same for stderr" },
   { "stdin", type = "string", nul_ok = true,
     description = "a string written, then stdin is closed (without it stdin is empty); `processes:spawn` writes it "

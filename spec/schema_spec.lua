@@ -1,8 +1,8 @@
 -- Each fact stated once (issue 23, items 3 and 6): the exec options are
 -- declared in lua/sandkit/options.lua and the error kinds in
--- src/core/error.h; the check, the C binding, README.md and the LuaLS stub
--- all come from those declarations (tools/gen_docs.lua renders the
--- documents' blocks; `make docs` writes them).
+-- src/core/error.h; the check and the C binding follow those declarations
+-- (README.md's and the LuaLS stub's renderings of them are
+-- spec/generated_spec.lua's).
 local sandkit = require "sandkit"
 local errors = require "sandkit.errors"
 local options = require "sandkit.options"
@@ -10,40 +10,6 @@ local files = require "helpers.files"
 local tmp = require "helpers.tmp"
 
 local ROOT = os.getenv("R") or (io.popen("pwd"):read("l"))
-local gen = dofile(ROOT .. "/tools/gen_docs.lua")
-
-describe("the documents' generated blocks", function()
-  teardown(tmp.cleanup)
-
-  it("README.md and docs/sandkit.meta.lua hold the renderings of the exec options and the error kinds", function()
-    assert.are.same({}, gen.check(ROOT))
-  end)
-
-  it("catch a changed description and a missing block", function()
-    local dir = tmp.dir()
-    os.execute(("mkdir -p %s/docs"):format(dir))
-    local readme = files.must_read(ROOT .. "/README.md")
-    local stub = files.must_read(ROOT .. "/docs/sandkit.meta.lua")
-    local function put(path, text)
-      local f = assert(io.open(dir .. "/" .. path, "wb"))
-      f:write(text)
-      f:close()
-    end
-    put("README.md", (readme:gsub("| `cwd` | [^\n]*", "| `cwd` | where it runs |", 1)))
-    put("docs/sandkit.meta.lua", (stub:gsub("%-%- generated: error%-kinds", "-- (removed)", 1)))
-    local problems = table.concat(gen.check(dir), "\n")
-    assert.truthy(problems:find("README.md: block exec-options differs", 1, true), problems)
-    assert.truthy(problems:find("docs/sandkit.meta.lua has no", 1, true), problems)
-  end)
-
-  it("the README table lists every exec option, in the declaration's order", function()
-    local readme = files.must_read(ROOT .. "/README.md")
-    local block = readme:match("<!%-%- generated: exec%-options.-<!%-%- end: exec%-options %-%->")
-    local names = {}
-    for name in block:gmatch("\n| `([%w_]+)[`(]") do names[#names + 1] = name end
-    assert.are.same(options.exec.order, names)
-  end)
-end)
 
 describe("exec options", function()
   local sb = sandkit.LocalSandbox { working_directory = tmp.dir() }
