@@ -13,19 +13,23 @@
 ---@field env? table<string, string|number|boolean> Environment variables for every command (names to string values).
 ---@field id? string Sandbox id; a fresh one is generated when absent.
 ---@field instructions? string|fun(ctx: { default_instructions: string, request_context: any, sandbox: sandkit.Sandbox }): string Text describing the sandbox to an agent, or function({ default_instructions, request_context, sandbox }) returning it.
----@field max_output_bytes? integer Default for exec's max_output_bytes: bytes of stdout and of stderr kept in a result; past it the command keeps running, its output is drained, the result has truncated = true. Default: 67108864.
+---@field max_output_bytes? integer exec's max_output_bytes for commands that give none: bytes of stdout and of stderr kept in a result; past it the command keeps running, its output is drained, the result has truncated = true. Default: 67108864 (64 MiB).
 ---@field on_destroy? fun(ctx: { sandbox: sandkit.Sandbox }) Hook called with { sandbox } before destroy.
 ---@field on_start? fun(ctx: { sandbox: sandkit.Sandbox }) Hook called with { sandbox } after each start; an error fails the start.
 ---@field on_stop? fun(ctx: { sandbox: sandkit.Sandbox }) Hook called with { sandbox } before stop.
 
 ---@class sandkit.LocalSandboxOptions: sandkit.SandboxOptions  Runs commands as local processes in a working directory, optionally isolated with bubblewrap.
----@field allow_network? boolean bwrap: keep the host network (default: none). Default: false.
+---@field allow_network? boolean bwrap: keep the host network (without it, commands have none). Default: false.
+---@field cpu_period? integer Length of the CPU accounting period in microseconds for cpu_quota (1000 to 1000000). Default: 100000.
+---@field cpu_quota? integer Microseconds of CPU time the sandbox may use per cpu_period (50000 with the default period: half a CPU), through its cgroup; start() fails where cgroups cannot enforce it.
 ---@field inherit_env? string[] Names of host environment variables passed through to commands (e.g. { "HOME", "LANG" }); the sandbox env and a command's env override them.
 ---@field isolation? "none"|"bwrap" none: plain processes; bwrap: bubblewrap with a read-only system, writable working directory and private /tmp. Default: none.
+---@field memory? integer Bytes of memory the sandbox's processes may use together (no swap beyond it), through its cgroup; a command the kernel kills for it has oom_killed = true. start() fails where cgroups cannot enforce it.
+---@field pids_limit? integer Processes and threads the sandbox may have at once, through its cgroup (a fork storm stays inside); 0 or -1: no limit. Where cgroups cannot enforce it, only a value given fails start(). Default: 4096.
 ---@field read_only_paths? string[] bwrap: extra host paths visible read-only; a missing one fails start() (in both modes).
 ---@field read_write_paths? string[] bwrap: extra host paths visible read-write; a missing one fails start() (in both modes).
 ---@field timeout? integer Default per-command timeout in milliseconds (none when absent or 0).
----@field user? integer|string bwrap run by root: the unprivileged user (uid or name, never root) commands run as; default nobody (65534). Non-root callers' commands run as the caller. Refused with isolation none. Default: 65534.
+---@field user? integer|string bwrap run by root: the unprivileged user (uid or name, never root; 65534 is nobody) commands run as. Non-root callers' commands run as the caller. Refused with isolation none. Default: 65534.
 ---@field working_directory? string Directory commands run in; created on start (~ expanded, relative to the current directory). Default: ./.sandbox.
 
 ---@class sandkit.PlatformSandboxOptions: sandkit.SandboxOptions  Runs commands in a Mastra Platform sandbox through the workspace proxy (REST + one WebSocket per command); stop is an alias of destroy.
@@ -38,11 +42,11 @@
 ---@field id? string Sandbox id, sent at create as the recovery key (a stable id is restored from the platform's checkpoint); generated when absent.
 ---@field idle_timeout_minutes? number Idle window before the platform may destroy the sandbox (sent at create).
 ---@field insecure_skip_verify? boolean Tests only: accept any TLS certificate. Default: false.
----@field max_response_bytes? integer Largest control-plane response body accepted, in bytes (default 16 MiB: the proxy's JSON answers are kilobytes). A larger body, or a Content-Length above it, fails the request with ResponseTooLargeError (fields limit, method, path) before more is read. Default: 16777216.
+---@field max_response_bytes? integer Largest control-plane response body accepted, in bytes (the proxy's JSON answers are kilobytes). A larger body, or a Content-Length above it, fails the request with ResponseTooLargeError (fields limit, method, path) before more is read. Default: 16777216 (16 MiB).
 ---@field network_isolation? "ISOLATED"|"PRIVATE" ISOLATED (platform default): outbound internet only; PRIVATE: joins the environment's private network.
 ---@field project_id? string Project id (else MASTRA_PROJECT_ID; required, an empty value counts as missing).
 ---@field request_timeout_ms? integer Timeout of each control-plane request (upstream: 60000). Default: 60000.
----@field retry_delays_ms? integer[] Delays before each retry of a create answered with a 5xx (the default: 3 attempts; {}: none). Default: {2000, 4000}.
+---@field retry_delays_ms? integer[] Delays before each retry of a create answered with a 5xx (two delays: 3 attempts; {}: none). Default: { 2000, 4000 }.
 ---@field sandbox_id? string Platform sandbox id to reattach to (info().metadata.sandbox_id); a dead one is replaced by a fresh sandbox. Not inherited by clone().
 ---@field stdin_frames? boolean Background processes keep stdin open and send_stdin sends binary [0x00]+bytes frames (an extension served by the reference server; the spec defines none). false: stdin is closed at once and send_stdin fails. Default: true.
 ---@field timeout? integer Default per-command timeout in milliseconds, enforced by the client (none when absent or 0).
@@ -53,7 +57,7 @@
 ---@field base_image? string Registry image the sandbox is created from when there is no snapshot. Default: ubuntu:22.04.
 ---@field ca_file? string PEM file of the certificate authorities to trust for TLS (control plane and task router), e.g. a private deployment or a TLS-intercepting proxy; default: the system's (libcurl reads no environment variable for this).
 ---@field id? string The sandbox name: start() reconnects to a running sandbox of that name; generated when absent.
----@field max_response_bytes? integer Largest gRPC response message accepted, in bytes (default 16 MiB; the SDKs allow up to 104857600). A length prefix above it ends the call at once with ResponseTooLargeError (fields limit, rpc); output streams are many messages and are not limited by it. Default: 16777216.
+---@field max_response_bytes? integer Largest gRPC response message accepted, in bytes (the SDKs allow up to 104857600). A length prefix above it ends the call at once with ResponseTooLargeError (fields limit, rpc); output streams are many messages and are not limited by it. Default: 16777216 (16 MiB).
 ---@field rpc_timeout_ms? integer Deadline of each control-plane call attempt, in ms (default none, as the SDK; 0: none); long polls get it on top of their poll time.
 ---@field server_url? string Control-plane URL (else MODAL_SERVER_URL, else the profile, else https://api.modal.com:443).
 ---@field timeout_ms? integer Sandbox lifetime in milliseconds (Modal's timeout: a multiple of 1000, at most 4294967295000, since Modal takes whole seconds in 32 bits). Default: 300000.
@@ -65,33 +69,33 @@
 ---@field arch? string Image architecture for multi-arch images
 ---@field cap_add? string[] Linux capabilities to add
 ---@field cap_drop? string[] Linux capabilities to drop
----@field command? string[] Container init command. Must keep the container alive for exec-based command execution. Default: {"sleep", "infinity"}.
----@field container_binary? string Path or name for the Apple container CLI Default: container.
+---@field command? string[] Container init command. Must keep the container alive for exec-based command execution. Default: { "sleep", "infinity" }.
+---@field container_binary? string Path or name for the Apple container CLI. Default: container.
 ---@field cpus? number|string Number of CPUs to allocate
----@field delete_on_destroy? boolean Delete the Apple container on destroy Default: true.
+---@field delete_on_destroy? boolean Delete the Apple container on destroy. Default: true.
 ---@field dns? string[] DNS nameserver IPs
 ---@field dns_search? string[] DNS search domains
----@field image? string OCI image to use Default: node:22-slim.
----@field init? boolean Enable Apple's init process in the container Default: true.
+---@field image? string OCI image to use. Default: node:22-slim.
+---@field init? boolean Enable Apple's init process in the container. Default: true.
 ---@field labels? table<string, string> Container labels (the mastra.sandbox labels are always added)
 ---@field memory? string Memory allocation, for example 1G
 ---@field mounts? string[] Raw Apple container --mount specs
 ---@field name? string Apple container name. Defaults to the sandbox ID.
 ---@field network? string Apple container network attachment spec
----@field no_dns? boolean Do not configure DNS in the container Default: false.
+---@field no_dns? boolean Do not configure DNS in the container. Default: false.
 ---@field os? string Operating system for multi-platform images
 ---@field platform? string OCI platform, for example linux/arm64
 ---@field published_ports? string[] Port publish specs
 ---@field published_sockets? string[] Socket publish specs
----@field readonly_rootfs? boolean Mount the container root filesystem as read-only Default: false.
----@field rosetta? boolean Enable Rosetta in the container Default: false.
----@field ssh? boolean Forward the host SSH agent socket Default: false.
----@field timeout? integer Default command timeout in milliseconds (0: none), enforced inside the container (124 on expiry); also bounds each lifecycle CLI call Default: 300000.
+---@field readonly_rootfs? boolean Mount the container root filesystem as read-only. Default: false.
+---@field rosetta? boolean Enable Rosetta in the container. Default: false.
+---@field ssh? boolean Forward the host SSH agent socket. Default: false.
+---@field timeout? integer Timeout of each command that gives none, in milliseconds (0: none), enforced inside the container (124 on expiry); also bounds each lifecycle CLI call. Default: 300000.
 ---@field tmpfs? string[] tmpfs destination paths (container paths only, for example /tmp)
----@field virtualization? boolean Expose virtualization capabilities to the container Default: false.
+---@field virtualization? boolean Expose virtualization capabilities to the container. Default: false.
 ---@field volumes? table<string, string> Host-to-container bind mounts (host path -> container path)
----@field working_dir? string Working directory inside the container (deprecated alias of working_directory) Default: /workspace.
----@field working_directory? string Working directory inside the container (wins over working_dir) Default: /workspace.
+---@field working_dir? string Working directory inside the container (deprecated alias of working_directory). Default: /workspace.
+---@field working_directory? string Working directory inside the container (wins over working_dir). Default: /workspace.
 
 ---@alias sandkit.ProviderId "local"|"platform"|"modal"|"apple-container"
 ---@alias sandkit.AnySandboxOptions sandkit.LocalSandboxOptions|sandkit.PlatformSandboxOptions|sandkit.ModalSandboxOptions|sandkit.AppleContainerSandboxOptions
@@ -101,7 +105,7 @@
 ---@alias sandkit.ErrorKind
 ---| "ConfigError" misuse (raised): an options table has an unknown key, or an option a wrong type or value; or a provider's configuration is missing or wrong
 ---| "ArgumentError" misuse (raised): an argument of the wrong type or value (`bad argument #n to 'f' (...)`)
----| "IsolationUnavailableError" misuse (raised by the constructor): the isolation asked for cannot run on this machine
+---| "IsolationUnavailableError" misuse (raised by the constructor): the isolation asked for cannot run on this machine; or (from `start()`) a LocalSandbox limit it cannot enforce (`key`)
 ---| "SandboxError" the sandbox could not do it (a working directory it cannot reach, a hook that failed, ...)
 ---| "SandboxNotReadyError" the sandbox is not running (destroyed, or being torn down)
 ---| "SandboxDestroyedError" Platform: the sandbox was destroyed under the command
@@ -178,6 +182,7 @@
 ---@field timed_out boolean  exit_code is 124
 ---@field killed boolean     ended by a signal (exit_code 128 + N) or a kill
 ---@field cancelled? boolean ended by op:cancel()
+---@field oom_killed? boolean LocalSandbox with a memory limit: the kernel's OOM killer killed a process of the command
 ---@field truncated boolean  stdout or stderr passed max_output_bytes; the first bytes were kept
 ---@field command string
 
@@ -297,8 +302,9 @@ function ProcessManager:kill(pid) end
 ---@field symlink_target? string
 
 ---@class sandkit.ReadOptions
----@field on_chunk? fun(chunk: string) stream the file: read_file then returns true
+---@field on_chunk? fun(chunk: string) stream the file: read_file then returns true (no size bound)
 ---@field chunk_size? integer  local: bytes per chunk (default 1 MiB)
+---@field max_bytes? integer   a whole read's limit (default 64 MiB); a larger file: nil, FilesystemError (code "EFBIG", limit). Not with on_chunk
 
 ---@class sandkit.WriteOptions
 ---@field overwrite? boolean   default true; false: FileExistsError when the file exists

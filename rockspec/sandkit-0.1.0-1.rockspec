@@ -159,5 +159,5 @@ build = {
   install = {
     bin = { sandkit = "bin/sandkit" },
   },
-  copy_directories = { "docs" },
+  copy_directories = { "docs", "examples" },
 }

@@ -158,5 +158,5 @@ build = {
   install = {
     bin = { sandkit = "bin/sandkit" },
   },
-  copy_directories = { "docs" },
+  copy_directories = { "docs", "examples" },
 }

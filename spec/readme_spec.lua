@@ -7,6 +7,7 @@
 -- MASTRA_ENVIRONMENT_ID and MASTRA_WORKSPACE_PROXY_URL (spec/servers/platform),
 -- MODAL_TOKEN_ID, MODAL_TOKEN_SECRET and MODAL_SERVER_URL (spec/servers/modal),
 -- and a `container` on PATH (the emulated CLI, spec/servers/container).
+-- The scratch directory is mode 0700, as /root is for a root shell there.
 -- A ```sh block whose every line starts with `sandkit ` runs too, line by
 -- line, under /bin/sh (dash on Debian), with bin/ on PATH: each line must
 -- exit 0 and write nothing to stderr.
@@ -72,7 +73,11 @@ describe("README", function()
     container = apple.new()
     scratch = os.tmpname()
     os.remove(scratch)
-    assert(os.execute("mkdir -p " .. q(scratch)))
+    -- mode 0700, as /root is: the blocks run as written from a root shell
+    -- in /root (the usual container shell), where bwrap's sandbox user may
+    -- not enter the current directory (a relative working_directory is
+    -- relayed, README.md §"LocalSandbox (`local`)")
+    assert(os.execute("mkdir -p " .. q(scratch) .. " && chmod 700 " .. q(scratch)))
     local path = container.dir .. ":" .. ROOT .. "/bin:" .. os.getenv("PATH")
     local vars = {
       PATH = path,

@@ -89,13 +89,9 @@ local function own_options(d, common)
   return out
 end
 
---- A default as the docs write it: tostring, or {2000, 4000} for a list.
-function G.render(v)
-  if type(v) ~= "table" then return tostring(v) end
-  local parts = {}
-  for _, e in ipairs(v) do parts[#parts + 1] = type(e) == "string" and ("%q"):format(e) or tostring(e) end
-  return "{" .. table.concat(parts, ", ") .. "}"
-end
+--- A default as the docs write it (sandkit.options.render_default: the
+-- CLI's own): tostring, or { 2000, 4000 } for a list.
+function G.render(v) return require("sandkit.options").render_default(v) end
 
 --- The LuaLS annotation of an option spec.
 function G.lua_type(spec)
@@ -120,9 +116,18 @@ function G.lua_type(spec)
   return table.concat(out, "|")
 end
 
+-- A byte count as well in MiB, when it is a whole number of them.
+local function mib(v)
+  if math.type(v) == "integer" and v >= 1 << 20 and v % (1 << 20) == 0 then return (" (%d MiB)"):format(v >> 20) end
+  return ""
+end
+
 local function field_line(key, spec)
   local text = spec.description or ""
-  if spec.default ~= nil then text = text .. " Default: " .. G.render(spec.default) .. "." end
+  if spec.default ~= nil then
+    if text ~= "" and not text:match("[.!?]$") then text = text .. "." end
+    text = text .. " Default: " .. G.render(spec.default) .. mib(spec.default) .. "."
+  end
   return ("---@field %s? %s %s\n"):format(key, G.lua_type(spec), text)
 end
 

@@ -19,6 +19,15 @@ function M.shown(v)
   return v
 end
 
+--- A default as the reader would write it in Lua: tostring, an array as
+-- { "sleep", "infinity" } (the CLI's `providers ID`, the stub, README).
+function M.render_default(v)
+  if type(v) ~= "table" then return tostring(v) end
+  local items = {}
+  for i, item in ipairs(v) do items[i] = type(item) == "string" and ("%q"):format(item) or tostring(item) end
+  return #items == 0 and "{}" or "{ " .. table.concat(items, ", ") .. " }"
+end
+
 --- A schema from an ordered list of { name, type = ..., description = ...,
 -- ... } (the order is the documentation's); `extra` fields are kept
 -- (provider, validate, positional_hint).
@@ -57,7 +66,7 @@ M.common = {
   on_stop = { type = "function", lua_type = HOOK, description = "Hook called with { sandbox } before stop." },
   on_destroy = { type = "function", lua_type = HOOK, description = "Hook called with { sandbox } before destroy." },
   max_output_bytes = { type = "integer", min = 1, default = 64 * 1024 * 1024, unit = "bytes",
-    description = "Default for exec's max_output_bytes: bytes of stdout and of stderr kept in a result; past it "
+    description = "exec's max_output_bytes for commands that give none: bytes of stdout and of stderr kept in a result; past it "
       .. "the command keeps running, its output is drained, the result has truncated = true." },
 }
 

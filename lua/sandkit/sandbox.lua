@@ -89,9 +89,10 @@ function S:stop()
   check(self, core.Sandbox, "stop")
   return shared(self, "stop_slot", function()
     local s = self.status
-    if s == "destroyed" then return nil end
-    -- a provider whose stop addresses a resource by name stops from any state
-    if (s == "pending" or s == "stopped") and not state(self).stop_when_idle then return nil end
+    -- as upstream's _stop(): nothing to do once stopped (no hook, no provider call)
+    if s == "destroyed" or s == "stopped" then return nil end
+    -- a provider whose stop addresses a resource by name stops from pending too
+    if s == "pending" and not state(self).stop_when_idle then return nil end
     local herr = run_hook(self, "on_stop")
     return lifecycle(self, SP.stop) or herr
   end)

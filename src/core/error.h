@@ -17,7 +17,7 @@
 #define SK_ERROR_KINDS(X) \
     X(CONFIG, ConfigError, "key, provider", "misuse (raised): an options table has an unknown key, or an option a wrong type or value; or a provider's configuration is missing or wrong") \
     X(ARGUMENT, ArgumentError, "argument", "misuse (raised): an argument of the wrong type or value (`bad argument #n to 'f' (...)`)") \
-    X(ISOLATION_UNAVAILABLE, IsolationUnavailableError, "backend", "misuse (raised by the constructor): the isolation asked for cannot run on this machine") \
+    X(ISOLATION_UNAVAILABLE, IsolationUnavailableError, "backend, key", "misuse (raised by the constructor): the isolation asked for cannot run on this machine; or (from `start()`) a LocalSandbox limit it cannot enforce (`key`)") \
     X(SANDBOX, SandboxError, "path, key, hook, sandbox_id", "the sandbox could not do it (a working directory it cannot reach, a hook that failed, ...)") \
     X(SANDBOX_NOT_READY, SandboxNotReadyError, "sandbox_id", "the sandbox is not running (destroyed, or being torn down)") \
     X(SANDBOX_DESTROYED, SandboxDestroyedError, "sandbox_id", "Platform: the sandbox was destroyed under the command") \

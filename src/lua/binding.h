@@ -62,15 +62,16 @@ int skl_target_init(skl_target *t, skl_state *st, lua_Integer token);
 void skl_target_release(skl_target *t);
 /* Queues an output event (stream, a copy of data); out of memory: t->lost. */
 void skl_emit(skl_target *t, int stream, const char *data, size_t len);
-/* The same, taking over data (malloc'd; freed here when it cannot be
- * queued): a large body reaches Lua without one more copy. */
-void skl_emit_take(skl_target *t, int stream, char *data, size_t len);
 /* Queues the terminal event of kind, at most once; never fails. err is
  * copied and redacted at once against scope's secrets (the sandbox it came
  * from; NULL: every held secret), while a failed process's own env is
  * still held; a copy that does not fit, or t->lost, delivers an
  * out-of-memory error. */
 void skl_finish(skl_target *t, int kind, const sk_error *err, const void *scope);
+
+/* Pushes data as a string under lua_pcall: 0, or -1 with nothing pushed
+ * when Lua has no memory for it (a large read reports that, never raises). */
+int skl_push_lstring_protected(lua_State *L, const char *data, size_t len);
 
 /* Pushes the metatable `name` of a cancellable handle (__gc = gc, one
  * method, cancel), made on first use. */
@@ -144,6 +145,7 @@ void skl_open_process(lua_State *L, int state_idx, int module_idx);
 int skl_fs_open(lua_State *L); /* core.fs_open (fs_op_ud.c) */
 int skl_fs_op(lua_State *L);   /* core.fs_op (fs_op_ud.c) */
 int skl_fs_info(lua_State *L); /* core.fs_info (fs_op_ud.c) */
+int skl_fs_body(lua_State *L); /* core.fs_body (fs_op_ud.c) */
 void skl_open_fs(lua_State *L); /* adds fs_root & co. to the module table on top */
 
 /* sandkit.Buffer (buffer_ud.c): adds core.Buffer and core.buffer to the

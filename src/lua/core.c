@@ -16,6 +16,32 @@ skl_state *skl_state_get(lua_State *L)
     return (skl_state *)lua_touserdata(L, SKL_STATE_UPVALUE);
 }
 
+typedef struct {
+    const char *data;
+    size_t len;
+} core_bytes;
+
+static int core_push_bytes(lua_State *L)
+{
+    const core_bytes *b = lua_touserdata(L, 1);
+    lua_pushlstring(L, b->data, b->len);
+    return 1;
+}
+
+int skl_push_lstring_protected(lua_State *L, const char *data, size_t len)
+{
+    core_bytes b = { data ? data : "", len };
+    lua_pushcfunction(L, core_push_bytes);
+    lua_pushlightuserdata(L, &b);
+    int rc = lua_pcall(L, 1, 1, 0);
+    if (rc == LUA_OK)
+        return 0;
+    if (rc != LUA_ERRMEM)
+        lua_error(L);
+    lua_pop(L, 1);
+    return -1;
+}
+
 void skl_push_cancel_meta(lua_State *L, const char *name, lua_CFunction gc, lua_CFunction cancel)
 {
     if (luaL_newmetatable(L, name)) {
@@ -68,22 +94,6 @@ void skl_emit(skl_target *t, int stream, const char *data, size_t len)
     e->stream = stream;
     if (len)
         memcpy(e->data, data, len);
-    e->len = len;
-    core_append(t->st, e);
-}
-
-void skl_emit_take(skl_target *t, int stream, char *data, size_t len)
-{
-    skl_event *e = calloc(1, sizeof *e);
-    if (!e) {
-        free(data);
-        t->lost = true;
-        return;
-    }
-    e->kind = SKL_EV_OUTPUT;
-    e->token = t->token;
-    e->stream = stream;
-    e->data = data;
     e->len = len;
     core_append(t->st, e);
 }
@@ -780,6 +790,7 @@ SKL_EXPORT int luaopen_sandkit_core(lua_State *L)
         { "fs_open", skl_fs_open },
         { "fs_op", skl_fs_op },
         { "fs_info", skl_fs_info },
+        { "fs_body", skl_fs_body },
         { "provider_names", core_provider_names },
         { "json_decode", core_json_decode },
         { NULL, NULL },

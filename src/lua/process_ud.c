@@ -210,6 +210,10 @@ static int process_result_table(lua_State *L)
         lua_pushboolean(L, 1);
         lua_setfield(L, -2, "cancelled");
     }
+    if (r->oom_killed) {
+        lua_pushboolean(L, 1);
+        lua_setfield(L, -2, "oom_killed");
+    }
     lua_pushstring(L, sk_process_command(p));
     lua_setfield(L, -2, "command");
     return 1;

@@ -10,6 +10,9 @@ local options = require "sandkit.options"
 
 local M = {}
 
+--- read_file's default max_bytes (64 MiB, as exec's max_output_bytes).
+M.DEFAULT_MAX_READ_BYTES = 64 << 20
+
 local Filesystem = { __name = "sandkit.Filesystem" }
 Filesystem.__index = Filesystem
 
@@ -39,7 +42,8 @@ end
 -- Options by method (options.check schemas).
 local OPTS = {
   read_file = { on_chunk = { type = "function" }, encoding = { type = "string" },
-    chunk_size = { type = "integer", min = 1, expect = "a positive integer" } },
+    chunk_size = { type = "integer", min = 1, expect = "a positive integer" },
+    max_bytes = { type = "integer", min = 1, expect = "a whole number of bytes >= 1" } },
   write_file = { overwrite = BOOLEAN, mime_type = { type = "string" }, recursive = BOOLEAN },
   append_file = {},
   delete_file = { force = BOOLEAN, recursive = BOOLEAN },
@@ -51,6 +55,9 @@ local OPTS = {
     max_depth = { type = "number", min = 0 } },
 }
 for name, spec in pairs(OPTS) do OPTS[name] = { name = name, options = spec } end
+OPTS.read_file.validate = function(o, fail)
+  if o.max_bytes and o.on_chunk then fail("max_bytes", "bounds a whole read: with 'on_chunk' nothing is kept") end
+end
 
 local function check_opts(n, fname, opts)
   return options.check(OPTS[fname], opts, n)
@@ -104,8 +111,31 @@ end
 
 --- read_file(path, opts): the whole file as a string, or with
 -- `opts.on_chunk` each chunk passed to it in order (then returns true): a
--- large file never sits whole in memory.
+-- large file never sits whole in memory. A whole read holds at most
+-- `opts.max_bytes` (default M.DEFAULT_MAX_READ_BYTES): a larger file is
+-- nil, FilesystemError (code EFBIG, `limit`), found before it is read
+-- where the size is known. Out of memory is nil, OutOfMemoryError: a
+-- memory error raised while reading (a Lua string, a table of pieces) is
+-- turned into one, any other error raised (by on_chunk) goes on up.
 define("read_file", { "path", "opts" })
+local backend_read = Filesystem.read_file
+
+local function read_outcome(path, ok, ...)
+  if ok then return ... end
+  local e = ...
+  if e == "not enough memory" then return nil, fserrors.OutOfMemory(path, "read") end
+  error(e, 0)
+end
+
+function Filesystem:read_file(path, opts)
+  local arg = opts -- anything but a table or nil: the check raises
+  if opts == nil or type(opts) == "table" then
+    arg = {}
+    for k, v in pairs(opts or {}) do arg[k] = v end
+    if not arg.on_chunk and arg.max_bytes == nil then arg.max_bytes = M.DEFAULT_MAX_READ_BYTES end
+  end
+  return read_outcome(path, pcall(backend_read, self, path, arg))
+end
 
 --- write_file(path, content, opts) writes a string or the chunks of a source
 -- function. Options: overwrite (default true), recursive (create parents,

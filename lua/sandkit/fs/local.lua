@@ -26,9 +26,8 @@ local function map(code, msg, path, op, notfound)
   if code == "EXDEV" or code == "EACCES" or code == "EPERM" or code == "EROFS" then
     return fserrors.PermissionError(path, op)
   end
-  if code == "EINVAL" and op ~= "rename" then
-    return fserrors.FilesystemError(path, code, "Not a regular file or directory")
-  end
+  if code == "EINVAL" and op ~= "rename" then return fserrors.NotRegular(path) end
+  if code == "ENOMEM" then return fserrors.OutOfMemory(path, op) end
   return fserrors.FilesystemError(path, code, msg)
 end
 
@@ -47,7 +46,8 @@ function Backend:read_file(path, opts)
   local size = code
   local file <close> = f
   if not opts.on_chunk then
-    local data, c2, m2 = file:read_all(size)
+    local data, c2, m2 = file:read_all(size, opts.max_bytes)
+    if c2 == "EFBIG" then return nil, fserrors.TooLarge(path, opts.max_bytes) end
     if not data then return nil, map(c2, m2, path, "read") end
     return data
   end
@@ -251,8 +251,8 @@ function Backend:copy_file(src, dest, opts)
   if relb == "" then return nil, fserrors.IsDirectoryError(dest) end
   local ok, err = mkdir_p(rb, parent_of(relb), dest)
   if not ok then return nil, err end
-  if ra ~= rb then return copy_across(ra, rela, src, rb, relb, dest, opts.overwrite == false) end
-  local c, c2, m2 = ra:copy(rela, relb, opts.overwrite == false)
+  if not ra:shares(rb) then return copy_across(ra, rela, src, rb, relb, dest, opts.overwrite == false) end
+  local c, c2, m2 = ra:copy(rela, relb, opts.overwrite == false, rb)
   if not c then
     if c2 == "ENOENT" then return nil, fserrors.FileNotFoundError(src) end
     if c2 == "EEXIST" then return nil, fserrors.FileExistsError(dest) end
@@ -271,8 +271,8 @@ function Backend:move_file(src, dest, opts)
   if not st then return nil, map(code, msg, src, "move") end
   local ok, err = mkdir_p(rb, parent_of(relb), dest)
   if not ok then return nil, err end
-  if ra == rb then
-    local r, c2, m2 = ra:rename(rela, relb, opts.overwrite == false)
+  if ra:shares(rb) then
+    local r, c2, m2 = ra:rename(rela, relb, opts.overwrite == false, rb)
     if r then return true end
     if c2 == "EEXIST" then return nil, fserrors.FileExistsError(dest) end
     if c2 == "ENOENT" then return nil, fserrors.FileNotFoundError(src) end

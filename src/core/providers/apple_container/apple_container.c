@@ -816,8 +816,9 @@ const sk_provider sk_provider_apple_container = {
     .id = "apple-container",
     .name = "AppleContainerSandbox",
     .handles_timeout = true,
-    /* upstream runs every stop(): a container of this name left by another
-     * process is stopped, and a refused one is refused again (docs/protocols/apple-container.md §4.4) */
+    /* upstream's stop() acts from pending and error too: a container of this
+     * name left by another process is stopped, and a refused one is refused
+     * again; from stopped it runs nothing (docs/protocols/apple-container.md §4.4) */
     .stop_when_idle = true,
     .init = ac_init,
     .start = ac_start,

@@ -45,7 +45,7 @@ local specific = {
   working_dir = { type = "string", default = "/workspace",
     description = "Working directory inside the container (deprecated alias of working_directory)" },
   timeout = { type = "integer", ms = true, zero = "no timeout", default = DEFAULT_TIMEOUT,
-    description = "Default command timeout in milliseconds (0: none), enforced inside the container (124 on expiry); also bounds each lifecycle CLI call" },
+    description = "Timeout of each command that gives none, in milliseconds (0: none), enforced inside the container (124 on expiry); also bounds each lifecycle CLI call" },
   delete_on_destroy = { type = "boolean", default = true, description = "Delete the Apple container on destroy" },
   container_binary = { type = "string", default = "container", non_empty = true,
     description = "Path or name for the Apple container CLI" },

@@ -40,8 +40,9 @@ Backend.__index = Backend
 
 -- One request; returns { status, headers, body } (body nil when streamed
 -- to on_body on a 2xx), or nil, transport error. o.collect gathers the body
--- in C and hands it over as one string (no per-chunk strings or concat);
--- o.bulk sizes the receive buffer for a large body.
+-- in C and hands it over as one string (no per-chunk strings or concat),
+-- failing with ResponseTooLargeError past o.max_collect bytes; o.bulk
+-- sizes the receive buffer for a large body.
 function Backend:request(method, key, o)
   o = o or {}
   local resp = { headers = {} }
@@ -64,12 +65,20 @@ function Backend:request(method, key, o)
     end
   end)
   rec.handle = core.fs_op(self.client, { method = method, key = key, query = o.query, headers = o.headers,
-    collect = o.collect, bulk = o.bulk }, o.body, rec.token)
+    collect = o.collect, max_collect = o.max_collect, bulk = o.bulk }, o.body, rec.token)
   local ok, err = scheduler.await(rec)
   if rec.cb_err then error(rec.cb_err, 0) end
-  if not ok then return nil, err end
-  -- one part is the whole body: table.concat would copy it twice more
-  resp.body = #parts == 1 and parts[1] or table.concat(parts)
+  if not ok then
+    rec.handle:cancel() -- past max_collect the transfer is still running
+    return nil, err
+  end
+  if o.collect then
+    local body, msg = core.fs_body(rec.handle)
+    if not body then return nil, errors.new("OutOfMemoryError", msg, { method = method }) end
+    resp.body = body
+  else
+    resp.body = table.concat(parts)
+  end
   return resp
 end
 
@@ -119,8 +128,12 @@ end
 
 function Backend:read_file(path, opts)
   local key = key_of(path)
-  local resp, err = self:request("GET", key, { on_body = opts.on_chunk, collect = not opts.on_chunk, bulk = true })
-  if not resp then return nil, err end
+  local resp, err = self:request("GET", key, { on_body = opts.on_chunk, collect = not opts.on_chunk,
+    max_collect = opts.max_bytes, bulk = true })
+  if not resp then
+    if errors.is(err, "ResponseTooLargeError") then return nil, fserrors.TooLarge(path, opts.max_bytes) end
+    return nil, err
+  end
   if resp.status == 404 or key == "" or key:sub(-1) == "/" then
     local k = self:kind(key)
     if k == "directory" then return nil, fserrors.IsDirectoryError(path) end

@@ -66,6 +66,7 @@ typedef struct platform_exec {
     platform_conn *conn;
     uv_timer_t *deadline;      /* timeout, or the handshake deadline without one */
     bool deadline_is_handshake;
+    bool deadline_passed;      /* the timeout fired once; 124 after one more I/O pass */
     uv_timer_t *defer;         /* work that must not run inside the caller */
     enum exec_deferred deferred;
     bool in_mint;
@@ -284,7 +285,7 @@ static void exec_finish_later(platform_exec *ex, const sk_result *r, sk_error *e
         ex->result = *r;
     ex->error = err;
     ex->deferred = EXEC_DEFER_FINISH;
-    uv_timer_start(ex->defer, exec_on_defer, 0, 0);
+    sk_timer_arm(ex->defer, exec_on_defer, 0, 0);
 }
 
 /* ---- socket callbacks ----------------------------------------------------------- */
@@ -373,6 +374,13 @@ static void exec_on_deadline(uv_timer_t *t)
     if (ex->settled)
         return;
     if (!ex->deadline_is_handshake) {
+        if (!ex->deadline_passed) {
+            /* after a host block past the deadline the exit frame may be
+             * waiting unread: one pass of I/O first (sandbox.c does the same) */
+            ex->deadline_passed = true;
+            sk_timer_arm(t, exec_on_deadline, 1, 0);
+            return;
+        }
         /* docs/protocols/platform.md §3.4: a timeout is a result (124), never retried */
         sk_result r = { .exit_code = 124, .timed_out = true };
         exec_finish(ex, &r, NULL);
@@ -416,8 +424,9 @@ static void exec_connect(platform_exec *ex)
     ex->ws_endpoint = strdup(l->ws_endpoint);
     /* docs/protocols/platform.md §3.4: armed before the socket exists, so it covers the handshake */
     ex->deadline_is_handshake = ex->timeout_ms <= 0;
-    uv_timer_start(ex->deadline, exec_on_deadline,
-                   (uint64_t)(ex->deadline_is_handshake ? ps->handshake_timeout_ms : ex->timeout_ms), 0);
+    ex->deadline_passed = false;
+    sk_timer_arm(ex->deadline, exec_on_deadline,
+                 (uint64_t)(ex->deadline_is_handshake ? ps->handshake_timeout_ms : ex->timeout_ms), 0);
     char *protocols = NULL;
     platform_conn *c = calloc(1, sizeof *c);
     if (!c || asprintf(&protocols, "%s, %s", l->subprotocol, l->jwt) < 0) {
@@ -651,7 +660,7 @@ int sk_platform_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o
     snprintf(p->pid, sizeof p->pid, "%.31s", pid);
     p->impl = ex;
     ex->deferred = EXEC_DEFER_ATTEMPT;
-    uv_timer_start(ex->defer, exec_on_defer, 0, 0);
+    sk_timer_arm(ex->defer, exec_on_defer, 0, 0);
     return 0;
 oom:
     if (ex)
