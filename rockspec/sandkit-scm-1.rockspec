@@ -1,8 +1,10 @@
 -- sandkit: run commands in sandboxes from Lua (C core on one libuv loop).
--- Build and install from the project root:
+-- Build and install from the project root (`make rock` does both):
+--   make build/gen/modal_pb.h    # Modal's tables, generated from modal.proto
 --   luarocks --lua-version=5.4 make --deps-mode=none rockspec/sandkit-scm-1.rockspec
--- The C sources are listed one by one (a rockspec cannot glob);
--- spec/rockspec_spec.lua fails when a file under src/ or lua/ is missing here.
+-- The sources and modules are listed one by one (a rockspec cannot glob):
+-- `make generated` writes the lists from the Makefile's, and
+-- spec/generated_spec.lua fails when they are stale.
 -- The builtin backend takes no compiler flags: for a core.so that exports
 -- luaopen_sandkit_core alone (as the Makefile's build does), add
 -- -fvisibility=hidden to CFLAGS on the luarocks command line.
@@ -70,6 +72,7 @@ build = {
   modules = {
     ["sandkit.core"] = {
       sources = {
+        -- BEGIN generated: sources (make generated: the Makefile's CORE_SRC and LUA_SRC)
         "src/core/buf.c",
         "src/core/cgroup.c",
         "src/core/child.c",
@@ -82,10 +85,6 @@ build = {
         "src/core/log.c",
         "src/core/loop.c",
         "src/core/proc.c",
-        "src/core/sandbox.c",
-        "src/core/secrets.c",
-        "src/core/shell.c",
-        "src/core/ws.c",
         "src/core/providers/apple_container/apple_container.c",
         "src/core/providers/apple_container/apple_container_cli.c",
         "src/core/providers/apple_container/apple_container_config.c",
@@ -104,17 +103,23 @@ build = {
         "src/core/providers/platform/platform.c",
         "src/core/providers/platform/platform_api.c",
         "src/core/providers/platform/platform_exec.c",
+        "src/core/providers/platform/platform_fs.c",
+        "src/core/providers/registry.c",
+        "src/core/sandbox.c",
+        "src/core/secrets.c",
+        "src/core/shell.c",
+        "src/core/ws.c",
         "src/lua/buffer_ud.c",
         "src/lua/core.c",
+        "src/lua/fs_op_ud.c",
         "src/lua/fs_ud.c",
-        "src/lua/http_ud.c",
-        "src/lua/modal_fs_ud.c",
         "src/lua/process_ud.c",
         "src/lua/sandbox_ud.c",
+        -- END generated: sources
       },
       defines = { "_GNU_SOURCE" },
       incdirs = {
-        "src/core", "src/lua",
+        "src/core", "src/lua", "build/gen",
         "$(LIBUV_INCDIR)", "$(LIBCURL_INCDIR)", "$(JANSSON_INCDIR)",
         "$(LIBWEBSOCKETS_INCDIR)", "$(OPENSSL_INCDIR)",
       },
@@ -124,6 +129,8 @@ build = {
       },
       libraries = { "uv", "curl", "jansson", "websockets", "crypto", "m" },
     },
+    -- BEGIN generated: modules (make generated: the Makefile's LUA_MODULES, tools/generate.lua names them)
+    ["sandkit"] = "lua/sandkit/init.lua",
     ["sandkit.cli"] = "lua/sandkit/cli.lua",
     ["sandkit.cli_cp"] = "lua/sandkit/cli_cp.lua",
     ["sandkit.errors"] = "lua/sandkit/errors.lua",
@@ -131,21 +138,22 @@ build = {
     ["sandkit.fs"] = "lua/sandkit/fs/init.lua",
     ["sandkit.fs.errors"] = "lua/sandkit/fs/errors.lua",
     ["sandkit.fs.exec"] = "lua/sandkit/fs/exec.lua",
-    ["sandkit.fs.modal"] = "lua/sandkit/fs/modal.lua",
     ["sandkit.fs.json"] = "lua/sandkit/fs/json.lua",
     ["sandkit.fs.local"] = "lua/sandkit/fs/local.lua",
     ["sandkit.fs.path"] = "lua/sandkit/fs/path.lua",
-    ["sandkit.fs.platform"] = "lua/sandkit/fs/platform.lua",
-    ["sandkit.fs.sandbox"] = "lua/sandkit/fs/sandbox.lua",
-    ["sandkit"] = "lua/sandkit/init.lua",
     ["sandkit.options"] = "lua/sandkit/options.lua",
+    ["sandkit.providers.apple_container"] = "src/core/providers/apple_container/provider.lua",
+    ["sandkit.providers.local"] = "src/core/providers/local/provider.lua",
+    ["sandkit.providers.local.fs"] = "src/core/providers/local/fs.lua",
+    ["sandkit.providers.modal"] = "src/core/providers/modal/provider.lua",
+    ["sandkit.providers.modal.fs"] = "src/core/providers/modal/fs.lua",
+    ["sandkit.providers.platform"] = "src/core/providers/platform/provider.lua",
+    ["sandkit.providers.platform.fs"] = "src/core/providers/platform/fs.lua",
+    ["sandkit.registry"] = "lua/sandkit/registry.lua",
     ["sandkit.sandbox"] = "lua/sandkit/sandbox.lua",
     ["sandkit.scheduler"] = "lua/sandkit/scheduler.lua",
     ["sandkit.version"] = "lua/sandkit/version.lua",
-    ["sandkit.providers.apple_container"] = "lua/sandkit/providers/apple_container.lua",
-    ["sandkit.providers.local"] = "lua/sandkit/providers/local.lua",
-    ["sandkit.providers.modal"] = "lua/sandkit/providers/modal.lua",
-    ["sandkit.providers.platform"] = "lua/sandkit/providers/platform.lua",
+    -- END generated: modules
   },
   install = {
     bin = { sandkit = "bin/sandkit" },

@@ -66,6 +66,29 @@ describe("options", function()
     assert.equal("none", found.options.isolation.default)
     assert.truthy(found.options.env.description)
   end)
+
+  it("lists each provider's capabilities, filesystem backend and environment fallbacks, as copies", function()
+    local by = {}
+    for _, d in ipairs(sandkit.providers()) do by[d.id] = d end
+    assert.equal("own", by["local"].filesystem)
+    assert.equal("own", by.modal.filesystem)
+    assert.equal("exec", by.platform.filesystem)
+    assert.equal("exec", by["apple-container"].filesystem)
+    for _, d in pairs(by) do
+      assert.is_true(d.capabilities.stdin, d.id)
+      assert.is_false(d.capabilities.mounting, d.id)
+    end
+    assert.equal("MASTRA_PLATFORM_ACCESS_TOKEN", by.platform.options.access_token.env)
+    assert.equal("MODAL_SERVER_URL", by.modal.options.server_url.env)
+    assert.is_nil(by["local"].options.isolation.env)
+    -- what a caller does to the lists changes no descriptor
+    by.platform.options.retry_delays_ms.default[1] = 1
+    by["local"].capabilities.stdin = false
+    for _, d in ipairs(sandkit.providers()) do
+      if d.id == "platform" then assert.equal(2000, d.options.retry_delays_ms.default[1]) end
+      if d.id == "local" then assert.is_true(d.capabilities.stdin) end
+    end
+  end)
 end)
 
 describe("misuse raises", function()

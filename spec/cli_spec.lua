@@ -12,11 +12,7 @@ local capture = sh.capture
 local ROOT, ENV = child.ROOT, child.LUA_ENV
 local BIN = ROOT .. "/bin/sandkit"
 
-local function mktemp()
-  local d = capture("mktemp -d"):gsub("\n$", "")
-  assert(d ~= "")
-  return d
-end
+local mktemp = require("helpers.tmp").mktemp
 
 local scratch -- TMPDIR of every run: the tool's temporary directories go here
 

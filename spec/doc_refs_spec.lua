@@ -22,7 +22,7 @@ describe("document references", function()
   it("are checked in every kind of file the references live in", function()
     local seen = {}
     for _, f in ipairs(doc_refs.files(ROOT)) do seen[f] = true end
-    for _, f in ipairs({ "src/core/ws.c", "src/core/providers/platform/platform_exec.c", "lua/sandkit/fs/platform.lua",
+    for _, f in ipairs({ "src/core/ws.c", "src/core/providers/platform/platform_exec.c", "src/core/providers/platform/fs.lua",
       "spec/servers/platform/lib/rest.mjs", "docs/protocols/platform.md", "README.md" }) do
       assert.is_true(seen[f], f)
     end

@@ -116,16 +116,17 @@ describe("PlatformFilesystem", function()
   end)
 
   it("keeps a request body alive while curl sends it, though the caller dropped it", function()
-    -- core.http_request sends the body string in place: its handle must
-    -- hold the string until the request ends.
+    -- core.fs_op sends the body string in place: its handle must hold the
+    -- string until the request ends.
     local core = require "sandkit.core"
     local scheduler = require "sandkit.scheduler"
     local rec = scheduler.record(function(r, kind, stream)
       if kind == "lifecycle" then scheduler.complete(r, stream == nil and true or nil, stream) end
     end)
+    local client = core.fs_open("platform", { base_url = srv.url, access_token = "test-token",
+      project_id = "proj_fs", bucket_name = "kept" })
     local body = big_content("k") -- made here: no other reference exists
-    rec.handle = core.http_request({ method = "PUT", url = srv.url .. "/v1/railway/projects/proj_fs/fs/kept/k.bin",
-      headers = { { "authorization", "Bearer test-token" } }, body = body }, rec.token)
+    rec.handle = core.fs_op(client, { method = "PUT", key = "k.bin" }, body, rec.token)
     body = nil -- luacheck: ignore
     collectgarbage("collect")
     collectgarbage("collect")
@@ -205,69 +206,78 @@ describe("PlatformFilesystem", function()
   end)
 end)
 
-describe("core.http_request, PlatformFilesystem's transport", function()
+describe("core.fs_op on a Platform bucket, PlatformFilesystem's transport", function()
   local core = require "sandkit.core"
   local scheduler = require "sandkit.scheduler"
   local echo = server.start("spec/servers/echo/server.mjs")
   teardown(function() echo:stop() end)
 
-  -- Runs one request; returns its stream-1 events (with collect: the body
-  -- core.http_body hands over, as one piece) and the transport error.
-  local function fetch(opts)
+  -- Runs one request on a bucket of the echo server (which answers a
+  -- bucket route as its key's route); returns its stream-1 events (with
+  -- collect: the body core.fs_body hands over, as one piece) and the
+  -- transport error.
+  local function fetch(req)
     local pieces = {}
     local rec = scheduler.record(function(r, kind, stream, data)
       if kind == "output" and stream == 1 then pieces[#pieces + 1] = data
       elseif kind == "lifecycle" then scheduler.complete(r, stream == nil and true or nil, stream) end
     end)
-    rec.handle = core.http_request(opts, rec.token)
+    local client = core.fs_open("platform", { base_url = echo.url, access_token = "test-token",
+      project_id = "p", bucket_name = "b" })
+    req.method = "GET"
+    rec.handle = core.fs_op(client, req, nil, rec.token)
     local ok, err = scheduler.await(rec)
-    if ok and opts.collect then
+    if not ok then rec.handle:cancel() end -- past max_collect the transfer still runs
+    if ok and req.collect then
       assert.equal(0, #pieces, "a collected body arrives whole, not as events")
-      pieces[1] = assert(core.http_body(rec.handle))
+      pieces[1] = assert(core.fs_body(rec.handle))
     end
     return pieces, ok and nil or err
   end
 
   it("collects a body of unknown length (chunked) whole, in one piece", function()
     local n = 3000000
-    local pieces, err = fetch({ method = "GET", url = echo.url .. "/chunked?bytes=" .. n, collect = true })
+    local bytes = { { "bytes", tostring(n) } }
+    local pieces, err = fetch({ key = "chunked", query = bytes, collect = true })
     assert.is_nil(err)
     assert.equal(1, #pieces)
     assert.is_true(pieces[1] == ("b"):rep(n))
-    -- the same without collect: streamed in pieces of at most the receive buffer
-    pieces, err = fetch({ method = "GET", url = echo.url .. "/chunked?bytes=" .. n, recv_buffer_bytes = 8192 })
+    -- the same without collect: streamed in pieces of at most the receive
+    -- buffer (curl's default, 16 KiB)
+    pieces, err = fetch({ key = "chunked", query = bytes })
     assert.is_nil(err)
     assert.is_true(#pieces > 1)
-    for _, p in ipairs(pieces) do assert.is_true(#p <= 8192, #p) end
+    for _, p in ipairs(pieces) do assert.is_true(#p <= 16384, #p) end
     assert.is_true(table.concat(pieces) == ("b"):rep(n))
   end)
 
   it("collects a body of declared length (presized) whole", function()
     local n = 5000000
-    local pieces, err = fetch({ method = "GET", url = echo.url .. "/big?bytes=" .. n, collect = true,
-      recv_buffer_bytes = 131072 })
+    local pieces, err = fetch({ key = "big", query = { { "bytes", tostring(n) } }, collect = true, bulk = true })
     assert.is_nil(err)
     assert.equal(1, #pieces)
     assert.is_true(pieces[1] == ("a"):rep(n))
   end)
 
   it("max_collect ends a longer body: at its Content-Length, or as it arrives (chunked)", function()
-    for _, path in ipairs({ "/big", "/chunked" }) do
-      local pieces, err = fetch({ method = "GET", url = echo.url .. path .. "?bytes=3000000", collect = true,
+    for _, key in ipairs({ "big", "chunked" }) do
+      local pieces, err = fetch({ key = key, query = { { "bytes", "3000000" } }, collect = true,
         max_collect = 1000000 })
       assert.equal(0, #pieces)
-      assert.equal("ResponseTooLargeError", err.kind, path)
+      assert.equal("ResponseTooLargeError", err.kind, key)
       assert.equal(1000000, err.limit)
     end
-    local pieces, err = fetch({ method = "GET", url = echo.url .. "/chunked?bytes=1000000", collect = true,
+    local pieces, err = fetch({ key = "chunked", query = { { "bytes", "1000000" } }, collect = true,
       max_collect = 1000000 })
     assert.is_nil(err)
     assert.equal(1000000, #pieces[1])
   end)
 
-  it("refuses a receive buffer out of range", function()
-    local ok, err = pcall(core.http_request, { method = "GET", url = echo.url .. "/hello", recv_buffer_bytes = 100 }, 1)
+  it("raises on a request without a method or key, sending nothing", function()
+    local client = core.fs_open("platform", { base_url = echo.url, access_token = "test-token",
+      project_id = "p", bucket_name = "b" })
+    local ok, err = pcall(core.fs_op, client, { key = "hello" }, nil, 1)
     assert.is_false(ok)
-    assert.truthy(tostring(err):find("recv_buffer_bytes", 1, true), tostring(err))
+    assert.truthy(tostring(err):find("method and key", 1, true), tostring(err))
   end)
 end)

@@ -183,12 +183,7 @@ describe("README", function()
       out[#out + 1] = table.concat(cur)
       return out
     end
-    local function render(v)
-      if type(v) ~= "table" then return tostring(v) end
-      local parts = {}
-      for _, e in ipairs(v) do parts[#parts + 1] = type(e) == "string" and ("%q"):format(e) or tostring(e) end
-      return "{" .. table.concat(parts, ", ") .. "}"
-    end
+    local render = dofile("tools/generate.lua").render
     local by_id = {}
     for _, d in ipairs(sandkit.providers()) do by_id[d.id] = d end
     local f = assert(io.open(README))

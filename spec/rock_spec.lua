@@ -9,13 +9,7 @@ local TIMEOUT = "timeout -k 10 600 "
 local sh = require "helpers.sh"
 local q, run = sh.quote, sh.run
 
-local function mktemp()
-  local p = assert(io.popen("mktemp -d"))
-  local d = p:read("l")
-  p:close()
-  assert(d and d ~= "")
-  return d
-end
+local mktemp = require("helpers.tmp").mktemp
 
 -- Build products of a luarocks build in the work tree (outside build/).
 local function build_litter()

@@ -1,6 +1,7 @@
--- The rockspecs list their sources one by one (a rockspec cannot glob):
--- these checks fail when a C file under src/ or a Lua module under lua/ is
--- added without its rockspec line, or when a listed file no longer exists.
+-- The rockspecs list their sources one by one (a rockspec cannot glob);
+-- `make generated` writes the lists (spec/generated_spec.lua checks they are
+-- current). These checks fail when a C file under src/ or a Lua module under
+-- lua/ is missing from them anyway, or when a listed file no longer exists.
 -- Both the development rockspec (scm) and the release one are checked, and
 -- the release one must build exactly what the development one builds.
 local VERSION = require "sandkit.version"

@@ -7,6 +7,8 @@
 local sandkit = require "sandkit"
 local core = require "sandkit.core"
 local errors = require "sandkit.errors"
+local registry = require "sandkit.registry"
+local options = require "sandkit.options"
 
 local M = {}
 
@@ -15,7 +17,90 @@ M.EXIT_USAGE = 2        -- bad flags or arguments
 M.EXIT_FAILURE = 125    -- sandkit could not run the command (like timeout(1), docker)
 M.EXIT_INTERRUPTED = 130
 
-M.USAGE = [[
+-- ---- provider flags -----------------------------------------------------------
+
+-- The provider flags of `exec`, from the descriptors: an option whose spec
+-- has flag = { name, arg, help, host_dir, temp_mode } is set by
+-- --<name> <arg>. Sorted by name: { name, arg, help, by = { [id] = { key,
+-- spec } }, ids = { id, ... } }.
+local PROVIDER_FLAGS = {}
+do
+  local by_name = {}
+  for _, d in ipairs(registry.descriptors()) do
+    local keys = {}
+    for key in pairs(d.options) do keys[#keys + 1] = key end
+    table.sort(keys)
+    for _, key in ipairs(keys) do
+      local spec = d.options[key]
+      if spec.flag then
+        local f = by_name[spec.flag.name]
+        if not f then
+          f = { name = spec.flag.name, arg = spec.flag.arg or "VALUE", help = spec.flag.help or spec.description,
+            by = {}, ids = {} }
+          by_name[f.name] = f
+          PROVIDER_FLAGS[#PROVIDER_FLAGS + 1] = f
+        end
+        f.by[d.id] = { key = key, spec = spec }
+        f.ids[#f.ids + 1] = d.id
+      end
+    end
+  end
+  table.sort(PROVIDER_FLAGS, function(a, b) return a.name < b.name end)
+end
+
+-- "  --name ARG   text", text wrapped at 78 columns under column 23.
+local function help_line(left, text)
+  local out, line = {}, ("  %-19s "):format(left)
+  if #line > 22 then out[1] = line; line = (" "):rep(22) end
+  local first = true
+  for word in text:gmatch("%S+") do
+    if not first and #line + 1 + #word > 78 then
+      out[#out + 1] = line
+      line = (" "):rep(22) .. word
+    else
+      line = line .. (first and "" or " ") .. word
+    end
+    first = false
+  end
+  out[#out + 1] = line
+  return table.concat(out, "\n") .. "\n"
+end
+
+local function provider_flag_help()
+  local out = {}
+  for _, f in ipairs(PROVIDER_FLAGS) do
+    out[#out + 1] = help_line("--" .. f.name .. " " .. f.arg, table.concat(f.ids, ", ") .. ": " .. f.help)
+  end
+  return table.concat(out)
+end
+
+-- The flags of the local provider that fleet takes as they are (its
+-- --workdir is its own: the parent of the clones' directories).
+local FLEET_PROVIDER_FLAGS, IN_FLEET = {}, {}
+for _, f in ipairs(PROVIDER_FLAGS) do
+  if f.by["local"] and not f.by["local"].spec.flag.host_dir then
+    FLEET_PROVIDER_FLAGS[#FLEET_PROVIDER_FLAGS + 1] = f
+    IN_FLEET[f] = true
+  end
+end
+
+-- The flag of provider id's option that is a directory on this machine
+-- (flag.host_dir), as { key, spec }, or nil.
+local function host_dir_option(id)
+  for _, f in ipairs(PROVIDER_FLAGS) do
+    local mine = f.by[id]
+    if mine and mine.spec.flag.host_dir then return mine end
+  end
+end
+
+local function fleet_flag_names()
+  local names = {}
+  for _, f in ipairs(FLEET_PROVIDER_FLAGS) do names[#names + 1] = "--" .. f.name end
+  for _, n in ipairs({ "--timeout", "--cwd", "--env" }) do names[#names + 1] = n end
+  return table.concat(names, ", ")
+end
+
+M.USAGE = ([[
 Usage:
   sandkit exec [options] [--] CMD [ARG...]
   sandkit fleet N [options] [--] CMD [ARG...]
@@ -29,14 +114,11 @@ is quoted so that it arrives as exactly one argument.
 exec: runs CMD in one sandbox, streams its stdout/stderr as they arrive and
 exits with its exit code (124 on timeout, 128+N when ended by signal N).
   --provider ID       provider id (default: local; see `sandkit providers`)
-  --isolation MODE    local: none (default) or bwrap
-  --timeout MS        kill the command after MS milliseconds (0: no timeout)
+@PROVIDER_FLAGS@  --timeout MS        kill the command after MS milliseconds (0: no timeout)
   --cwd DIR           directory the command runs in (relative: to the workdir)
   --env NAME=VALUE    set a variable (repeatable); --env NAME copies NAME
                       from sandkit's own environment (keeps values off the
                       command line). Values are never printed.
-  --workdir DIR       local: the sandbox's working directory, kept afterwards
-                      (default: a fresh temporary directory, removed after)
   --stdin             read sandkit's stdin to EOF and give it to CMD
 
 fleet: runs CMD in N local sandboxes at once, each in its own working
@@ -45,7 +127,7 @@ terminal, then a summary table (index, exit code, time, first output line)
 and totals. Each command sees SANDKIT_INDEX (1..N) and SANDKIT_FLEET_SIZE.
 Exits 0 when every command exited 0, 1 when any did not.
   --concurrency K     at most K commands at once (default: min(N, 64))
-  --isolation, --timeout, --cwd, --env   as for exec
+  @FLEET_FLAGS@   as for exec
   --workdir DIR       parent of the N working directories, kept afterwards
                       (default: a temporary directory, removed after)
 
@@ -54,12 +136,23 @@ sandbox (PROVIDER:PATH, e.g. platform:/data/x.bin), streaming; a progress
 line shows on a terminal for files of 8 MiB and more. --opt KEY=VALUE sets a
 provider option (repeatable), e.g. --opt sandbox_id=ID to reach a running
 Platform sandbox; tokens come from the environment only
-(MASTRA_PLATFORM_ACCESS_TOKEN, MODAL_TOKEN_SECRET). The sandbox is left
-running.
+(@SECRET_VARS@).
+The sandbox is left running.
 
 Exit status: the command's (exec), 0/1 (fleet), 2 for usage errors, 125 when
 sandkit itself failed, 130 when interrupted.
-]]
+]]):gsub("@PROVIDER_FLAGS@", function() return provider_flag_help() end)
+  :gsub("@FLEET_FLAGS@", function() return fleet_flag_names() end)
+  :gsub("@SECRET_VARS@", function()
+    local vars = {}
+    for _, d in ipairs(registry.descriptors()) do
+      for _, spec in pairs(d.options) do
+        if spec.secret and spec.env then vars[#vars + 1] = spec.env end
+      end
+    end
+    table.sort(vars)
+    return table.concat(vars, ", ")
+  end)
 
 -- ---- small helpers -----------------------------------------------------------
 
@@ -67,19 +160,30 @@ local function usage_error(msg)
   error({ usage = msg }, 0)
 end
 
+-- " (did you mean 'x'?)" for a name close to one of `names` (a set), or "".
+local function did_you_mean(name, names, prefix)
+  local hint = options.suggest(name, names)
+  return hint and (" (did you mean '%s%s'?)"):format(prefix or "", hint) or ""
+end
+
+local COMMANDS = { exec = true, fleet = true, providers = true, cp = true, help = true, version = true }
+
 local function shell_quote(s) return core.quote(s) end
 
---- isolation: under bwrap a root caller's commands run as nobody, who must
--- be able to enter the directory to reach the working directory inside
--- (searchable, not listable).
-local function make_temp_dir(isolation)
+--- A fresh temporary directory for the host directory option `dir` (as
+-- host_dir_option returns it) of a sandbox with options `opts`: its
+-- flag's temp_mode(opts) says when the sandbox's user must be able to
+-- enter it (local under bwrap, run by root: nobody reaches the working
+-- directory inside; searchable, not listable).
+local function make_temp_dir(dir, opts)
   local p = io.popen("mktemp -d \"${TMPDIR:-/tmp}/sandkit.XXXXXX\"", "r")
   if not p then return nil end
-  local dir = p:read("l")
+  local path = p:read("l")
   p:close()
-  if not dir or dir == "" then return nil end
-  if isolation == "bwrap" then os.execute("chmod 711 " .. shell_quote(dir)) end
-  return dir
+  if not path or path == "" then return nil end
+  local mode = dir.spec.flag.temp_mode and dir.spec.flag.temp_mode(opts)
+  if mode then os.execute("chmod " .. mode .. " " .. shell_quote(path)) end
+  return path
 end
 
 local function remove_tree(dir)
@@ -100,13 +204,47 @@ end
 
 -- ---- argument parsing ---------------------------------------------------------
 
--- Flags by command: name -> kind ("value", "env", "switch").
+-- Flags by command: name -> kind ("value", "env", "switch"); the provider
+-- flags are values too.
 local FLAGS = {
-  exec = { provider = "value", isolation = "value", timeout = "value", cwd = "value",
-    env = "env", workdir = "value", stdin = "switch" },
-  fleet = { concurrency = "value", isolation = "value", timeout = "value", cwd = "value",
-    env = "env", workdir = "value" },
+  exec = { provider = "value", timeout = "value", cwd = "value", env = "env", stdin = "switch" },
+  fleet = { concurrency = "value", timeout = "value", cwd = "value", env = "env", workdir = "value" },
 }
+for _, f in ipairs(PROVIDER_FLAGS) do FLAGS.exec[f.name] = "value" end
+for _, f in ipairs(FLEET_PROVIDER_FLAGS) do FLAGS.fleet[f.name] = "value" end
+
+-- Checks the provider flags given against the provider's descriptor:
+-- each must be one of its options, within its enum; values become the
+-- option's type. o.provider_options gets them by option key.
+local function check_provider_flags(o)
+  o.provider_options = {}
+  for _, f in ipairs(PROVIDER_FLAGS) do
+    local v = o[f.name]
+    local given = v ~= nil and (o.command ~= "fleet" or IN_FLEET[f])
+    if given then
+      local mine = f.by[o.provider]
+      if not mine then
+        usage_error(("--%s applies to --provider %s only"):format(f.name, table.concat(f.ids, " or ")))
+      end
+      local spec = mine.spec
+      if v == "" then usage_error(("--%s expects a non-empty value"):format(f.name)) end
+      if spec.enum then
+        local ok = false
+        for _, e in ipairs(spec.enum) do ok = ok or e == v end
+        if not ok then
+          usage_error(("--%s expects %s (got '%s')"):format(f.name, table.concat(spec.enum, " or "), v))
+        end
+      end
+      local t = type(spec.type) == "table" and spec.type[1] or spec.type
+      if t == "integer" or t == "number" then
+        v = (t == "integer" and math.tointeger(tonumber(v))) or (t == "number" and tonumber(v))
+        if not v then usage_error(("--%s expects a%s number (got '%s')"):format(f.name,
+          t == "integer" and " whole" or "", o[f.name])) end
+      end
+      o.provider_options[mine.key] = v
+    end
+  end
+end
 
 local function parse_positive_int(flag, v, max)
   local n = v:match("^%d+$") and math.tointeger(tonumber(v))
@@ -183,7 +321,8 @@ function M.parse(argv, getenv)
   local flags = FLAGS[first]
   if not flags then
     if first:sub(1, 1) == "-" then usage_error(("unknown flag '%s'"):format(first)) end
-    usage_error(("unknown command '%s' (expected exec, fleet, providers or cp)"):format(first))
+    local hint = did_you_mean(first, COMMANDS)
+    usage_error(("unknown command '%s'%s"):format(first, hint ~= "" and hint or " (expected exec, fleet, providers or cp)"))
   end
   local o = { command = first, args = {} }
   local i = 2
@@ -205,7 +344,7 @@ function M.parse(argv, getenv)
       local name, inline = a:match("^%-%-([^=]+)=(.*)$")
       name = name or a:sub(3)
       local kind = flags[name]
-      if not kind then usage_error(("unknown flag '--%s' for %s"):format(name, first)) end
+      if not kind then usage_error(("unknown flag '--%s' for %s%s"):format(name, first, did_you_mean(name, flags, "--"))) end
       local v
       if kind == "switch" then
         if inline then usage_error(("--%s takes no value"):format(name)) end
@@ -240,17 +379,13 @@ function M.parse(argv, getenv)
 
   if o.timeout then o.timeout = parse_timeout(o.timeout) end
   if o.concurrency then o.concurrency = parse_positive_int("--concurrency", o.concurrency) end
-  if o.isolation and o.isolation ~= "none" and o.isolation ~= "bwrap" then
-    usage_error(("--isolation expects none or bwrap (got '%s')"):format(o.isolation))
-  end
   if o.provider == nil then o.provider = "local" end
-  if o.provider ~= "local" then
-    if o.isolation then usage_error("--isolation applies to --provider local only") end
-    if o.workdir then usage_error("--workdir applies to --provider local only") end
-  end
   for _, key in ipairs { "cwd", "workdir", "provider" } do
     if o[key] == "" then usage_error(("--%s expects a non-empty value"):format(key)) end
   end
+  if o.command == "fleet" then o.provider = "local" end
+  -- an unknown --provider is sandkit.new's ConfigError (exit 2) later
+  if registry.get(o.provider) then check_provider_flags(o) else o.provider_options = {} end
   return o
 end
 
@@ -291,26 +426,21 @@ end
 
 -- ---- sandkit exec -----------------------------------------------------------------
 
-local function sandbox_options(o, workdir)
-  local opts = {}
-  if o.provider == "local" then
-    opts.working_directory = workdir
-    opts.isolation = o.isolation
-  end
-  return opts
-end
-
 local function run_exec(o, env)
   local out, errout = env.stdout, env.stderr
   local mask = masker(o.env_values)
-  local workdir, temp = o.workdir, nil
-  if o.provider == "local" and not workdir then
-    temp = make_temp_dir(o.isolation)
+  -- the provider's flags; a directory on this machine it was not given is a
+  -- temporary one, removed after
+  local opts, temp = {}, nil
+  for k, v in pairs(o.provider_options) do opts[k] = v end
+  local dir = host_dir_option(o.provider)
+  if dir and opts[dir.key] == nil then
+    temp = make_temp_dir(dir, opts)
     if not temp then
       errout:write("sandkit: could not create a temporary directory\n")
       return M.EXIT_FAILURE
     end
-    workdir = temp .. "/workspace"
+    opts[dir.key] = temp .. "/workspace"
   end
   local input
   if o.stdin then input = env.stdin:read("a") or "" end
@@ -318,7 +448,7 @@ local function run_exec(o, env)
   local sb, op, write_failed
   local stderr_ends_line = true -- whether the command's stderr so far ends a line
   local function body()
-    sb = sandkit.new(o.provider, sandbox_options(o, workdir))
+    sb = sandkit.new(o.provider, opts)
     local ok, err = sb:start()
     if not ok then return nil, err end
     -- Output goes straight through; a reader that went away cancels the command.
@@ -422,9 +552,10 @@ local function run_fleet(o, env)
   local mask = masker(o.env_values)
   local n = o.n
   local limit = math.min(o.concurrency or math.min(n, 64), n)
+  local dir = host_dir_option("local")
   local base, temp = o.workdir, nil
   if not base then
-    temp = make_temp_dir(o.isolation)
+    temp = make_temp_dir(dir, o.provider_options)
     if not temp then
       errout:write("sandkit: could not create a temporary directory\n")
       return M.EXIT_FAILURE
@@ -435,7 +566,10 @@ local function run_fleet(o, env)
   local function options_for(i)
     local e = { SANDKIT_INDEX = tostring(i), SANDKIT_FLEET_SIZE = tostring(n) }
     for k, v in pairs(o.env or {}) do e[k] = v end
-    return { working_directory = base .. "/" .. i, isolation = o.isolation, env = e }
+    local opts = { env = e }
+    for k, v in pairs(o.provider_options) do opts[k] = v end
+    opts[dir.key] = base .. "/" .. i
+    return opts
   end
 
   local rows = {}
@@ -551,15 +685,6 @@ end
 
 -- ---- sandkit providers ----------------------------------------------------------------
 
--- A descriptor's default as the reader would write it: an array as
--- { "sleep", "infinity" }.
-local function show_default(v)
-  if type(v) ~= "table" then return tostring(v) end
-  local items = {}
-  for i, item in ipairs(v) do items[i] = type(item) == "string" and ("%q"):format(item) or tostring(item) end
-  return #items == 0 and "{}" or "{ " .. table.concat(items, ", ") .. " }"
-end
-
 local function run_providers(o, env)
   local out = env.stdout
   local list = sandkit.providers()
@@ -577,7 +702,7 @@ local function run_providers(o, env)
       table.sort(keys)
       for _, k in ipairs(keys) do
         local spec = p.options[k]
-        local default = spec.default ~= nil and (" (default: " .. show_default(spec.default) .. ")") or ""
+        local default = spec.default ~= nil and (" (default: " .. options.render_default(spec.default) .. ")") or ""
         out:write(("  %-20s %-16s %s%s\n"):format(k, spec.type or "", spec.description or "", default))
       end
       return 0

@@ -6,6 +6,7 @@
 -- progress line shows for files of 8 MiB and more. The sandbox is started
 -- (or reattached) and left as it is.
 local sandkit = require "sandkit"
+local registry = require "sandkit.registry"
 
 local M = {}
 
@@ -14,12 +15,24 @@ local PROGRESS_MIN = 8 << 20
 
 local function usage_error(msg) error({ usage = msg }, 0) end
 
-local PROVIDERS = { platform = true, modal = true, ["apple-container"] = true }
-
--- Secrets never travel on a command line: these come from the environment.
-local SECRETS = {
-  access_token = "MASTRA_PLATFORM_ACCESS_TOKEN", token_secret = "MODAL_TOKEN_SECRET",
-}
+-- A sandbox side names its provider; "local:" is this machine, not a
+-- LocalSandbox. Secrets (options the descriptor marks secret) never travel
+-- on a command line: they come from the variable the descriptor names.
+local PROVIDERS, SECRETS, ANY_SECRET, PREFIXES = {}, {}, {}, { "local:" }
+for _, d in ipairs(registry.descriptors()) do
+  if d.id ~= "local" then
+    PROVIDERS[d.id] = true
+    PREFIXES[#PREFIXES + 1] = d.id .. ":"
+    SECRETS[d.id] = {}
+    for key, spec in pairs(d.options) do
+      if spec.secret and spec.env then
+        SECRETS[d.id][key] = spec.env
+        ANY_SECRET[key] = ANY_SECRET[key] or spec.env
+      end
+    end
+  end
+end
+local EXPECTED = table.concat(PREFIXES, ", ", 1, #PREFIXES - 1) .. " or " .. PREFIXES[#PREFIXES]
 
 -- "platform:/x" -> { provider = "platform", path = "/x" }; host paths -> { path }.
 local function side(s, which)
@@ -32,7 +45,7 @@ local function side(s, which)
     return { provider = prefix, path = rest }
   end
   if prefix and prefix ~= "" and #prefix > 1 then
-    usage_error(("%s: unknown prefix '%s:' (expected local:, platform:, modal: or apple-container:)"):format(which, prefix))
+    usage_error(("%s: unknown prefix '%s:' (expected %s)"):format(which, prefix, EXPECTED))
   end
   return { path = s }
 end
@@ -53,9 +66,6 @@ function M.parse(argv)
       local kv = argv[i + 1]
       local k, v = (kv or ""):match("^([%w_]+)=(.*)$")
       if not k then usage_error("--opt expects KEY=VALUE") end
-      if SECRETS[k] then
-        usage_error(("--opt %s: secrets stay off the command line; set %s instead"):format(k, SECRETS[k]))
-      end
       o.opts[k] = option_value(v)
       i = i + 2
     elseif a == "--" then
@@ -72,6 +82,10 @@ function M.parse(argv)
   o.src, o.dst = side(o.positional[1], "SRC"), side(o.positional[2], "DST")
   if (o.src.provider == nil) == (o.dst.provider == nil) then
     usage_error("cp copies between this machine (local:PATH) and a sandbox (PROVIDER:PATH)")
+  end
+  for k in pairs(o.opts) do
+    local env = SECRETS[o.src.provider or o.dst.provider][k] or ANY_SECRET[k]
+    if env then usage_error(("--opt %s: secrets stay off the command line; set %s instead"):format(k, env)) end
   end
   return o
 end
@@ -90,8 +104,7 @@ function M.run(o, env, exits)
   local errout = env.stderr
   local provider = o.src.provider or o.dst.provider
   -- through env.getenv (tests inject it); the providers read the same variables
-  if provider == "platform" then o.opts.access_token = env.getenv("MASTRA_PLATFORM_ACCESS_TOKEN") end
-  if provider == "modal" then o.opts.token_secret = env.getenv("MODAL_TOKEN_SECRET") end
+  for key, var in pairs(SECRETS[provider]) do o.opts[key] = env.getenv(var) end
   local ok, sb = pcall(sandkit.new, provider, o.opts)
   if not ok then
     errout:write("sandkit: ", tostring(sb), "\n")

@@ -11,6 +11,7 @@ local ac = require "helpers.apple_container"
 local env = ac.new()
 
 suite({
+  provider = "apple-container",
   name = "AppleContainerSandbox (emulated container CLI)",
   create_sandbox = function(opts)
     return sandkit.AppleContainerSandbox { container_binary = env.binary, env = opts and opts.env, timeout = 30000 }

@@ -12,6 +12,7 @@ end
 for _, isolation in ipairs({ "none", "bwrap" }) do
   local dirs = {}
   suite({
+    provider = "local",
     name = "LocalSandbox (isolation " .. isolation .. ")",
     create_sandbox = function(opts)
       local dir = tmpdir()

@@ -27,6 +27,7 @@ for _, isolation in ipairs({ "none", "bwrap" }) do
   end
 
   suite({
+    provider = "modal",
     name = "ModalSandbox (reference server, --isolation " .. isolation .. ")",
     create_sandbox = function(o)
       return sandkit.ModalSandbox(opts({ env = o and o.env }))

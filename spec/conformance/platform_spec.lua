@@ -18,6 +18,7 @@ describe("PlatformSandbox conformance", function()
   end
 
   suite({
+    provider = "platform",
     name = "PlatformSandbox (reference server)",
     create_sandbox = function(opts)
       return sandkit.PlatformSandbox(options({ env = opts and opts.env }))

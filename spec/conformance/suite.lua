@@ -5,7 +5,8 @@
 --   create_invalid_sandbox()  optional: one whose start must fail
 --   cleanup(sb)               optional: teardown (default sb:destroy())
 --   kill_externally(sb)       optional: kills the provider-side sandbox
---   capabilities              flags (defaults below)
+--   provider                  its id: the capabilities its descriptor declares apply
+--   capabilities              flags overriding those (supports_stdin = false, ...)
 --   domains                   { command_execution, lifecycle, reconnection,
 --                               process_management } (false disables)
 --   fast_only                 skip cases that create extra sandboxes
@@ -15,11 +16,18 @@
 -- send_stdin.
 local sandkit = require "sandkit"
 
-local DEFAULTS = {
-  supports_mounting = false, supports_reconnection = true, supports_concurrency = true,
-  supports_env_vars = true, supports_working_directory = true, supports_timeout = true,
-  supports_streaming = true, supports_stdin = true, supports_close_stdin = true,
-}
+-- The capabilities a provider's descriptor declares (sandkit.providers()),
+-- as supports_<name> flags.
+local function declared(id)
+  for _, p in ipairs(sandkit.providers()) do
+    if p.id == id then
+      local caps = {}
+      for k, v in pairs(p.capabilities) do caps["supports_" .. k] = v end
+      return caps
+    end
+  end
+  error("conformance suite: no provider '" .. tostring(id) .. "'", 2)
+end
 
 local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
 
@@ -36,8 +44,7 @@ end
 return function(config, env)
   local describe, it, pending, setup, teardown, assert =
     env.describe, env.it, env.pending, env.setup, env.teardown, env.assert
-  local caps = {}
-  for k, v in pairs(DEFAULTS) do caps[k] = v end
+  local caps = declared(config.provider)
   for k, v in pairs(config.capabilities or {}) do caps[k] = v end
   local domains = config.domains or {}
   local function on(d) return domains[d] ~= false end

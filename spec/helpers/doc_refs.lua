@@ -31,7 +31,7 @@ local OUTSIDE = { "DESIGN" .. ".md", "STYLE" .. ".md", "shared" .. "/specs", "sh
 
 -- Top-level folders whose Markdown paths must exist.
 local TOP_DIRS = { docs = true, spec = true, bench = true, examples = true, src = true, lua = true, mk = true,
-  rockspec = true }
+  rockspec = true, tools = true }
 
 local read = require("helpers.files").read
 

@@ -8,7 +8,7 @@
 
 #include <sys/types.h>
 
-#include "proc.h"
+#include "proc_opts.h"
 
 /* in_fd -1: /dev/null. keep[i] (o->n_keep_fds of them, numbered above
  * 2 + n_keep_fds) becomes the child's 3 + i. Returns 0 or an errno value;

@@ -1,30 +1,18 @@
-/* The provider-neutral sandbox; see sandbox.h. Lifecycle requests coalesce
- * through waiter lists: whoever arrives while an operation runs waits for
- * its outcome instead of starting another. */
-#include "sandbox.h"
+/* The provider-neutral sandbox; see sandbox.h (the embedder's API) and
+ * provider.h (the provider's). Lifecycle requests coalesce through waiter
+ * lists: whoever arrives while an operation runs waits for its outcome
+ * instead of starting another. The registry of providers is not here but
+ * in providers/registry.c: this file knows no provider by name. */
+#include "provider.h"
 #include "compat.h"
 #include "secrets.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
-
-/* The registry: one line per provider. Weak references let a provider's
- * file be absent from a build (its entry is then NULL and skipped). */
-extern const sk_provider sk_provider_local;
-extern const sk_provider sk_provider_platform __attribute__((weak));
-extern const sk_provider sk_provider_modal __attribute__((weak));
-extern const sk_provider sk_provider_apple_container __attribute__((weak));
-
-const sk_provider *const sk_providers[] = {
-    &sk_provider_local,
-    &sk_provider_platform,
-    &sk_provider_modal,
-    &sk_provider_apple_container,
-};
-const int sk_provider_count = (int)(sizeof sk_providers / sizeof sk_providers[0]);
 
 /* Grace between SIGTERM and SIGKILL for a timed-out process group. */
 enum { SANDBOX_KILL_GRACE_MS = 1000 };
@@ -34,14 +22,6 @@ struct sk_waiter {
     void *ud;
     struct sk_waiter *next;
 };
-
-const sk_provider *sk_provider_find(const char *id)
-{
-    for (int i = 0; i < sk_provider_count; i++)
-        if (sk_providers[i] && strcmp(sk_providers[i]->id, id) == 0)
-            return sk_providers[i];
-    return NULL;
-}
 
 const char *sk_status_name(sk_status s)
 {
@@ -257,7 +237,7 @@ void sk_sandbox_start(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
     switch (sb->status) {
     case SK_DESTROYING:
     case SK_DESTROYED:
-        sandbox_fail_now(sb, cb, ud, sk_error_new("SandboxNotReadyError", NULL,
+        sandbox_fail_now(sb, cb, ud, sk_error_new(SK_ERR_SANDBOX_NOT_READY, NULL,
                                                   "Cannot start a destroyed sandbox"));
         return;
     case SK_RUNNING:
@@ -353,7 +333,7 @@ static void sandbox_on_destroyed(sk_sandbox *sb, sk_error *err)
     sk_waiters_notify(sb, &sb->destroy_waiters, err);
     /* anyone still waiting for a stop or start learns the outcome */
     sk_waiters_notify(sb, &sb->stop_waiters, NULL);
-    sk_error *gone = sk_error_new("SandboxNotReadyError", NULL, "Cannot start a destroyed sandbox");
+    sk_error *gone = sk_error_new(SK_ERR_SANDBOX_NOT_READY, NULL, "Cannot start a destroyed sandbox");
     sk_waiters_notify(sb, &sb->start_waiters, gone);
     sk_error_free(gone);
     sk_error_free(err);
@@ -475,7 +455,7 @@ sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracke
                              const sk_process_events *ev, void *ev_ud, sk_error **err)
 {
     if (sb->status != SK_RUNNING) {
-        *err = sk_error_new("SandboxNotReadyError", NULL, "Sandbox is not running (status: %s)",
+        *err = sk_error_new(SK_ERR_SANDBOX_NOT_READY, NULL, "Sandbox is not running (status: %s)",
                             sk_status_name(sb->status));
         return NULL;
     }
@@ -618,7 +598,7 @@ void sk_process_finish(sk_process *p, const sk_result *r, sk_error *err)
     else
         p->result.exit_code = -1;
     if (!err && p->capture_failed)
-        err = sk_error_new("OutOfMemoryError", json_pack("{s:I}", "max_output_bytes", (json_int_t)p->max_output),
+        err = sk_error_new(SK_ERR_OUT_OF_MEMORY, json_pack("{s:I}", "max_output_bytes", (json_int_t)p->max_output),
                            "out of memory while capturing the command's output (lower max_output_bytes, "
                            "or stream it with capture = false)");
     p->error = err;
@@ -693,11 +673,11 @@ void sk_process_cancel(sk_process *p)
 int sk_process_write_stdin(sk_process *p, const char *data, size_t len, sk_error **err)
 {
     if (p->exited || !p->sb) {
-        *err = sk_error_new("ProcessExitedError", NULL, "Process %s has already exited", p->pid);
+        *err = sk_error_new(SK_ERR_PROCESS_EXITED, NULL, "Process %s has already exited", p->pid);
         return -1;
     }
     if (!p->sb->provider->write_stdin) {
-        *err = sk_error_new("UnsupportedError", NULL, "%s does not support writing to stdin",
+        *err = sk_error_new(SK_ERR_UNSUPPORTED, NULL, "%s does not support writing to stdin",
                             p->sb->provider->name);
         return -1;
     }
@@ -724,6 +704,48 @@ void sk_process_detach(sk_process *p)
 }
 
 sk_buf *sk_process_capture(sk_process *p, int stream) { return stream == 1 ? &p->out : &p->err; }
+
+/* ---- accessors (sandbox.h) ---------------------------------------------- */
+
+const char *sk_provider_id(const sk_provider *p) { return p->id; }
+const char *sk_provider_name(const sk_provider *p) { return p->name; }
+bool sk_provider_stops_when_idle(const sk_provider *p) { return p->stop_when_idle; }
+const sk_fs_ops *sk_provider_fs(const sk_provider *p) { return p->fs; }
+
+long sk_sandbox_fs_generation(const sk_sandbox *sb)
+{
+    return sb->provider->fs_generation && sb->impl ? sb->provider->fs_generation(sb) : -1;
+}
+
+int sk_sandbox_fs_get(const sk_sandbox *sb, sk_sandbox_fs *fs)
+{
+    return sb->provider->fs_get && sb->impl ? sb->provider->fs_get(sb, fs) : -EINVAL;
+}
+
+const char *sk_sandbox_id(const sk_sandbox *sb) { return sb->id; }
+const char *sk_sandbox_name(const sk_sandbox *sb) { return sb->name; }
+const sk_provider *sk_sandbox_provider(const sk_sandbox *sb) { return sb->provider; }
+sk_status sk_sandbox_status(const sk_sandbox *sb) { return sb->status; }
+double sk_sandbox_created_at_ms(const sk_sandbox *sb) { return sb->created_at_ms; }
+
+json_t *sk_sandbox_metadata(sk_sandbox *sb)
+{
+    return sb->provider->metadata ? sb->provider->metadata(sb) : NULL;
+}
+
+char *sk_sandbox_instructions(sk_sandbox *sb)
+{
+    return sb->provider->instructions ? sb->provider->instructions(sb) : NULL;
+}
+
+sk_process *sk_sandbox_processes(const sk_sandbox *sb) { return sb->procs; }
+sk_process *sk_process_next(const sk_process *p) { return p->next; }
+bool sk_process_tracked(const sk_process *p) { return p->tracked; }
+const char *sk_process_pid(const sk_process *p) { return p->pid; }
+const char *sk_process_command(const sk_process *p) { return p->command; }
+bool sk_process_exited(const sk_process *p) { return p->exited; }
+const sk_result *sk_process_result(const sk_process *p) { return p->exited ? &p->result : NULL; }
+const sk_error *sk_process_error(const sk_process *p) { return p->exited ? p->error : NULL; }
 
 json_t *sk_sandbox_merged_env(const sk_sandbox *sb, const json_t *per_command)
 {
@@ -756,7 +778,7 @@ void sk_sandbox_free(sk_sandbox *sb)
         p = next;
     }
     /* Waiters own their callback data: settle them rather than drop them. */
-    sk_error *closed = sk_error_new("SandboxNotReadyError", NULL, "The sandbox was closed");
+    sk_error *closed = sk_error_new(SK_ERR_SANDBOX_NOT_READY, NULL, "The sandbox was closed");
     sk_waiters_notify(sb, &sb->start_waiters, closed);
     sk_waiters_notify(sb, &sb->stop_waiters, closed);
     sk_waiters_notify(sb, &sb->destroy_waiters, closed);

@@ -1,8 +1,15 @@
-/* The provider-neutral sandbox: lifecycle state machine with coalesced
- * start/stop/destroy, and process bookkeeping (background processes, exec =
- * spawn + wait, per-process timeout). A provider is a vtable (sk_provider)
- * plus its own state in sb->impl; adding a provider adds one file under
- * providers/ and one line in sk_providers[] (sandbox.c).
+/* The sandbox as an embedder drives it (the Lua binding is one): find a
+ * provider in the registry, make a sandbox of it, start, stop or destroy
+ * it, spawn commands and read what they did. The provider-neutral part
+ * behind it (sandbox.c) is a lifecycle state machine with coalesced
+ * start/stop/destroy and process bookkeeping (background processes, exec
+ * = spawn + wait, per-process timeout).
+ *
+ * Everything here is reached through functions: sk_sandbox, sk_process and
+ * sk_provider are opaque, so an embedder has no field to poke. What a
+ * provider implements and calls (the vtable, the structs, output and
+ * exit delivery) is provider.h; docs/architecture.md says how a provider
+ * is added.
  *
  * Callbacks to the embedder (sk_lifecycle_cb, sk_process_events) may run
  * synchronously from the call that caused them or later from the loop; the
@@ -15,6 +22,9 @@
 #include <jansson.h>
 #include "buf.h"
 #include "error.h"
+#include <sys/types.h>
+#include "fs_local.h"
+#include "fs_ops.h"
 #include "loop.h"
 
 typedef enum {
@@ -26,6 +36,7 @@ const char *sk_status_name(sk_status s);
 
 typedef struct sk_sandbox sk_sandbox;
 typedef struct sk_process sk_process;
+typedef struct sk_provider sk_provider;
 
 typedef struct sk_result {
     int exit_code;
@@ -62,122 +73,52 @@ typedef struct sk_process_events {
     void (*exit)(sk_process *p, const sk_result *r, const sk_error *err, void *ud);
 } sk_process_events;
 
-struct sk_process {
-    sk_sandbox *sb;           /* NULL once the sandbox is freed */
-    char pid[32];             /* string pid as the provider reports it */
-    char *command;
-    sk_buf out, err;
-    bool capture;
-    size_t max_output;        /* per stream; past it output is drained, not kept */
-    bool out_truncated, err_truncated;
-    bool capture_failed;      /* out of memory while capturing: the result is an error */
-    bool started;             /* provider spawn succeeded */
-    bool exited;
-    bool tracked;             /* listed by sk_process_list / get */
-    bool returned_after_exit; /* get() has returned it once after exit */
-    sk_result result;
-    sk_error *error;          /* transport failure, if any */
-    json_t *held_env;         /* per-command env, held as secrets (secrets.h) until freed */
-    const void *held_owner;   /* their scope: the sandbox (a key only; may be gone) */
-    double start_ms;
-    int64_t timeout_ms;
-    bool deadline_passed;     /* the timeout fired; the kill follows one I/O pass later */
-    bool timing_out, cancelling;
-    uv_timer_t *timer;        /* timeout / kill grace; owned */
-    const sk_process_events *ev;
-    void *ev_ud;
-    void *impl;               /* provider's per-process state */
-    sk_process *next;         /* in sb->procs */
-    sk_process **pprev;       /* what points at it in sb->procs; NULL: not listed */
-    int refs;
-};
-
-typedef void (*sk_provider_done)(sk_sandbox *sb, sk_error *err /* stolen, NULL = ok */);
-
-typedef struct sk_provider {
-    const char *id;           /* "local", "platform", "modal", "apple-container" */
-    const char *name;         /* "LocalSandbox", ... */
-    bool handles_timeout;     /* provider enforces spawn timeouts itself */
-    /* stop() reaches the provider from pending and error too: it
-     * addresses a resource that may exist without this object having
-     * started it (a named container made by another process, or one a
-     * start refused to adopt). Otherwise stop() does nothing there. From
-     * stopped it never does (upstream's _stop() returns at once). */
-    bool stop_when_idle;
-    /* Parse and keep the options (validated by the binding for key names and
-     * types; the provider checks values). Sync, no I/O. */
-    int (*init)(sk_sandbox *sb, const json_t *options, sk_error **err);
-    /* Async; each calls done exactly once, possibly synchronously. */
-    void (*start)(sk_sandbox *sb, sk_provider_done done);
-    void (*stop)(sk_sandbox *sb, sk_provider_done done);
-    void (*destroy)(sk_sandbox *sb, sk_provider_done done);
-    /* Start p running o->command. On success the provider later calls
-     * sk_process_output and exactly one sk_process_finish, never from
-     * inside spawn itself (a failure to start is returned as *err). */
-    int (*spawn)(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_error **err);
-    /* Signal the process (group). 0 if delivered/queued, -1 if not running. */
-    int (*kill)(sk_process *p, int sig);
-    int (*write_stdin)(sk_process *p, const char *data, size_t len, sk_error **err);
-    int (*close_stdin)(sk_process *p);
-    /* Free per-process state (after finish, or when the sandbox is freed). */
-    void (*release)(sk_process *p);
-    /* Optional, async: refresh what metadata reports from the provider's
-     * side (info() of a running sandbox); done exactly once, possibly
-     * synchronously, never after free. */
-    void (*refresh)(sk_sandbox *sb, sk_provider_done done);
-    /* info().metadata; NULL for none. New reference. */
-    json_t *(*metadata)(sk_sandbox *sb);
-    /* Default instructions text (malloc'd), or NULL. */
-    char *(*instructions)(sk_sandbox *sb);
-    /* Free sb->impl synchronously: kill local children, close handles,
-     * cancel transfers. Remote resources are left as they are. */
-    void (*free)(sk_sandbox *sb);
-} sk_provider;
-
-/* Entries may be NULL (a provider not built in); sk_provider_count long. */
-extern const sk_provider *const sk_providers[];
-extern const int sk_provider_count;
-const sk_provider *sk_provider_find(const char *id);
-
-struct sk_sandbox {
-    const sk_provider *provider;
-    sk_loop *loop;
-    char *id;
-    char *name;
-    sk_status status;
-    double created_at_ms;     /* wall clock, ms since the epoch */
-    json_t *options;          /* the options as given (owned); never printed */
-    json_t *env;              /* sandbox-level env object (owned) */
-    bool env_held;            /* env values are held as secrets (secrets.h) */
-    void *impl;
-    sk_process *procs;
-    unsigned next_local_pid;
-    /* lifecycle waiters */
-    struct sk_waiter *start_waiters, *stop_waiters, *destroy_waiters, *refresh_waiters;
-};
-
 typedef void (*sk_lifecycle_cb)(sk_sandbox *sb, const sk_error *err, void *ud);
 
-/* Callbacks waiting for one operation in flight (a lifecycle step, a
- * provider's shared request). sk_waiters_notify calls each once, in the
- * order added, with (sb, err, ud); it takes the list first, so a waiter may
- * join a new round of the same operation. */
-typedef struct sk_waiter sk_waiter;
-int sk_waiters_add(sk_waiter **list, sk_lifecycle_cb cb, void *ud); /* -1 on OOM */
-void sk_waiters_remove(sk_waiter **list, void *ud);                  /* the first with ud */
-void sk_waiters_notify(sk_sandbox *sb, sk_waiter **list, const sk_error *err);
-void sk_waiters_free(sk_waiter **list);                              /* nobody is called */
+/* ---- the registry (src/core/providers/registry.c, providers.def) -------- */
+
+/* The provider of that id ("local", "platform", ...), or NULL. */
+const sk_provider *sk_provider_find(const char *id);
+/* The registered providers in registry order: the first after prev (NULL:
+ * the first); NULL after the last. A provider left out of a build is
+ * skipped. */
+const sk_provider *sk_provider_next(const sk_provider *prev);
+const char *sk_provider_id(const sk_provider *p);   /* "local", "apple-container", ... */
+const char *sk_provider_name(const sk_provider *p); /* "LocalSandbox", ... */
+/* Whether stop() reaches the provider from pending and error too (never
+ * from stopped; see sk_provider.stop_when_idle). */
+bool sk_provider_stops_when_idle(const sk_provider *p);
+/* The provider's own filesystem operations (fs_ops.h), or NULL. */
+const sk_fs_ops *sk_provider_fs(const sk_provider *p);
+
+/* ---- sandboxes ------------------------------------------------------------ */
+
+/* sb.fs of a sandbox whose provider pins its files at start (LocalSandbox):
+ * the files its commands see, as a view (fs_local.h) over the pinned
+ * descriptors, never over a path looked up again; see
+ * docs/security.md §"sb.fs: the pinned view". */
+typedef struct sk_sandbox_fs {
+    sk_fs_view view;     /* duplicates of the pinned descriptors: the caller's to clear */
+    const char *workdir; /* where relative paths start (borrowed from the sandbox) */
+    unsigned generation; /* as sk_sandbox_fs_generation */
+    bool as_user;        /* a root caller's bwrap: act as uid/gid (src/lua/fs_ud.c) */
+    uid_t uid;
+    gid_t gid;
+} sk_sandbox_fs;
+
+/* Changes whenever what is pinned changes (a start after destroy); 0 before
+ * the first start, -1 when the provider pins nothing. */
+long sk_sandbox_fs_generation(const sk_sandbox *sb);
+/* Fills *fs (view empty on entry) with the mounts of a started sandbox, in
+ * its commands' order. 0, -EINVAL when the provider pins nothing,
+ * -ENOTCONN when nothing is pinned yet, or -errno (nothing left in
+ * fs->view). */
+int sk_sandbox_fs_get(const sk_sandbox *sb, sk_sandbox_fs *fs);
 
 /* Creates the sandbox object (no I/O). options: JSON object; "id", "name"
  * and "env" are read here, the rest by the provider. */
 sk_sandbox *sk_sandbox_new(sk_loop *loop, const sk_provider *provider, const json_t *options, sk_error **err);
 void sk_sandbox_free(sk_sandbox *sb);
-/* "<prefix>-sandbox-<base36 ms>-<6 random chars>" (upstream's default ids). */
-char *sk_sandbox_default_id(const char *prefix);
-/* v in base 36 as upstream's ids write it (0-9 then a-z, most significant
- * first, "0" for 0) into out; returns out. */
-enum { SK_BASE36_MAX = 14 }; /* 2^64 - 1 has 13 digits */
-char *sk_base36(unsigned long long v, char out[SK_BASE36_MAX]);
 
 void sk_sandbox_start(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud);
 void sk_sandbox_stop(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud);
@@ -185,12 +126,33 @@ void sk_sandbox_destroy(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud);
 /* Refreshes provider-side metadata of a running sandbox (concurrent calls
  * share one refresh); settles at once when there is nothing to ask. */
 void sk_sandbox_refresh(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud);
+/* A start hook failed: a running sandbox is in error until the next start. */
+void sk_sandbox_mark_error(sk_sandbox *sb);
+
+const char *sk_sandbox_id(const sk_sandbox *sb);
+const char *sk_sandbox_name(const sk_sandbox *sb);
+const sk_provider *sk_sandbox_provider(const sk_sandbox *sb);
+sk_status sk_sandbox_status(const sk_sandbox *sb);
+double sk_sandbox_created_at_ms(const sk_sandbox *sb); /* wall clock, ms since the epoch */
+/* info().metadata: a new reference, or NULL for none. */
+json_t *sk_sandbox_metadata(sk_sandbox *sb);
+/* The provider's default instructions text (malloc'd), or NULL. */
+char *sk_sandbox_instructions(sk_sandbox *sb);
 
 /* Spawns on a running sandbox (callers ensure running first). Returns a
  * process holding one reference for the caller, or NULL with *err. tracked:
  * whether it is a background process listed by the process manager. */
 sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracked,
                              const sk_process_events *ev, void *ev_ud, sk_error **err);
+
+/* ---- processes ------------------------------------------------------------ */
+
+/* The sandbox's processes, newest first: the first, then each next (NULL
+ * after the last). Borrowed; exited ones may still be listed. */
+sk_process *sk_sandbox_processes(const sk_sandbox *sb);
+sk_process *sk_process_next(const sk_process *p);
+/* A background process the process manager lists (get/list). */
+bool sk_process_tracked(const sk_process *p);
 
 /* Process manager (background processes). */
 sk_process *sk_process_get(sk_sandbox *sb, const char *pid); /* prune-on-read; borrowed */
@@ -201,29 +163,20 @@ int sk_process_close_stdin(sk_process *p);
 void sk_process_untrack(sk_process *p);
 void sk_process_ref(sk_process *p);
 void sk_process_unref(sk_process *p);
-
-/* For the embedder. */
-/* A start hook failed: a running sandbox is in error until the next start. */
-void sk_sandbox_mark_error(sk_sandbox *sb);
 /* No more callbacks (the embedder's handle is gone); the process runs on. */
 void sk_process_detach(sk_process *p);
+
+const char *sk_process_pid(const sk_process *p);     /* as the provider reports it */
+const char *sk_process_command(const sk_process *p); /* the full shell string */
+bool sk_process_exited(const sk_process *p);
+/* Once exited: the result (exit_code -1 after a transport failure), else
+ * NULL. */
+const sk_result *sk_process_result(const sk_process *p);
+/* Once exited: the transport failure, or NULL for a result. Borrowed. */
+const sk_error *sk_process_error(const sk_process *p);
 /* The capture buffer of stream 1 (stdout) or 2; once the process has
  * exited the embedder may take its bytes (sk_buf_move: it may be a
  * mapping, buf.h). */
 sk_buf *sk_process_capture(sk_process *p, int stream);
-
-/* For providers. */
-void sk_process_output(sk_process *p, int stream, const char *data, size_t len);
-/* Where a provider may read output in place: room for *len bytes at the
- * end of the capture buffer (NULL when not capturing). Data delivered there
- * to sk_process_output is kept without a copy. */
-char *sk_process_capture_slot(sk_process *p, int stream, size_t *len);
-/* Forgets what was captured (a provider retrying the command afresh). */
-void sk_process_reset_capture(sk_process *p);
-/* result NULL with err for a transport failure (err stolen). */
-void sk_process_finish(sk_process *p, const sk_result *r, sk_error *err);
-
-/* Sandbox-level env merged with a per-command env (new object). */
-json_t *sk_sandbox_merged_env(const sk_sandbox *sb, const json_t *per_command);
 
 #endif

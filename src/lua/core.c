@@ -110,7 +110,7 @@ void skl_finish(skl_target *t, int kind, const sk_error *err, const void *scope)
         e->err = sk_error_copy(err);
         sk_error_redact(scope, e->err);
     } else if (t->lost) {
-        e->err = sk_error_new("OutOfMemoryError", NULL,
+        e->err = sk_error_new(SK_ERR_OUT_OF_MEMORY, NULL,
                               "out of memory queueing output for Lua: part of it was lost");
     }
     e->err_lost = (err || t->lost) && !e->err; /* still a failure: "out of memory" */
@@ -166,6 +166,28 @@ void skl_class(lua_State *L, const char *name, lua_CFunction index, lua_CFunctio
     lua_pushcfunction(L, gc);
     lua_setfield(L, mt, "__gc");
     lua_setfield(L, module_idx, class_field);
+}
+
+int skl_index(lua_State *L, const char *const fields[])
+{
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
+        return -1;
+    lua_pop(L, 1);
+    if (lua_type(L, 2) != LUA_TSTRING)
+        return -2;
+    const char *key = lua_tostring(L, 2);
+    for (int i = 0; fields[i]; i++)
+        if (strcmp(fields[i], key) == 0)
+            return i;
+    return -2;
+}
+
+int skl_push_state(lua_State *L, const char *tname, int n)
+{
+    luaL_checkudata(L, 1, tname);
+    lua_getiuservalue(L, 1, n);
+    return 1;
 }
 
 /* ---- JSON <-> Lua ------------------------------------------------------- */
@@ -348,7 +370,9 @@ static int core_error_object(lua_State *L)
 {
     const error_push *a = lua_touserdata(L, 1);
     const sk_error *err = a->err;
-    const char *kind = err ? err->kind : "Error";
+    const char *kind = sk_error_kind_name(err ? err->kind : SK_ERR_OUT_OF_MEMORY);
+    if (!kind)
+        kind = "SandboxError"; /* not a kind of the list: a bug, still an error */
     const char *message = err ? err->message : "out of memory";
     if (a->st->error_factory == LUA_NOREF) {
         lua_pushfstring(L, "%s: %s", kind, message);
@@ -490,6 +514,81 @@ static int core_set_dispatch(lua_State *L)
     return 0;
 }
 
+/* ---- argument errors ---------------------------------------------------- */
+
+#define SKL_ARGERROR_NAME "sandkit.argument_error"
+
+/* set_argument_error(errors.argument): how skl_argerror raises. */
+static int core_set_argument_error(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_settop(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, SKL_ARGERROR_NAME);
+    return 0;
+}
+
+int skl_argerror(lua_State *L, int arg, const char *msg)
+{
+    lua_Debug ar;
+    const char *name = "?";
+    if (lua_getstack(L, 0, &ar)) {
+        lua_getinfo(L, "n", &ar);
+        if (ar.namewhat && strcmp(ar.namewhat, "method") == 0)
+            arg--; /* self is not counted, as luaL_argerror has it */
+        if (ar.name)
+            name = ar.name;
+    }
+    if (lua_getfield(L, LUA_REGISTRYINDEX, SKL_ARGERROR_NAME) != LUA_TFUNCTION)
+        return luaL_error(L, "bad argument #%d to '%s' (%s)", arg, name, msg);
+    lua_pushinteger(L, arg);
+    lua_pushstring(L, name);
+    lua_pushstring(L, msg);
+    lua_call(L, 3, 0); /* raises */
+    return 0;
+}
+
+static int skl_typeerror(lua_State *L, int arg, const char *expected)
+{
+    const char *got = luaL_typename(L, arg);
+    if (luaL_getmetafield(L, arg, "__name") == LUA_TSTRING)
+        got = lua_tostring(L, -1);
+    return skl_argerror(L, arg, lua_pushfstring(L, "%s expected, got %s", expected, got));
+}
+
+lua_Integer skl_checkinteger(lua_State *L, int arg)
+{
+    int isnum;
+    lua_Integer v = lua_tointegerx(L, arg, &isnum);
+    if (!isnum) {
+        if (lua_isnumber(L, arg))
+            skl_argerror(L, arg, "number has no integer representation");
+        else
+            skl_typeerror(L, arg, "number");
+    }
+    return v;
+}
+
+lua_Integer skl_optinteger(lua_State *L, int arg, lua_Integer def)
+{
+    return lua_isnoneornil(L, arg) ? def : skl_checkinteger(L, arg);
+}
+
+const char *skl_checklstring(lua_State *L, int arg, size_t *len)
+{
+    const char *s = lua_tolstring(L, arg, len);
+    if (!s)
+        skl_typeerror(L, arg, "string");
+    return s;
+}
+
+void *skl_checkudata(lua_State *L, int arg, const char *tname)
+{
+    void *p = luaL_testudata(L, arg, tname);
+    if (!p)
+        skl_typeerror(L, arg, tname);
+    return p;
+}
+
 /* ---- timers ------------------------------------------------------------- */
 
 typedef struct core_timer {
@@ -597,15 +696,52 @@ static int core_now(lua_State *L)
     return 1;
 }
 
-static int core_provider_ids(lua_State *L)
+/* An array of what get says of each registered provider, in order. */
+static int core_provider_list(lua_State *L, const char *(*get)(const sk_provider *))
 {
     lua_newtable(L);
     int n = 0;
-    for (int i = 0; i < sk_provider_count; i++) {
-        if (!sk_providers[i])
-            continue;
-        lua_pushstring(L, sk_providers[i]->id);
+    for (const sk_provider *p = sk_provider_next(NULL); p; p = sk_provider_next(p)) {
+        lua_pushstring(L, get(p));
         lua_rawseti(L, -2, ++n);
+    }
+    return 1;
+}
+
+static int core_provider_ids(lua_State *L) { return core_provider_list(L, sk_provider_id); }
+/* The class names of provider_ids(), in the same order. */
+static int core_provider_names(lua_State *L) { return core_provider_list(L, sk_provider_name); }
+
+/* core.json_decode(s): the value, or nil, message. */
+static int core_json_decode(lua_State *L)
+{
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    json_error_t e;
+    json_t *v = json_loadb(s, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+    if (!v) {
+        lua_pushnil(L);
+        lua_pushstring(L, e.text);
+        return 2;
+    }
+    skl_push_json_take(L, v);
+    return 1;
+}
+
+/* error_kinds() -> { { name, fields, doc }, ... }: SK_ERROR_KINDS in order
+ * (errors.lua makes its constants from it). */
+static int core_error_kinds(lua_State *L)
+{
+    lua_createtable(L, SK_ERR_KIND_COUNT - 1, 0);
+    for (int k = SK_ERR_NONE + 1; k < SK_ERR_KIND_COUNT; k++) {
+        lua_createtable(L, 0, 3);
+        lua_pushstring(L, sk_error_kind_name((sk_error_kind)k));
+        lua_setfield(L, -2, "name");
+        lua_pushstring(L, sk_error_kind_fields((sk_error_kind)k));
+        lua_setfield(L, -2, "fields");
+        lua_pushstring(L, sk_error_kind_doc((sk_error_kind)k));
+        lua_setfield(L, -2, "doc");
+        lua_rawseti(L, -2, k);
     }
     return 1;
 }
@@ -648,11 +784,15 @@ SKL_EXPORT int luaopen_sandkit_core(lua_State *L)
         { "quote", core_quote },
         { "now", core_now },
         { "provider_ids", core_provider_ids },
+        { "error_kinds", core_error_kinds },
+        { "set_argument_error", core_set_argument_error },
         { "new_sandbox", skl_new_sandbox },
-        { "http_request", skl_http_request },
-        { "http_body", skl_http_body },
-        { "modal_fs", skl_modal_fs },
-        { "json_decode", skl_json_decode },
+        { "fs_open", skl_fs_open },
+        { "fs_op", skl_fs_op },
+        { "fs_info", skl_fs_info },
+        { "fs_body", skl_fs_body },
+        { "provider_names", core_provider_names },
+        { "json_decode", core_json_decode },
         { NULL, NULL },
     };
     /* One state per Lua state: a second require returns the same module,

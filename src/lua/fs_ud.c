@@ -29,7 +29,6 @@
 
 #include "../core/compat.h"
 #include "../core/fs_local.h"
-#include "../core/providers/local/local_fs.h"
 #include "binding.h"
 
 #define ROOT_NAME "sandkit.FsRoot"
@@ -587,11 +586,12 @@ static int view_gc(lua_State *L)
 
 /* core.local_fs_view(sb[, view]): `view` while it matches what sb has
  * pinned, else a new sandkit.FsView; nil, "ENOTCONN" before sb started (or
- * after it was destroyed), nil, "EINVAL" for a sandbox of another provider. */
+ * after it was destroyed), nil, "EINVAL" for a sandbox whose provider pins
+ * nothing (sandbox.h, sk_sandbox_fs_get). */
 static int fs_local_view(lua_State *L)
 {
     sk_sandbox *sb = skl_check_sandbox(L, 1);
-    long generation = sk_local_fs_generation(sb);
+    long generation = sk_sandbox_fs_generation(sb);
     if (!lua_isnoneornil(L, 2)) {
         const view_box *old = check_view(L, 2);
         if (generation >= 0 && old->workdir && old->generation == (unsigned long)generation) {
@@ -602,8 +602,8 @@ static int fs_local_view(lua_State *L)
     view_box *b = lua_newuserdatauv(L, sizeof *b, 0);
     *b = (view_box){ .view = { 0 } };
     luaL_setmetatable(L, VIEW_NAME);
-    sk_local_fs fs = { .view = { 0 } };
-    int rc = sk_local_fs_get(sb, &fs);
+    sk_sandbox_fs fs = { .view = { 0 } };
+    int rc = sk_sandbox_fs_get(sb, &fs);
     if (rc < 0)
         return push_fail(L, rc);
     b->view = fs.view; /* the box's __gc owns the descriptors from here */

@@ -45,14 +45,9 @@ int skl_new_sandbox(lua_State *L)
     skl_sandbox *s = lua_newuserdatauv(L, sizeof *s, 1);
     s->sb = NULL;
     s->st = st;
-    lua_getfield(L, 2, "timeout");
-    s->timeout_ms = lua_tonumber(L, -1);
-    lua_getfield(L, 2, "max_output_bytes");
-    s->max_output = lua_tonumber(L, -1);
-    lua_pop(L, 2);
     luaL_setmetatable(L, SKL_SANDBOX);
     lua_newtable(L);
-    lua_pushboolean(L, prov->stop_when_idle);
+    lua_pushboolean(L, sk_provider_stops_when_idle(prov));
     lua_setfield(L, -2, "stop_when_idle");
     lua_setiuservalue(L, -2, 1);
     json_t *opts = skl_to_json(L, 2, "options");
@@ -94,35 +89,31 @@ static int sandbox_mark_error(lua_State *L)
     return 0;
 }
 
-static int sandbox_state(lua_State *L)
-{
-    luaL_checkudata(L, 1, SKL_SANDBOX);
-    lua_getiuservalue(L, 1, 1);
-    return 1;
-}
+static int sandbox_state(lua_State *L) { return skl_push_state(L, SKL_SANDBOX, 1); }
 
 static int sandbox_info(lua_State *L)
 {
     skl_sandbox *s = skl_sandbox_check(L, 1);
     sk_sandbox *sb = s->sb;
     lua_createtable(L, 0, 6);
-    lua_pushstring(L, sb->id);
+    lua_pushstring(L, sk_sandbox_id(sb));
     lua_setfield(L, -2, "id");
-    lua_pushstring(L, sb->name);
+    lua_pushstring(L, sk_sandbox_name(sb));
     lua_setfield(L, -2, "name");
-    lua_pushstring(L, sb->provider->id);
+    lua_pushstring(L, sk_provider_id(sk_sandbox_provider(sb)));
     lua_setfield(L, -2, "provider");
-    lua_pushstring(L, sk_status_name(sb->status));
+    lua_pushstring(L, sk_status_name(sk_sandbox_status(sb)));
     lua_setfield(L, -2, "status");
-    time_t secs = (time_t)(sb->created_at_ms / 1000.0);
+    double created_at_ms = sk_sandbox_created_at_ms(sb);
+    time_t secs = (time_t)(created_at_ms / 1000.0);
     struct tm tm;
     char iso[40];
     gmtime_r(&secs, &tm);
     size_t n = strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(iso + n, sizeof iso - n, ".%03dZ", (int)((long long)sb->created_at_ms % 1000));
+    snprintf(iso + n, sizeof iso - n, ".%03dZ", (int)((long long)created_at_ms % 1000));
     lua_pushstring(L, iso);
     lua_setfield(L, -2, "created_at");
-    json_t *meta = sb->provider->metadata ? sb->provider->metadata(sb) : NULL;
+    json_t *meta = sk_sandbox_metadata(sb);
     /* metadata holds a server's strings (ids, statuses): a token it echoes
      * there is cut as in errors. Tokens only: paths and names in it may
      * well contain an env value. */
@@ -142,7 +133,7 @@ static int sandbox_info(lua_State *L)
 static int sandbox_default_instructions(lua_State *L)
 {
     skl_sandbox *s = skl_sandbox_check(L, 1);
-    char *text = s->sb->provider->instructions ? s->sb->provider->instructions(s->sb) : NULL;
+    char *text = sk_sandbox_instructions(s->sb);
     if (!text)
         return 0;
     lua_pushstring(L, text);
@@ -167,8 +158,8 @@ static int sandbox_list(lua_State *L)
     skl_sandbox *s = skl_sandbox_check(L, 1);
     lua_newtable(L);
     int n = 0;
-    for (sk_process *p = s->sb->procs; p; p = p->next) {
-        if (!p->tracked || !skl_process_push(L, p))
+    for (sk_process *p = sk_sandbox_processes(s->sb); p; p = sk_process_next(p)) {
+        if (!sk_process_tracked(p) || !skl_process_push(L, p))
             continue;
         lua_rawseti(L, -2, ++n);
     }
@@ -182,39 +173,45 @@ static int sandbox_list(lua_State *L)
     return 1;
 }
 
+enum { SANDBOX_ID, SANDBOX_NAME, SANDBOX_PROVIDER, SANDBOX_STATUS, SANDBOX_PROCESSES, SANDBOX_FS };
+static const char *const sandbox_fields[] = {
+    [SANDBOX_ID] = "id",         [SANDBOX_NAME] = "name",           [SANDBOX_PROVIDER] = "provider",
+    [SANDBOX_STATUS] = "status", [SANDBOX_PROCESSES] = "processes", [SANDBOX_FS] = "fs",
+    NULL,
+};
+
 static int sandbox_index(lua_State *L)
 {
     skl_sandbox *s = luaL_checkudata(L, 1, SKL_SANDBOX);
-    /* methods first (upvalue 1) */
-    lua_pushvalue(L, 2);
-    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
+    int field = skl_index(L, sandbox_fields);
+    if (field < 0)
+        return field == -1;
+    sk_sandbox *sb = s->sb;
+    if (!sb) { /* closed */
+        if (field != SANDBOX_STATUS)
+            return 0;
+        lua_pushliteral(L, "destroyed");
         return 1;
-    lua_pop(L, 1);
-    const char *key = lua_tostring(L, 2);
-    if (!key)
-        return 0;
-    if (!s->sb) {
-        if (strcmp(key, "status") == 0) {
-            lua_pushliteral(L, "destroyed");
-            return 1;
-        }
-        return 0;
     }
-    if (strcmp(key, "id") == 0)
-        lua_pushstring(L, s->sb->id);
-    else if (strcmp(key, "name") == 0)
-        lua_pushstring(L, s->sb->name);
-    else if (strcmp(key, "provider") == 0)
-        lua_pushstring(L, s->sb->provider->id);
-    else if (strcmp(key, "status") == 0)
-        lua_pushstring(L, sk_status_name(s->sb->status));
-    else if (strcmp(key, "processes") == 0 || strcmp(key, "fs") == 0) {
+    switch (field) {
+    case SANDBOX_ID:
+        lua_pushstring(L, sk_sandbox_id(sb));
+        break;
+    case SANDBOX_NAME:
+        lua_pushstring(L, sk_sandbox_name(sb));
+        break;
+    case SANDBOX_PROVIDER:
+        lua_pushstring(L, sk_provider_id(sk_sandbox_provider(sb)));
+        break;
+    case SANDBOX_STATUS:
+        lua_pushstring(L, sk_status_name(sk_sandbox_status(sb)));
+        break;
+    default:
         /* the process manager and the filesystem are Lua objects kept in
          * the state table */
         lua_getiuservalue(L, 1, 1);
-        lua_getfield(L, -1, key);
-    } else
-        return 0;
+        lua_getfield(L, -1, sandbox_fields[field]);
+    }
     return 1;
 }
 
@@ -228,8 +225,8 @@ static int sandbox_tostring(lua_State *L)
 {
     skl_sandbox *s = luaL_checkudata(L, 1, SKL_SANDBOX);
     if (s->sb)
-        lua_pushfstring(L, "sandkit.Sandbox (%s %s, %s): %p", s->sb->provider->id, s->sb->id,
-                        sk_status_name(s->sb->status), (void *)s);
+        lua_pushfstring(L, "sandkit.Sandbox (%s %s, %s): %p", sk_provider_id(sk_sandbox_provider(s->sb)),
+                        sk_sandbox_id(s->sb), sk_status_name(sk_sandbox_status(s->sb)), (void *)s);
     else
         lua_pushfstring(L, "sandkit.Sandbox (closed): %p", (void *)s);
     return 1;

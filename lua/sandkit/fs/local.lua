@@ -6,6 +6,7 @@ local core = require "sandkit.core"
 local errors = require "sandkit.errors"
 local fs = require "sandkit.fs"
 local fserrors = require "sandkit.fs.errors"
+local options = require "sandkit.options"
 local pathmod = require "sandkit.fs.path"
 
 local M = {}
@@ -359,19 +360,13 @@ local function absolute(p)
   return pathmod.normalize(p)
 end
 
+local OPTIONS = { name = "LocalFilesystem", provider = "local", options = {
+  base_path = { type = "string" }, read_only = { type = "boolean" }, id = { type = "string" } } }
+
 --- sandkit.LocalFilesystem { base_path, read_only?, id? }: workspace paths
 -- ("/a" and "a" alike) live under base_path, created on first use.
 function M.LocalFilesystem(opts)
-  if type(opts) ~= "table" then
-    error(errors.new("ConfigError", "LocalFilesystem options table expected", { provider = "local" }), 2)
-  end
-  for k, v in pairs(opts) do
-    local want = ({ base_path = "string", read_only = "boolean", id = "string" })[k]
-    if not want then errors.config("local", tostring(k), ("LocalFilesystem has no option '%s'"):format(tostring(k))) end
-    if type(v) ~= want then
-      errors.config("local", k, ("LocalFilesystem option '%s' must be a %s, got %s"):format(k, want, type(v)))
-    end
-  end
+  opts = options.check(OPTIONS, opts, 1)
   if not opts.base_path or opts.base_path == "" or opts.base_path:find("\0", 1, true) then
     errors.config("local", "base_path", "LocalFilesystem option 'base_path' is required (a directory path)")
   end

@@ -102,7 +102,9 @@ async function admin(req, res, url) {
 }
 
 async function route(req, res, url, body) {
-  const p = url.pathname;
+  // a PlatformFilesystem bucket route answers as its key's route (its
+  // transport's tests: spec/fs_platform_spec.lua)
+  const p = url.pathname.replace(/^\/v1\/railway\/projects\/[^/]+\/fs\/[^/]+(?=\/)/, '');
   const q = url.searchParams;
   if (p === '/hello') return sendJson(res, 200, { hello: 'world', lastOfferedProtocols });
   if (p === '/echo') {

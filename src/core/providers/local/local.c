@@ -29,7 +29,8 @@
 #include "../../compat.h"
 #include "../../fs_local.h"
 #include "../../proc.h"
-#include "../../sandbox.h"
+#include "../../provider.h"
+#include "local_fs.h"
 #include "local_state.h"
 
 /* Default sandbox user for a root caller: nobody/nogroup, present on every
@@ -277,7 +278,7 @@ static void local_rm_job_done(sk_work *w)
             ls->tmpdir = NULL;
             sk_local_unpin(ls);
         } else {
-            err = sk_error_new("SandboxError", json_pack("{s:s}", "path", j->path),
+            err = sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s}", "path", j->path),
                                "Cannot remove the sandbox's /tmp (%s) completely: %s", j->path,
                                strerror(j->rc));
         }
@@ -415,7 +416,7 @@ static void local_free(sk_sandbox *sb)
 
 static sk_error *local_config_error(const char *key, const char *detail)
 {
-    return sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", "local", "key", key),
+    return sk_error_new(SK_ERR_CONFIG, json_pack("{s:s,s:s}", "provider", "local", "key", key),
                         "LocalSandbox option '%s' %s", key, detail);
 }
 
@@ -542,7 +543,7 @@ static sk_error *local_make_cgroup(local_sandbox *ls)
         if (!why)
             continue;
         if (ls->limits_given & (1u << c))
-            return sk_error_new("IsolationUnavailableError",
+            return sk_error_new(SK_ERR_ISOLATION_UNAVAILABLE,
                                 json_pack("{s:s,s:s,s:s}", "provider", "local", "key", local_limit_keys[c],
                                           "backend", "cgroup"),
                                 "LocalSandbox option '%s' cannot be enforced on this machine: %s",
@@ -555,7 +556,7 @@ static sk_error *local_make_cgroup(local_sandbox *ls)
         int c = 0;
         while (!(ls->limits_given & (1u << c)))
             c++;
-        return sk_error_new("IsolationUnavailableError",
+        return sk_error_new(SK_ERR_ISOLATION_UNAVAILABLE,
                             json_pack("{s:s,s:s,s:s}", "provider", "local", "key", local_limit_keys[c], "backend",
                                       "cgroup"),
                             "LocalSandbox option '%s' cannot be enforced: the sandbox's cgroup could not be made "
@@ -580,7 +581,7 @@ static int local_init(sk_sandbox *sb, const json_t *o, sk_error **err)
     ls->wd_fd = ls->tmp_fd = -1;
     const char *wd = json_string_value(json_object_get(o, "working_directory"));
     if (wd && !*wd) {
-        *err = sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", "local", "key", "working_directory"),
+        *err = sk_error_new(SK_ERR_CONFIG, json_pack("{s:s,s:s}", "provider", "local", "key", "working_directory"),
                             "LocalSandbox option 'working_directory' must not be empty");
         return -1;
     }
@@ -589,7 +590,7 @@ static int local_init(sk_sandbox *sb, const json_t *o, sk_error **err)
         goto oom;
     const char *iso = json_string_value(json_object_get(o, "isolation"));
     if (iso && strcmp(iso, "none") != 0 && strcmp(iso, "bwrap") != 0) {
-        *err = sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", "local", "key", "isolation"),
+        *err = sk_error_new(SK_ERR_CONFIG, json_pack("{s:s,s:s}", "provider", "local", "key", "isolation"),
                             "LocalSandbox option 'isolation' must be \"none\" or \"bwrap\" (got \"%s\")", iso);
         return -1;
     }
@@ -624,13 +625,13 @@ static int local_init(sk_sandbox *sb, const json_t *o, sk_error **err)
     if (ls->drop_ids)
         ls->setpriv_exe = sk_find_executable("setpriv");
     if (ls->bwrap && !ls->bwrap_exe) {
-        *err = sk_error_new("IsolationUnavailableError", json_pack("{s:s}", "backend", "bwrap"),
+        *err = sk_error_new(SK_ERR_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "backend", "bwrap"),
                             "bubblewrap (bwrap) is not installed; install it with: "
                             "apt-get install bubblewrap (or: dnf install bubblewrap)");
         return -1;
     }
     if (ls->drop_ids && !ls->setpriv_exe) {
-        *err = sk_error_new("IsolationUnavailableError", json_pack("{s:s}", "backend", "bwrap"),
+        *err = sk_error_new(SK_ERR_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "backend", "bwrap"),
                             "setpriv (util-linux) is needed to run bubblewrap as an unprivileged user; "
                             "install it with: apt-get install util-linux");
         return -1;
@@ -645,10 +646,10 @@ static sk_error *local_make_tmpdir(local_sandbox *ls)
 {
     char tmpl[] = "/tmp/sandkit-tmp-XXXXXX";
     if (!mkdtemp(tmpl))
-        return sk_error_new("SandboxError", NULL, "Cannot create the sandbox's /tmp: %s", strerror(errno));
+        return sk_error_new(SK_ERR_SANDBOX, NULL, "Cannot create the sandbox's /tmp: %s", strerror(errno));
     int fd = open(tmpl, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 || (ls->drop_ids && fchown(fd, ls->uid, ls->gid) != 0) || !(ls->tmpdir = strdup(tmpl))) {
-        sk_error *err = sk_error_new("SandboxError", NULL, "Cannot prepare the sandbox's /tmp (%s): %s", tmpl,
+        sk_error *err = sk_error_new(SK_ERR_SANDBOX, NULL, "Cannot prepare the sandbox's /tmp (%s): %s", tmpl,
                                      strerror(errno ? errno : ENOMEM));
         if (fd >= 0)
             close(fd);
@@ -667,7 +668,7 @@ static void local_start(sk_sandbox *sb, sk_provider_done done)
      * (local_open_trusted), never through a planted symlink */
     int mk = ls->bwrap ? 0 : sk_fs_mkdir_p(ls->workdir, 0755);
     if (mk != 0) {
-        done(sb, sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
+        done(sb, sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s}", "path", ls->workdir),
                               "Cannot create working directory %s: %s", ls->workdir, strerror(-mk)));
         return;
     }
@@ -717,7 +718,7 @@ static bool local_all_gone(local_sandbox *ls)
 static void local_destroy_finish(local_sandbox *ls, sk_provider_done done, bool gone)
 {
     if (!gone) {
-        done(ls->sb, sk_error_new("SandboxError", json_pack("{s:s?}", "path", ls->tmpdir),
+        done(ls->sb, sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s?}", "path", ls->tmpdir),
                                   "Processes of the sandbox were still running %d s after SIGKILL; "
                                   "its /tmp (%s) was left in place", LOCAL_REAP_TIMEOUT_MS / 1000,
                                   ls->tmpdir ? ls->tmpdir : "?"));
@@ -1074,7 +1075,7 @@ static int local_check_binds(local_sandbox *ls, sk_error **err)
 {
     struct stat st;
     if (fstat(ls->wd_fd, &st) == 0 && st.st_nlink == 0) {
-        *err = sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
+        *err = sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s}", "path", ls->workdir),
                             "Refusing to run the command: the working directory %s was removed after "
                             "the sandbox started", ls->workdir);
         return -1;
@@ -1085,7 +1086,7 @@ static int local_check_binds(local_sandbox *ls, sk_error **err)
         for (char **w = ls->rw_paths; ok && *w; w++)
             ok = local_bind_intact(s, ls->ro_fds[i], *w);
         if (!ok) {
-            *err = sk_error_new("SandboxError", json_pack("{s:s,s:s}", "key", "read_only_paths", "path", s),
+            *err = sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s,s:s}", "key", "read_only_paths", "path", s),
                                 "Refusing to run the command: read_only_paths entry %s, inside a writable "
                                 "directory of the sandbox, has been moved or replaced by a symlink", s);
             return -1;
@@ -1148,7 +1149,7 @@ static int local_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk
     }
     /* without its cgroup a command would run outside the sandbox's limits */
     if (ls->cgroup && !cg && local_has_limits(&ls->enforced)) {
-        *err = sk_error_new("SandboxError", NULL, "Cannot run command: its cgroup, which holds the sandbox's "
+        *err = sk_error_new(SK_ERR_SANDBOX, NULL, "Cannot run command: its cgroup, which holds the sandbox's "
                             "resource limits, cannot be made: %s", strerror(cg_err ? cg_err : EIO));
         goto done;
     }
@@ -1175,23 +1176,23 @@ static int local_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk
     sk_proc *proc = uv_err ? NULL : sk_proc_spawn(sb->loop, &po, &local_proc_callbacks, p, &uv_err);
     if (!proc) {
         if (uv_err == UV_ENOENT && !ls->bwrap)
-            *err = sk_error_new("SandboxError", json_pack("{s:s}", "cwd", cwd),
+            *err = sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s}", "cwd", cwd),
                                 "Cannot run command: working directory %s does not exist", cwd);
         else if (uv_err == UV_E2BIG) /* named: the OS message alone blames "arguments" */
-            *err = sk_error_new("SandboxError", NULL,
+            *err = sk_error_new(SK_ERR_SANDBOX, NULL,
                                 "Cannot run command: its command line and environment exceed the "
                                 "system limit (argument list too long)");
         else if (ls->bwrap && uv_err == -EDQUOT)
             /* the new session keyring is charged to the user's key quota */
-            *err = sk_error_new("SandboxError", NULL,
+            *err = sk_error_new(SK_ERR_SANDBOX, NULL,
                                 "Cannot run command: no new session keyring for it (%s; a non-root user "
                                 "may hold kernel.keys.maxkeys keys, one per running command)",
                                 uv_strerror(uv_err));
         else if (uv_err == UV_ENAMETOOLONG)
-            *err = sk_error_new("SandboxError", NULL, "Cannot run command: the cwd (working directory) "
+            *err = sk_error_new(SK_ERR_SANDBOX, NULL, "Cannot run command: the cwd (working directory) "
                                 "name is too long");
         else
-            *err = sk_error_new("SandboxError", NULL, "Cannot spawn %s: %s", a.v[0], uv_strerror(uv_err));
+            *err = sk_error_new(SK_ERR_SANDBOX, NULL, "Cannot spawn %s: %s", a.v[0], uv_strerror(uv_err));
         goto done;
     }
     p->impl = proc;
@@ -1229,7 +1230,7 @@ static int local_write_stdin(sk_process *p, const char *data, size_t len, sk_err
 {
     int rc = p->impl ? sk_proc_write(p->impl, data, len) : UV_EPIPE;
     if (rc != 0) {
-        *err = sk_error_new("ProcessExitedError", NULL, "Cannot write to stdin of process %s: %s",
+        *err = sk_error_new(SK_ERR_PROCESS_EXITED, NULL, "Cannot write to stdin of process %s: %s",
                             p->pid, rc == UV_EPIPE ? "stdin is closed" : uv_strerror(rc));
         return -1;
     }
@@ -1318,5 +1319,7 @@ const sk_provider sk_provider_local = {
     .release = local_release,
     .metadata = local_metadata,
     .instructions = local_instructions,
+    .fs_generation = sk_local_fs_generation,
+    .fs_get = sk_local_fs_get,
     .free = local_free,
 };

@@ -167,7 +167,7 @@ static sk_error *local_plan_relays(local_sandbox *ls)
         if (!ls->mount_exe)
             ls->mount_exe = sk_find_executable("mount");
         if (!ls->unshare_exe || !ls->mount_exe)
-            return sk_error_new("SandboxError", json_pack("{s:s,s:s,s:I}", "path", b->path, "blocked_by", blocked,
+            return sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s,s:s,s:I}", "path", b->path, "blocked_by", blocked,
                                                           "uid", (json_int_t)ls->uid),
                                 "The sandbox user (uid %u) cannot reach %s: it may not enter %s, and "
                                 "unshare and mount (util-linux, mount), which would bind it where that "
@@ -178,7 +178,7 @@ static sk_error *local_plan_relays(local_sandbox *ls)
             if (!mkdtemp(tmpl) || chmod(tmpl, 0711) != 0 || !(ls->relay_dir = strdup(tmpl))) {
                 int e = errno ? errno : ENOMEM;
                 rmdir(tmpl);
-                return sk_error_new("SandboxError", json_pack("{s:s}", "path", b->path),
+                return sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s}", "path", b->path),
                                     "Cannot make a relay directory for %s: %s", b->path, strerror(e));
             }
         }
@@ -190,7 +190,7 @@ static sk_error *local_plan_relays(local_sandbox *ls)
             int e = errno;
             free(b->relay);
             b->relay = NULL;
-            return sk_error_new("SandboxError", json_pack("{s:s}", "path", b->path),
+            return sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s}", "path", b->path),
                                 "Cannot make a relay directory for %s: %s", b->path, strerror(e));
         }
     }
@@ -320,7 +320,7 @@ static int local_open_trusted(const char *path, bool *untrusted, uid_t *owner, c
 
 static sk_error *local_untrusted_link(const char *key, const char *path, uid_t owner, const char *link)
 {
-    return sk_error_new("SandboxError", json_pack("{s:s,s:s,s:I}", "key", key, "path", path, "link_owner",
+    return sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s,s:s,s:I}", "key", key, "path", path, "link_owner",
                                                   (json_int_t)owner),
                         "LocalSandbox %s %s leads through a symlink (%s) owned by uid %u, which sandkit does "
                         "not follow (only root's and the caller's own): name the real path",
@@ -330,9 +330,9 @@ static sk_error *local_untrusted_link(const char *key, const char *path, uid_t o
 static sk_error *local_path_error(const char *key, const char *path, int e)
 {
     if (e == ENOENT)
-        return sk_error_new("SandboxError", json_pack("{s:s,s:s}", "key", key, "path", path),
+        return sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s,s:s}", "key", key, "path", path),
                             "LocalSandbox %s entry %s does not exist", key, path);
-    return sk_error_new("SandboxError", json_pack("{s:s,s:s}", "key", key, "path", path),
+    return sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s,s:s}", "key", key, "path", path),
                         "Cannot open %s entry %s: %s", key, path, strerror(e));
 }
 
@@ -355,7 +355,7 @@ static bool local_dir_empty(int dirfd_)
 
 static sk_error *local_not_writable(const local_sandbox *ls, const char *what, const char *path)
 {
-    return sk_error_new("SandboxError", json_pack("{s:s,s:I}", "path", path, "uid", (json_int_t)ls->uid),
+    return sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s,s:I}", "path", path, "uid", (json_int_t)ls->uid),
                         "%s %s is not writable by the sandbox user (uid %u): chown it to that user%s",
                         what, path, (unsigned)ls->uid,
                         strcmp(what, "Working directory") == 0
@@ -486,7 +486,7 @@ static sk_error *local_pin_nested(local_sandbox *ls, size_t i)
         if (link || S_ISLNK(st.st_mode) || (path[off] && !S_ISDIR(st.st_mode))) {
             if (next >= 0)
                 close(next);
-            return sk_error_new("SandboxError", json_pack("{s:s,s:s}", "key", "read_only_paths", "path", path),
+            return sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s,s:s}", "key", "read_only_paths", "path", path),
                                 "LocalSandbox read_only_paths entry %s, inside the writable directory %s, "
                                 "leads through a symlink or a non-directory (%.*s); name its real path",
                                 path, root, (int)off, path);
@@ -579,7 +579,7 @@ sk_error *sk_local_pin(local_sandbox *ls)
         errno = e;
     }
     if (ls->wd_fd < 0) {
-        err = sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
+        err = sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s}", "path", ls->workdir),
                            "Cannot create or open working directory %s: %s", ls->workdir, strerror(errno));
         goto fail;
     }
@@ -587,7 +587,7 @@ sk_error *sk_local_pin(local_sandbox *ls)
         struct stat st;
         bool give = created || (fstat(ls->wd_fd, &st) == 0 && st.st_uid == 0 && local_dir_empty(ls->wd_fd));
         if (give && fchown(ls->wd_fd, ls->uid, ls->gid) != 0) {
-            err = sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
+            err = sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s}", "path", ls->workdir),
                                "Cannot give working directory %s to the sandbox user (uid %u): %s",
                                ls->workdir, (unsigned)ls->uid, strerror(errno));
             goto fail;
@@ -640,8 +640,6 @@ extern const sk_provider sk_provider_local;
 
 long sk_local_fs_generation(const sk_sandbox *sb)
 {
-    if (sb->provider != &sk_provider_local || !sb->impl)
-        return -1;
     return ((const local_sandbox *)sb->impl)->fs_gen;
 }
 
@@ -651,10 +649,8 @@ static int local_fs_mount(sk_fs_view *v, const char *path, int fd, bool ro)
     return dup < 0 ? -errno : sk_fs_view_mount(v, path, dup, ro);
 }
 
-int sk_local_fs_get(const sk_sandbox *sb, sk_local_fs *fs)
+int sk_local_fs_get(const sk_sandbox *sb, sk_sandbox_fs *fs)
 {
-    if (sb->provider != &sk_provider_local || !sb->impl)
-        return -EINVAL;
     const local_sandbox *ls = sb->impl;
     if (ls->bwrap && (!ls->pinned || ls->tmp_fd < 0))
         return -ENOTCONN;

@@ -8,7 +8,7 @@
 #include <sys/types.h>
 
 #include "../../cgroup.h"
-#include "../../sandbox.h"
+#include "../../provider.h"
 #include "local_host.h"
 
 typedef struct local_destroy_wait local_destroy_wait;

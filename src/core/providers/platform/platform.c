@@ -17,69 +17,8 @@
 #include "../../log.h"
 #include "platform_state.h"
 
-#define PLATFORM_DEFAULT_URL "https://workspaces.mastra.ai"
 #define PLATFORM_HANDSHAKE_MS 30000
 static const int64_t platform_default_delays[] = { 2000, 4000 }; /* S1: 2 s x attempt */
-
-static sk_error *platform_config_error(const char *key, const char *fmt, const char *a)
-{
-    return sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", PLATFORM_ID, "key", key), fmt, a);
-}
-
-
-/* An option, else the environment variable; "" counts as missing (docs/protocols/platform.md §2.1). */
-static const char *platform_setting(const json_t *o, const char *key, const char *env)
-{
-    const char *v = json_string_value(json_object_get(o, key));
-    if (v && *v)
-        return v;
-    v = env ? getenv(env) : NULL;
-    return v && *v ? v : NULL;
-}
-
-static char *platform_trimmed(const char *s)
-{
-    if (!s)
-        return NULL;
-    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
-        s++;
-    size_t n = strlen(s);
-    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
-        n--;
-    return strndup(s, n);
-}
-
-/* docs/protocols/platform.md §2.1: base_url option (tests), MASTRA_WORKSPACE_PROXY_URL without one
- * trailing '/', MASTRA_PLATFORM_REGION us|eu, else the default. */
-static char *platform_base_url(const json_t *o)
-{
-    const char *v = json_string_value(json_object_get(o, "base_url"));
-    if (!v || !*v) {
-        v = getenv("MASTRA_WORKSPACE_PROXY_URL");
-        if (v && !*v)
-            v = NULL;
-    }
-    if (v) {
-        size_t n = strlen(v);
-        if (n > 0 && v[n - 1] == '/')
-            n--;
-        return strndup(v, n);
-    }
-    char *region = platform_trimmed(getenv("MASTRA_PLATFORM_REGION"));
-    char *url = NULL;
-    if (region) {
-        for (char *p = region; *p; p++)
-            *p = (char)((*p >= 'A' && *p <= 'Z') ? *p + 32 : *p);
-        if (strcmp(region, "us") == 0 || strcmp(region, "eu") == 0) {
-            if (asprintf(&url, "https://workspaces.%s.mastra.ai", region) < 0)
-                url = NULL;
-            free(region);
-            return url;
-        }
-        free(region);
-    }
-    return strdup(PLATFORM_DEFAULT_URL);
-}
 
 static void platform_free_state(platform_sandbox *ps)
 {
@@ -124,45 +63,27 @@ static void platform_free(sk_sandbox *sb)
 static int platform_init(sk_sandbox *sb, const json_t *o, sk_error **err)
 {
     platform_sandbox *ps = calloc(1, sizeof *ps);
-    char *base = NULL, *acting = NULL;
     if (!ps)
         goto oom;
     sb->impl = ps;
     ps->sb = sb;
-    const char *token = platform_setting(o, "access_token", "MASTRA_PLATFORM_ACCESS_TOKEN");
-    if (!token) {
-        *err = platform_config_error("access_token", "%s",
-                                     "PlatformSandbox: access_token is required (option access_token or "
-                                     "MASTRA_PLATFORM_ACCESS_TOKEN)");
+    if (!(ps->api = sk_platform_api_open(sb->loop, o, PLATFORM_NAME, sb, err)))
         return -1;
-    }
-    const char *project = platform_setting(o, "project_id", "MASTRA_PROJECT_ID");
-    if (!project) {
-        *err = platform_config_error("project_id", "%s",
-                                     "PlatformSandbox: project_id is required (option project_id or MASTRA_PROJECT_ID)");
-        return -1;
-    }
-    const char *env_id = platform_setting(o, "environment_id", "MASTRA_ENVIRONMENT_ID");
+    const char *env_id = sk_platform_setting(o, "environment_id", "MASTRA_ENVIRONMENT_ID");
     const char *sandbox_id = json_string_value(json_object_get(o, "sandbox_id"));
     if (sandbox_id && !*sandbox_id)
         sandbox_id = NULL;
     if (!env_id && !sandbox_id) {
-        *err = platform_config_error("environment_id", "%s",
+        *err = sk_platform_config_error("environment_id", "%s",
                                      "PlatformSandbox: environment_id is required (option environment_id or "
                                      "MASTRA_ENVIRONMENT_ID) unless sandbox_id is given");
         return -1;
     }
     const char *iso = json_string_value(json_object_get(o, "network_isolation"));
     if (iso && strcmp(iso, "ISOLATED") != 0 && strcmp(iso, "PRIVATE") != 0) {
-        *err = platform_config_error("network_isolation",
+        *err = sk_platform_config_error("network_isolation",
                                      "PlatformSandbox option 'network_isolation' must be \"ISOLATED\" or \"PRIVATE\" (got \"%s\")",
                                      iso);
-        return -1;
-    }
-    const char *base_opt = json_string_value(json_object_get(o, "base_url"));
-    if (base_opt && strncmp(base_opt, "http://", 7) != 0 && strncmp(base_opt, "https://", 8) != 0) {
-        *err = platform_config_error("base_url", "%s",
-                                     "PlatformSandbox option 'base_url' must start with http:// or https://");
         return -1;
     }
     if ((env_id && !(ps->environment_id = strdup(env_id))) || (sandbox_id && !(ps->platform_id = strdup(sandbox_id))) ||
@@ -204,33 +125,8 @@ static int platform_init(sk_sandbox *sb, const json_t *o, sk_error **err)
     json_t *hs = json_object_get(o, "handshake_timeout_ms");
     ps->handshake_timeout_ms = json_is_number(hs) && json_number_value(hs) > 0 ? (int64_t)json_number_value(hs)
                                                                                  : PLATFORM_HANDSHAKE_MS;
-    json_t *rt = json_object_get(o, "request_timeout_ms");
-    json_t *max_resp = json_object_get(o, "max_response_bytes");
-    base = platform_base_url(o);
-    acting = platform_trimmed(json_string_value(json_object_get(o, "acting_user_id")));
-    if (!base)
-        goto oom;
-    platform_api_config cfg = {
-        .base_url = base,
-        .project_id = project,
-        .token = token,
-        .acting_user_id = acting,
-        .ca_file = ps->ca_file,
-        .insecure_skip_verify = ps->insecure,
-        .timeout_ms = json_is_number(rt) ? (long)json_number_value(rt) : 0,
-        .max_response_bytes = json_is_number(max_resp) ? (size_t)json_number_value(max_resp) : 0,
-        .secret_scope = sb,
-    };
-    ps->api = sk_platform_api_new(sb->loop, &cfg);
-    free(base);
-    free(acting);
-    base = acting = NULL;
-    if (!ps->api)
-        goto oom;
     return 0;
 oom:
-    free(base);
-    free(acting);
     *err = sk_error_oom();
     return -1;
 }
@@ -290,7 +186,7 @@ static void platform_log_started(platform_sandbox *ps, const char *mode)
 
 static sk_error *platform_malformed_record(const char *what)
 {
-    return sk_error_new("PlatformApiError", json_pack("{s:b}", "malformed", 1),
+    return sk_error_new(SK_ERR_PLATFORM_API, json_pack("{s:b}", "malformed", 1),
                         "Platform proxy returned a %s without a sandbox id", what);
 }
 
@@ -349,7 +245,7 @@ static void platform_create_send(platform_sandbox *ps)
 static void platform_provision(platform_sandbox *ps)
 {
     if (!ps->environment_id) {
-        platform_op_complete(ps, platform_config_error("environment_id", "%s",
+        platform_op_complete(ps, sk_platform_config_error("environment_id", "%s",
                                                        "PlatformSandbox: environment_id is required to provision a "
                                                        "sandbox (the sandbox_id to reattach to is gone)"));
         return;
@@ -457,7 +353,7 @@ static void platform_on_refreshed(int status, json_t *json, sk_error *err, void 
     if (!err && ps->refresh_gen == ps->gen && ps->platform_id) {
         const char *id = json_string_value(json_object_get(json, "id"));
         if (!id || strcmp(id, ps->platform_id) != 0)
-            err = sk_error_new("PlatformApiError", json_pack("{s:b,s:s}", "malformed", 1, "sandbox_id", ps->platform_id),
+            err = sk_error_new(SK_ERR_PLATFORM_API, json_pack("{s:b,s:s}", "malformed", 1, "sandbox_id", ps->platform_id),
                                "Platform proxy answered GET /sandbox/%s with the record of another sandbox",
                                ps->platform_id);
         else if (platform_take_record(ps, json) != 0)
@@ -528,6 +424,7 @@ const sk_provider sk_provider_platform = {
     .write_stdin = sk_platform_exec_write_stdin,
     .close_stdin = sk_platform_exec_close_stdin,
     .release = sk_platform_exec_release,
+    .fs = &sk_platform_fs_ops,
     .refresh = platform_refresh,
     .metadata = platform_metadata,
     .instructions = platform_instructions,

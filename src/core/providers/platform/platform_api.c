@@ -21,6 +21,8 @@
  * bounded even when the body reached max_response_bytes. */
 #define PLATFORM_BODY_FIELD_MAX ((size_t)64 << 10)
 
+#define PLATFORM_DEFAULT_URL "https://workspaces.mastra.ai"
+
 struct platform_api {
     sk_loop *loop;
     char *prefix;   /* {base}/v1/railway/projects/{enc(project)} */
@@ -47,6 +49,125 @@ struct platform_call {
 };
 
 static char *api_strdup(const char *s) { return s ? strdup(s) : NULL; }
+
+/* ---- settings (docs/protocols/platform.md §2.1) ------------------------------ */
+
+sk_error *sk_platform_config_error(const char *key, const char *fmt, const char *a)
+{
+    return sk_error_new(SK_ERR_CONFIG, json_pack("{s:s,s:s}", "provider", "platform", "key", key), fmt, a);
+}
+
+const char *sk_platform_setting(const json_t *o, const char *key, const char *env)
+{
+    const char *v = json_string_value(json_object_get(o, key));
+    if (v && *v)
+        return v;
+    v = env ? getenv(env) : NULL;
+    return v && *v ? v : NULL;
+}
+
+static char *api_trimmed(const char *s)
+{
+    if (!s)
+        return NULL;
+    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
+        n--;
+    return strndup(s, n);
+}
+
+/* base_url option (tests), MASTRA_WORKSPACE_PROXY_URL without one trailing
+ * '/', MASTRA_PLATFORM_REGION us|eu, else the default. */
+static char *api_base_url(const json_t *o)
+{
+    const char *v = json_string_value(json_object_get(o, "base_url"));
+    if (!v || !*v) {
+        v = getenv("MASTRA_WORKSPACE_PROXY_URL");
+        if (v && !*v)
+            v = NULL;
+    }
+    if (v) {
+        size_t n = strlen(v);
+        if (n > 0 && v[n - 1] == '/')
+            n--;
+        return strndup(v, n);
+    }
+    char *region = api_trimmed(getenv("MASTRA_PLATFORM_REGION"));
+    char *url = NULL;
+    if (region) {
+        for (char *p = region; *p; p++)
+            *p = (char)((*p >= 'A' && *p <= 'Z') ? *p + 32 : *p);
+        if (strcmp(region, "us") == 0 || strcmp(region, "eu") == 0) {
+            if (asprintf(&url, "https://workspaces.%s.mastra.ai", region) < 0)
+                url = NULL;
+            free(region);
+            return url;
+        }
+        free(region);
+    }
+    return strdup(PLATFORM_DEFAULT_URL);
+}
+
+/* A value sent in a header: a line break would end it early. */
+static sk_error *api_header_safe(const char *what, const char *key, const char *v)
+{
+    if (!v || !strpbrk(v, "\r\n"))
+        return NULL;
+    char *msg = NULL;
+    if (asprintf(&msg, "%s option '%s' contains a line break", what, key) < 0)
+        return sk_error_oom();
+    sk_error *e = sk_platform_config_error(key, "%s", msg);
+    free(msg);
+    return e;
+}
+
+int sk_platform_settings(const json_t *o, const char *what, platform_settings *out, sk_error **err)
+{
+    *out = (platform_settings){ 0 };
+    out->token = sk_platform_setting(o, "access_token", "MASTRA_PLATFORM_ACCESS_TOKEN");
+    if (!out->token) {
+        *err = sk_platform_config_error("access_token",
+                                        "%s: access_token is required (option access_token or "
+                                        "MASTRA_PLATFORM_ACCESS_TOKEN)",
+                                        what);
+        return -1;
+    }
+    out->project_id = sk_platform_setting(o, "project_id", "MASTRA_PROJECT_ID");
+    if (!out->project_id) {
+        *err = sk_platform_config_error("project_id",
+                                        "%s: project_id is required (option project_id or MASTRA_PROJECT_ID)", what);
+        return -1;
+    }
+    const char *base_opt = json_string_value(json_object_get(o, "base_url"));
+    if (base_opt && strncmp(base_opt, "http://", 7) != 0 && strncmp(base_opt, "https://", 8) != 0) {
+        *err = sk_platform_config_error("base_url", "%s option 'base_url' must start with http:// or https://",
+                                        what);
+        return -1;
+    }
+    if ((*err = api_header_safe(what, "access_token", out->token)))
+        return -1;
+    out->base_url = api_base_url(o);
+    out->acting_user_id = api_trimmed(json_string_value(json_object_get(o, "acting_user_id")));
+    if (!out->base_url || (json_is_string(json_object_get(o, "acting_user_id")) && !out->acting_user_id)) {
+        sk_platform_settings_free(out);
+        *err = sk_error_oom();
+        return -1;
+    }
+    if ((*err = api_header_safe(what, "acting_user_id", out->acting_user_id))) {
+        sk_platform_settings_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+void sk_platform_settings_free(platform_settings *s)
+{
+    free(s->base_url);
+    free(s->acting_user_id);
+    s->base_url = s->acting_user_id = NULL;
+}
 
 char *sk_platform_enc(const char *s)
 {
@@ -179,6 +300,32 @@ fail:
     return NULL;
 }
 
+platform_api *sk_platform_api_open(sk_loop *loop, const json_t *o, const char *what, const void *secret_scope,
+                                   sk_error **err)
+{
+    platform_settings set;
+    if (sk_platform_settings(o, what, &set, err) != 0)
+        return NULL;
+    json_t *rt = json_object_get(o, "request_timeout_ms"), *max = json_object_get(o, "max_response_bytes");
+    const char *ca = json_string_value(json_object_get(o, "ca_file"));
+    platform_api_config cfg = {
+        .base_url = set.base_url,
+        .project_id = set.project_id,
+        .token = set.token,
+        .acting_user_id = set.acting_user_id,
+        .ca_file = ca && *ca ? ca : NULL,
+        .insecure_skip_verify = json_is_true(json_object_get(o, "insecure_skip_verify")),
+        .timeout_ms = json_is_number(rt) ? (long)json_number_value(rt) : 0,
+        .max_response_bytes = json_is_number(max) ? (size_t)json_number_value(max) : 0,
+        .secret_scope = secret_scope,
+    };
+    platform_api *api = sk_platform_api_new(loop, &cfg);
+    sk_platform_settings_free(&set);
+    if (!api)
+        *err = sk_error_oom();
+    return api;
+}
+
 void sk_platform_api_free(platform_api *api)
 {
     if (!api)
@@ -242,18 +389,18 @@ static sk_error *api_error_from_response(platform_call *c, int status, const cha
     sk_error *err;
     if (malformed_2xx) {
         json_object_set_new(fields, "malformed", json_true());
-        err = sk_error_new("PlatformApiError", fields,
+        err = sk_error_new(SK_ERR_PLATFORM_API, fields,
                            "Platform proxy returned a malformed response to %s %s (status %d)", c->method,
                            c->path, status);
     } else if (code) {
-        err = sk_error_new("PlatformApiError", fields, "Platform proxy request failed with %d: %s: %s", status,
+        err = sk_error_new(SK_ERR_PLATFORM_API, fields, "Platform proxy request failed with %d: %s: %s", status,
                            code, proxy_message);
     } else if (rlen) {
         bool cut = rlen > PLATFORM_MSG_BODY_MAX;
-        err = sk_error_new("PlatformApiError", fields, "Platform proxy request failed with %d: %.*s%s", status,
+        err = sk_error_new(SK_ERR_PLATFORM_API, fields, "Platform proxy request failed with %d: %.*s%s", status,
                            (int)(cut ? PLATFORM_MSG_BODY_MAX : rlen), raw, cut ? "..." : "");
     } else {
-        err = sk_error_new("PlatformApiError", fields, "Platform proxy request failed with %d", status);
+        err = sk_error_new(SK_ERR_PLATFORM_API, fields, "Platform proxy request failed with %d", status);
     }
     json_decref(doc);
     free(raw);
@@ -273,16 +420,16 @@ static sk_error *api_transport_error(platform_call *c, const sk_http_result *res
         json_object_set_new(fields, "provider", json_string("platform"));
         if (res->status)
             json_object_set_new(fields, "status", json_integer(res->status));
-        err = sk_error_new("ResponseTooLargeError", fields,
+        err = sk_error_new(SK_ERR_RESPONSE_TOO_LARGE, fields,
                            "Platform proxy response to %s %s: %s larger than the limit of %zu bytes%s", c->method,
                            c->path, res->headers_too_large ? "headers" : "body", res->limit,
                            res->headers_too_large ? "" : " (option max_response_bytes)");
     } else if (res->err == SK_HTTP_ERR_TIMEOUT) {
         json_object_set_new(fields, "timeout_ms", json_integer(c->api->timeout_ms));
-        err = sk_error_new("TimeoutError", fields, "Platform proxy request %s %s timed out after %ld ms", c->method,
+        err = sk_error_new(SK_ERR_TIMEOUT, fields, "Platform proxy request %s %s timed out after %ld ms", c->method,
                            c->path, c->api->timeout_ms);
     } else {
-        err = sk_error_new("NetworkError", fields, "Platform proxy request %s %s failed: %s", c->method, c->path,
+        err = sk_error_new(SK_ERR_NETWORK, fields, "Platform proxy request %s %s failed: %s", c->method, c->path,
                            safe ? safe : "transport error");
     }
     free(safe);
@@ -374,7 +521,7 @@ platform_call *sk_platform_api_call(platform_api *api, const char *method, const
     const char *why = NULL;
     c->http = sk_http_start(api->loop, &rq, &callbacks, c, &why);
     if (!c->http) {
-        *err = sk_error_new("NetworkError", json_pack("{s:s,s:s}", "method", method, "path", path),
+        *err = sk_error_new(SK_ERR_NETWORK, json_pack("{s:s,s:s}", "method", method, "path", path),
                             "Platform proxy request %s %s could not start: %s", method, path,
                             why ? why : "unknown error");
         free(url);
@@ -398,6 +545,40 @@ oom:
         call_free(c);
     *err = sk_error_oom();
     return NULL;
+}
+
+sk_http *sk_platform_api_request(platform_api *api, const char *method, const char *path,
+                                 const sk_http_header *headers, size_t n_headers, const char *body, size_t len,
+                                 size_t recv_buffer_bytes, const sk_http_callbacks *cb, void *ud, const char **why)
+{
+    char *url = NULL;
+    if (asprintf(&url, "%s%s", api->prefix, path) < 0) {
+        *why = "out of memory";
+        return NULL;
+    }
+    sk_http_header creds[2];
+    size_t nc = 0;
+    creds[nc++] = (sk_http_header){ "authorization", api->auth };
+    if (api->acting_user)
+        creds[nc++] = (sk_http_header){ "x-acting-user-id", api->acting_user };
+    sk_http_request rq = {
+        .method = method,
+        .url = url,
+        .headers = headers,
+        .n_headers = n_headers,
+        .shared_headers = creds,
+        .n_shared_headers = nc,
+        .body = body,
+        .body_len = len,
+        .body_borrowed = true,
+        .timeout_ms = api->timeout_ms,
+        .ca_file = api->ca_file,
+        .insecure_skip_verify = api->insecure,
+        .recv_buffer_bytes = recv_buffer_bytes,
+    };
+    sk_http *h = sk_http_start(api->loop, &rq, cb, ud, why);
+    free(url);
+    return h;
 }
 
 void sk_platform_api_cancel(platform_call *c)

@@ -126,13 +126,13 @@ static platform_lease *lease_parse(const json_t *j, sk_error **err)
     const char *proto = json_string_value(json_object_get(j, "subprotocol"));
     const char *provider = json_string_value(json_object_get(j, "provider"));
     if (provider && strcmp(provider, "railway") != 0) {
-        *err = sk_error_new("PlatformApiError", json_pack("{s:s}", "lease_provider", provider),
+        *err = sk_error_new(SK_ERR_PLATFORM_API, json_pack("{s:s}", "lease_provider", provider),
                             "The exec lease is for provider '%s'; sandkit speaks only the Railway exec protocol",
                             provider);
         return NULL;
     }
     if (!jwt || !*jwt || !endpoint || !*endpoint) {
-        *err = sk_error_new("PlatformApiError", json_pack("{s:b}", "malformed", 1),
+        *err = sk_error_new(SK_ERR_PLATFORM_API, json_pack("{s:b}", "malformed", 1),
                             "Platform proxy returned an exec lease without jwt or wsEndpoint");
         return NULL;
     }
@@ -165,7 +165,7 @@ static sk_error *exec_destroyed_error(const char *sandbox_id, platform_exec *ex)
     json_t *f = json_pack("{s:s,s:i}", "command", ex->command, "attempts", ex->attempt);
     if (sandbox_id)
         json_object_set_new(f, "sandbox_id", json_string(sandbox_id));
-    return sk_error_new("SandboxDestroyedError", f, "Sandbox %s was destroyed; /exec-lease returned 410",
+    return sk_error_new(SK_ERR_SANDBOX_DESTROYED, f, "Sandbox %s was destroyed; /exec-lease returned 410",
                         sandbox_id ? sandbox_id : "(unknown)");
 }
 
@@ -191,7 +191,7 @@ static sk_error *exec_transport_error(platform_exec *ex)
         json_object_set_new(f, "http_status", json_integer(ex->http_status));
     if (ex->ws_error)
         json_object_set_new(f, "transport_error", json_string(ex->ws_error));
-    return sk_error_new("SandboxExecTransportError", f, "Direct-exec transport failed for sandbox %s after %d attempt(s)%s",
+    return sk_error_new(SK_ERR_SANDBOX_EXEC_TRANSPORT, f, "Direct-exec transport failed for sandbox %s after %d attempt(s)%s",
                         id ? id : "(unknown)", ex->attempt, close);
 }
 
@@ -551,7 +551,7 @@ static void exec_begin_attempt(platform_exec *ex)
         sk_process_reset_capture(ex->p);
     }
     if (!ps->platform_id) {
-        exec_finish(ex, NULL, sk_error_new("SandboxNotReadyError", json_pack("{s:s}", "sandbox_id", ps->sb->id),
+        exec_finish(ex, NULL, sk_error_new(SK_ERR_SANDBOX_NOT_READY, json_pack("{s:s}", "sandbox_id", ps->sb->id),
                                            "Sandbox %s has no platform sandbox (it was destroyed or stopped)",
                                            ps->sb->id));
         return;
@@ -616,12 +616,12 @@ int sk_platform_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o
 {
     platform_sandbox *ps = sb->impl;
     if (!ps->platform_id) {
-        *err = sk_error_new("SandboxNotReadyError", json_pack("{s:s}", "sandbox_id", ps->sb->id),
+        *err = sk_error_new(SK_ERR_SANDBOX_NOT_READY, json_pack("{s:s}", "sandbox_id", ps->sb->id),
                             "Sandbox %s has no platform sandbox", ps->sb->id);
         return -1;
     }
     if (o->has_stdin && o->stdin_len && !ps->stdin_frames) {
-        *err = sk_error_new("UnsupportedError", NULL,
+        *err = sk_error_new(SK_ERR_UNSUPPORTED, NULL,
                             "Platform sandbox command execution does not support stdin (the stdin_frames option is off)");
         return -1;
     }
@@ -643,7 +643,7 @@ int sk_platform_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o
     json_decref(env);
     if (!ex->init_text) {
         exec_free(ex);
-        *err = sk_error_new("ConfigError", json_pack("{s:s}", "provider", PLATFORM_ID),
+        *err = sk_error_new(SK_ERR_CONFIG, json_pack("{s:s}", "provider", PLATFORM_ID),
                             "PlatformSandbox: the command, cwd and env must be valid UTF-8 (they travel in a JSON frame)");
         return -1;
     }
@@ -684,16 +684,16 @@ int sk_platform_exec_write_stdin(sk_process *p, const char *data, size_t len, sk
 {
     platform_exec *ex = p->impl;
     if (!ex || ex->settled) {
-        *err = sk_error_new("ProcessExitedError", NULL, "Process %s has already exited", p->pid);
+        *err = sk_error_new(SK_ERR_PROCESS_EXITED, NULL, "Process %s has already exited", p->pid);
         return -1;
     }
     if (!ex->ps->stdin_frames) {
-        *err = sk_error_new("UnsupportedError", NULL,
+        *err = sk_error_new(SK_ERR_UNSUPPORTED, NULL,
                             "Platform sandbox command execution does not support stdin (the stdin_frames option is off)");
         return -1;
     }
     if (ex->stdin_closed) {
-        *err = sk_error_new("ProcessExitedError", NULL, "Cannot write to stdin of process %s: stdin is closed", p->pid);
+        *err = sk_error_new(SK_ERR_PROCESS_EXITED, NULL, "Cannot write to stdin of process %s: stdin is closed", p->pid);
         return -1;
     }
     if (sk_buf_append(&ex->stdin_sent, data, len) != 0) {
@@ -760,7 +760,7 @@ void sk_platform_exec_reset(platform_sandbox *ps)
         w->in_mint = false;
         w->mint_next = NULL;
         if (!w->settled)
-            exec_finish_later(w, NULL, sk_error_new("SandboxNotReadyError", NULL, "The sandbox is being torn down"));
+            exec_finish_later(w, NULL, sk_error_new(SK_ERR_SANDBOX_NOT_READY, NULL, "The sandbox is being torn down"));
     }
 }
 

@@ -1,15 +1,13 @@
---- sb.fs: the sandbox's own filesystem as its commands see it, with the
--- sandkit.Filesystem interface. Relative paths start at the working
--- directory. Local sandboxes use confined system calls on the host (the
--- working directory and, under bwrap, the private /tmp); Modal reads and
--- writes files with the SDK's own calls (lua/sandkit/fs/modal.lua); the
--- rest runs commands in the sandbox (lua/sandkit/fs/exec.lua). When the
--- sandbox's commands run as another user than the caller (a root caller
--- under bwrap: metadata.sandbox_user), sb.fs acts as that user: what it
--- creates is theirs, and it can read and write only what they can
+--- sb.fs of a LocalSandbox (the descriptor's filesystem = "own"): the
+-- sandbox's files as its commands see them, through confined system calls
+-- on the host in a view of the descriptors its start pinned (the working
+-- directory and, under bwrap, the private /tmp and the read_write_paths /
+-- read_only_paths binds). Relative paths start at the working directory.
+-- When the sandbox's commands run as another user than the caller (a root
+-- caller under bwrap: metadata.sandbox_user), sb.fs acts as that user: what
+-- it creates is theirs, and it can read and write only what they can
 -- (src/lua/fs_ud.c says how).
 local core = require "sandkit.core"
-local fs = require "sandkit.fs"
 local fserrors = require "sandkit.fs.errors"
 local pathmod = require "sandkit.fs.path"
 
@@ -77,20 +75,8 @@ local function local_backend(sb)
   return b
 end
 
---- The Filesystem object of sandbox `sb` with options `o` (no I/O until
--- used).
-function M.for_sandbox(sb, o)
-  local backend
-  if sb.provider == "local" then
-    backend = local_backend(sb)
-  elseif sb.provider == "modal" then
-    backend = require("sandkit.fs.modal").backend(sb, o)
-  else
-    backend = require("sandkit.fs.exec").backend(sb, o)
-  end
-  return fs.new(backend, {
-    id = sb.id .. "-fs", name = sb.name .. " filesystem", provider = sb.provider, read_only = false,
-  })
-end
+--- The backend of sandbox `sb` (no I/O until used; its options are in the
+-- pinned view).
+function M.backend(sb) return local_backend(sb) end
 
 return M

@@ -1,9 +1,11 @@
---- sb.fs of a ModalSandbox: reading and writing files go through the SDK's
--- own filesystem calls (Sandbox.open() and its file handle over
--- ContainerFilesystemExec, docs/modal-filesystem.md), in pieces so neither
--- side holds a large file whole. Everything else (listing,
--- stat, delete, copy, move, mkdir, exclusive create) stays on the exec
--- streams of lua/sandkit/fs/exec.lua, which Modal's handle API cannot do.
+--- sb.fs of a ModalSandbox (the descriptor's filesystem = "own"): reading
+-- and writing files go through the SDK's own filesystem calls
+-- (Sandbox.open() and its file handle over ContainerFilesystemExec,
+-- docs/modal-filesystem.md; the provider's sk_fs_ops in modal_fs.c,
+-- reached through core.fs_open / core.fs_op), in pieces so neither side
+-- holds a large file whole. Everything else (listing, stat, delete, copy,
+-- move, mkdir, exclusive create) stays on the shared exec-script backend
+-- (lua/sandkit/fs/exec.lua), which Modal's handle API cannot do.
 local core = require "sandkit.core"
 local fs = require "sandkit.fs"
 local fserrors = require "sandkit.fs.errors"
@@ -24,8 +26,8 @@ local ENOENT, EACCES, ENOTDIR, EISDIR, EPERM = 2, 13, 20, 21, 1
 local Backend = {}
 
 -- Starts one operation: its record (for finish), or nil, err. on_data
--- receives bytes read.
-function Backend:start(o, on_data)
+-- receives bytes read; body is the data of a write.
+function Backend:start(o, on_data, body)
   local ok, err = self.sb:ensure_running()
   if not ok then return nil, err end
   o.timeout_ms = self.options.timeout or OP_TIMEOUT_MS
@@ -40,7 +42,8 @@ function Backend:start(o, on_data)
       scheduler.complete(r, stream == nil and true or nil, stream)
     end
   end)
-  rec.handle = core.modal_fs(self.sb, o, rec.token)
+  self.client = self.client or core.fs_open(self.sb)
+  rec.handle = core.fs_op(self.client, o, body, rec.token)
   return rec
 end
 
@@ -54,8 +57,8 @@ function Backend:finish(rec)
 end
 
 -- One operation, started and waited for.
-function Backend:op(o, on_data)
-  local rec, err = self:start(o, on_data)
+function Backend:op(o, on_data, body)
+  local rec, err = self:start(o, on_data, body)
   if not rec then return nil, err end
   return self:finish(rec)
 end
@@ -139,7 +142,7 @@ function Backend:send(path, content, mode, recursive)
   end
   if not fd then return nil, err end
   local function piece(data)
-    local ok, werr = self:op({ kind = "write", fd = fd, data = data })
+    local ok, werr = self:op({ kind = "write", fd = fd }, nil, data)
     if not ok then return nil, typed(werr, path, true) end
     return true
   end

@@ -1,28 +1,20 @@
 --- sandkit.PlatformFilesystem: a Mastra Platform bucket over the workspace
--- proxy's filesystem routes (docs/platform-filesystem.md). Requests run on
--- the loop: they yield in a task and block in a script.
+-- proxy's filesystem routes (docs/platform-filesystem.md). The wire is the
+-- provider's C (platform_fs.c beside this file: settings and base URL as
+-- the sandbox resolves them, the bucket's routes, the credentials, which
+-- never reach Lua), reached through core.fs_open / core.fs_op; this file
+-- says what the answers mean. Requests run on the loop: they yield in a
+-- task and block in a script.
 local core = require "sandkit.core"
 local errors = require "sandkit.errors"
 local fs = require "sandkit.fs"
 local fserrors = require "sandkit.fs.errors"
+local options = require "sandkit.options"
 local json = require "sandkit.fs.json"
 local pathmod = require "sandkit.fs.path"
 local scheduler = require "sandkit.scheduler"
 
 local M = {}
-
--- JavaScript encodeURIComponent.
-local function enc(s)
-  return (s:gsub("[^%w%-_%.!~%*'%(%)]", function(c) return ("%%%02X"):format(c:byte()) end))
-end
-
--- URLSearchParams (form encoding: space as +).
-local function form(s)
-  return (s:gsub("[^%w%-_%.%*]", function(c)
-    if c == " " then return "+" end
-    return ("%%%02X"):format(c:byte())
-  end))
-end
 
 --- Path -> bucket key (docs/platform-filesystem.md): "/" root is "", a trailing "/" survives.
 local function key_of(p)
@@ -31,13 +23,6 @@ local function key_of(p)
   local n = pathmod.normalize(p)
   if n == "/" then return "" end
   return n:sub(2) .. (trailing and "/" or "")
-end
-
-local function wire(key)
-  local out = {}
-  for seg in (key .. "/"):gmatch("([^/]*)/") do out[#out + 1] = enc(seg) end
-  if key:sub(-1) == "/" then out[#out] = nil; return table.concat(out, "/") .. "/" end
-  return table.concat(out, "/")
 end
 
 local MONTHS = { Jan = 1, Feb = 2, Mar = 3, Apr = 4, May = 5, Jun = 6, Jul = 7, Aug = 8, Sep = 9, Oct = 10, Nov = 11, Dec = 12 }
@@ -53,10 +38,6 @@ end
 local Backend = {}
 Backend.__index = Backend
 
--- Receive buffer for object bodies: 16 KiB (curl's default) made a
--- 100 MiB read 6,400 loop turns and Lua events; curl's own tool uses 100 KiB.
-local BULK_RECV_BUFFER = 128 * 1024
-
 -- One request; returns { status, headers, body } (body nil when streamed
 -- to on_body on a 2xx), or nil, transport error. o.collect gathers the body
 -- in C and hands it over as one string (no per-chunk strings or concat),
@@ -64,13 +45,6 @@ local BULK_RECV_BUFFER = 128 * 1024
 -- sizes the receive buffer for a large body.
 function Backend:request(method, key, o)
   o = o or {}
-  local url = self.prefix .. "/fs/" .. enc(self.bucket) .. "/" .. wire(key)
-  local q = {}
-  for _, kv in ipairs(o.query or {}) do q[#q + 1] = form(kv[1]) .. "=" .. form(kv[2]) end
-  if #q > 0 then url = url .. "?" .. table.concat(q, "&") end
-  local headers = { { "authorization", "Bearer " .. self.token } }
-  if self.acting_user then headers[#headers + 1] = { "x-acting-user-id", self.acting_user } end
-  for _, h in ipairs(o.headers or {}) do headers[#headers + 1] = h end
   local resp = { headers = {} }
   local parts = {}
   local rec = scheduler.record(function(r, kind, stream, data)
@@ -90,14 +64,16 @@ function Backend:request(method, key, o)
       scheduler.complete(r, stream == nil and true or nil, stream)
     end
   end)
-  rec.handle = core.http_request({ method = method, url = url, headers = headers, body = o.body,
-    timeout_ms = self.timeout_ms, collect = o.collect, max_collect = o.max_collect,
-    recv_buffer_bytes = o.bulk and BULK_RECV_BUFFER or nil }, rec.token)
+  rec.handle = core.fs_op(self.client, { method = method, key = key, query = o.query, headers = o.headers,
+    collect = o.collect, max_collect = o.max_collect, bulk = o.bulk }, o.body, rec.token)
   local ok, err = scheduler.await(rec)
   if rec.cb_err then error(rec.cb_err, 0) end
-  if not ok then return nil, err end
+  if not ok then
+    rec.handle:cancel() -- past max_collect the transfer is still running
+    return nil, err
+  end
   if o.collect then
-    local body, msg = core.http_body(rec.handle)
+    local body, msg = core.fs_body(rec.handle)
     if not body then return nil, errors.new("OutOfMemoryError", msg, { method = method }) end
     resp.body = body
   else
@@ -368,63 +344,31 @@ function Backend:instructions()
   return ("Platform filesystem backed by Mastra Platform bucket %s. Use absolute workspace paths."):format(self.bucket)
 end
 
-local OPTIONS = {
-  access_token = "string", project_id = "string", bucket_name = "string", base_url = "string",
-  acting_user_id = "string", read_only = "boolean", id = "string", display_name = "string",
-  description = "string", icon = "string", request_timeout_ms = "number",
-}
-
-local function setting(opts, key, env)
-  local v = opts[key]
-  if v == nil or v == "" then v = env and os.getenv(env) end
-  if v == "" then v = nil end
-  return v
+local OPTIONS = { name = "PlatformFilesystem", provider = "platform", options = {} }
+for _, k in ipairs({ "access_token", "project_id", "bucket_name", "base_url", "acting_user_id", "id",
+  "display_name", "description", "icon" }) do
+  OPTIONS.options[k] = { type = "string" }
 end
-
-local function base_url(opts)
-  local v = opts.base_url
-  if not v or v == "" then
-    v = os.getenv("MASTRA_WORKSPACE_PROXY_URL")
-    if v and v ~= "" then return (v:gsub("/$", "", 1)) end
-    local region = (os.getenv("MASTRA_PLATFORM_REGION") or ""):match("^%s*(.-)%s*$"):lower()
-    if region == "us" or region == "eu" then return "https://workspaces." .. region .. ".mastra.ai" end
-    return "https://workspaces.mastra.ai"
-  end
-  if not v:match("^https?://") then errors.config("platform", "base_url", "PlatformFilesystem option 'base_url' must start with http:// or https://") end
-  return (v:gsub("/$", "", 1))
-end
+OPTIONS.options.read_only = { type = "boolean" }
+OPTIONS.options.request_timeout_ms = { type = "integer", ms = true, min = 1 }
 
 --- sandkit.PlatformFilesystem { access_token?, project_id?, bucket_name?, ... }
 function M.PlatformFilesystem(opts)
-  if type(opts) ~= "table" then
-    error(errors.new("ConfigError", "PlatformFilesystem options table expected", { provider = "platform" }), 2)
-  end
-  for k, v in pairs(opts) do
-    local want = OPTIONS[k]
-    if not want then errors.config("platform", tostring(k), ("PlatformFilesystem has no option '%s'"):format(tostring(k))) end
-    if type(v) ~= want then
-      errors.config("platform", k, ("PlatformFilesystem option '%s' must be a %s, got %s"):format(k, want, type(v)))
-    end
-  end
-  local token = setting(opts, "access_token", "MASTRA_PLATFORM_ACCESS_TOKEN")
-  if not token then errors.config("platform", "access_token", "PlatformFilesystem: access_token is required (option access_token or MASTRA_PLATFORM_ACCESS_TOKEN)") end
-  if token:find("[\r\n%z]") then errors.config("platform", "access_token", "PlatformFilesystem option 'access_token' contains a line break or NUL") end
-  local project = setting(opts, "project_id", "MASTRA_PROJECT_ID")
-  if not project then errors.config("platform", "project_id", "PlatformFilesystem: project_id is required (option project_id or MASTRA_PROJECT_ID)") end
-  local bucket = setting(opts, "bucket_name", "MASTRA_PLATFORM_BUCKET_NAME")
-  if not bucket then errors.config("platform", "bucket_name", "PlatformFilesystem: bucket_name is required (option bucket_name or MASTRA_PLATFORM_BUCKET_NAME)") end
-  local acting = opts.acting_user_id and opts.acting_user_id:match("^%s*(.-)%s*$")
-  if acting and acting:find("[\r\n%z]") then errors.config("platform", "acting_user_id", "PlatformFilesystem option 'acting_user_id' contains a line break or NUL") end
+  opts = options.check(OPTIONS, opts, 1)
+  -- the settings, the environment's fallbacks and the token stay in C
+  local ok, client = pcall(core.fs_open, "platform", {
+    access_token = opts.access_token, project_id = opts.project_id, bucket_name = opts.bucket_name,
+    base_url = opts.base_url, acting_user_id = opts.acting_user_id,
+    request_timeout_ms = opts.request_timeout_ms and math.floor(opts.request_timeout_ms),
+  })
+  if not ok then errors.misuse(client) end
   local b = setmetatable({
-    token = token, bucket = bucket, acting_user = acting ~= "" and acting or nil,
-    prefix = base_url(opts) .. "/v1/railway/projects/" .. enc(project),
-    timeout_ms = math.floor(opts.request_timeout_ms or 60000),
+    client = client, bucket = core.fs_info(client).bucket_name,
     icon = opts.icon or "cloud", display_name = opts.display_name, description = opts.description,
   }, Backend)
-  -- the token lives only in the backend: never in tostring or info()
   return fs.new(b, { id = opts.id or fs.random_id("platform-fs"), name = "PlatformFilesystem",
     provider = "platform", read_only = opts.read_only == true })
 end
 
-M.key_of, M.wire = key_of, wire
+M.key_of = key_of
 return M

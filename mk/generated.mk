@@ -1,0 +1,22 @@
+# Generated text (tools/generate.lua), each fact stated once: the
+# rockspecs' source and module lists from the Makefile's lists below, the
+# LuaLS stub's provider classes and constructors and README's provider
+# option tables from the providers' descriptors, README's and the stub's
+# exec options (lua/sandkit/options.lua) and error kinds (src/core/error.h).
+# `make generated` (alias `make docs`) rewrites
+# them in place (between BEGIN/END generated markers);
+# spec/generated_spec.lua fails when the checked-in text is stale.
+
+# Every Lua module of the tree: lua/sandkit/ and the provider folders
+# (installed as sandkit.providers.<dir>[.<name>]).
+LUA_MODULES := $(sort $(wildcard lua/sandkit/*.lua lua/sandkit/*/*.lua src/core/providers/*/*.lua))
+ROCKSPECS := $(sort $(wildcard rockspec/*.rockspec))
+GENERATE_LISTS = $(ROCKSPECS) -- $(CORE_SRC) $(LUA_SRC) -- $(LUA_MODULES)
+
+.PHONY: generated generated-lists
+generated: build/sandkit/core.so
+	@LUA_CPATH='build/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;' $(LUA) tools/generate.lua write $(GENERATE_LISTS)
+
+# The lists, as tools/generate.lua takes them (for spec/generated_spec.lua).
+generated-lists:
+	@echo $(GENERATE_LISTS)
