@@ -134,6 +134,7 @@ build = {
     ["sandkit"] = "lua/sandkit/init.lua",
     ["sandkit.cli"] = "lua/sandkit/cli.lua",
     ["sandkit.cli_cp"] = "lua/sandkit/cli_cp.lua",
+    ["sandkit.compat"] = "lua/sandkit/compat.lua",
     ["sandkit.errors"] = "lua/sandkit/errors.lua",
     ["sandkit.fleet"] = "lua/sandkit/fleet.lua",
     ["sandkit.fs"] = "lua/sandkit/fs/init.lua",
