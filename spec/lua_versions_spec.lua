@@ -21,6 +21,31 @@ local function write(dir, name, s)
   return dir .. "/" .. name
 end
 
+-- What every interpreter loads: the modules the rock installs, the CLI,
+-- the examples, and the generator the build runs under $(LUA).
+local function portable_files()
+  local files = { "bin/sandkit", "tools/modal_gen.lua", "tools/lua_subset.lua" }
+  local f = assert(io.open("rockspec/sandkit-scm-1.rockspec"))
+  local rockspec = f:read("*a")
+  f:close()
+  for path in rockspec:gmatch('%] = "([^"]+%.lua)"') do files[#files + 1] = path end
+  local p = assert(io.popen("ls examples/*.lua"))
+  for path in p:lines() do files[#files + 1] = path end
+  p:close()
+  return files
+end
+
+describe("the library", function()
+  it("is in the subset under every interpreter: modules, CLI, examples, build-time generator", function()
+    local files = portable_files()
+    assert.is_true(#files > 30, "the rockspec lists the modules: " .. #files)
+    for _, lua in ipairs(INTERPRETERS) do
+      local code, out = subset(lua, files)
+      assert.are.equal(0, code, lua .. ": " .. out)
+    end
+  end)
+end)
+
 describe("tools/lua_subset.lua", function()
   local dir
   before_each(function() dir = tmp.dir() end)
@@ -57,6 +82,21 @@ describe("tools/lua_subset.lua", function()
     local code, out = subset("lua5.1", { f })
     assert.are.equal(1, code, out)
     assert.truthy(out:find(f .. ":2: ", 1, true), out)
+  end)
+
+  it("rejects under 5.1 and LuaJIT the library functions they lack, and 5.1's read formats", function()
+    local f = write(dir, "lib.lua", "local t = table.unpack({ 1 })\nlocal i = math.type(1)\n" ..
+      "local s = io.read('a')\n-- table.move in a comment\nlocal m = 'math.ult in a string'\n" ..
+      "local ok = math.type and math.type(1) -- lua_subset: feature-tested\nreturn rawlen\n")
+    for _, lua in ipairs({ "luajit", "lua5.1" }) do
+      local code, out = subset(lua, { f })
+      assert.are.equal(1, code, lua .. ": " .. out)
+      assert.truthy(out:find(f .. ":1: table.unpack is not in Lua 5.1", 1, true), lua .. ": " .. out)
+      assert.truthy(out:find(f .. ":2: math.type is not in Lua 5.1", 1, true), lua .. ": " .. out)
+      assert.truthy(out:find(f .. ":3: format \"a\": Lua 5.1 knows only \"*a\"", 1, true), lua .. ": " .. out)
+      assert.truthy(out:find(f .. ":7: rawlen is not in Lua 5.1", 1, true), lua .. ": " .. out)
+      assert.falsy(out:find(":[456]: "), lua .. ": " .. out)
+    end
   end)
 
   it("rejects, under every version, the escapes 5.1 reads as a plain letter", function()
