@@ -26,6 +26,22 @@ function M.popen_read(cmd)
   return out, code
 end
 
+--- io.popen(cmd) for reading, whose close returns the exit code third, as
+-- from 5.2 on, in every Lua version. Before 5.2, read no further than what
+-- the command prints (its status follows).
+function M.popen(cmd)
+  if close_has_code then return assert(io.popen(cmd)) end
+  local p = assert(io.popen("(" .. cmd .. "\n); printf '" .. STATUS .. "%d' $?"))
+  return {
+    read = function(_, ...) return p:read(...) end,
+    close = function()
+      local code = tonumber(p:read("*a"):match("\1status=(%d+)$"))
+      p:close()
+      return code == 0 or nil, "exit", code
+    end,
+  }
+end
+
 --- Runs `cmd` under /bin/sh; returns its exit code and its output (stdout
 -- and stderr interleaved).
 function M.run(cmd)
