@@ -11,14 +11,6 @@
 
 DEB_PACKAGES += luajit libluajit-5.1-dev lua5.1 liblua5.1-0-dev lua5.3 liblua5.3-dev lua-compat53-dev
 
-ifneq ($(LUA_VERSION),)
-LUA := lua$(LUA_VERSION)
-endif
-LUA_NAME = $(notdir $(LUA))
-# build/ is 5.4's (lua5.4, or Homebrew's lua); another interpreter builds
-# its binding in build-<name>/.
-LUA_BUILD = $(if $(filter lua5.4 lua,$(LUA_NAME)),build,build-$(LUA_NAME))
-
 # Where compat-5.3.h is: Debian keeps it with the Lua 5.1 headers, which
 # LuaJIT's build searches after its own (compat-5.3.h includes <lua.h>).
 COMPAT53_INCDIR ?= /usr/include/lua5.1
@@ -39,7 +31,12 @@ build-$(1)/sandkit/core.so: $$(CORE_OBJ) $$(LUA_SRC:%.c=build-$(1)/obj/%.o)
 endef
 $(foreach v,luajit lua5.1 lua5.3,$(eval $(call lua_variant,$(v))))
 
-all: $(LUA_BUILD)/sandkit/core.so
+# Its `sandkit` command: bin/sandkit under that interpreter (bin/sandkit's
+# own first line names lua5.4), for `make env LUA=...`.
+build-%/bin/sandkit: bin/sandkit
+	@mkdir -p $(dir $@)
+	printf '#!/bin/sh\nexec %s %s "$$@"\n' '$(LUA)' '$(CURDIR)/bin/sandkit' > $@
+	chmod +x $@
 
 # The specs every interpreter runs: the API, the scheduler, the
 # conformance suite of every provider, files, the CLI, and the host loops.
