@@ -1,8 +1,8 @@
 -- Lua 5.4 only (`<close>` is 5.4 syntax; make test runs it, make
 -- test-luajit & co. do not): `local x <close> = ...` destroys a sandbox
--- or a fleet and closes a sandkit.Buffer at scope exit (README.md
--- §"Sandbox", §"Fleets"), also when the block raises, and the sandbox's
--- processes die with it.
+-- or a fleet and closes a sandkit.Buffer at scope exit, also when the
+-- block raises, and the sandbox's processes die with it
+-- (README.md §"Sandbox", README.md §"Fleets").
 local sandkit = require "sandkit"
 local procs = require "helpers.procs"
 local tmp = require "helpers.tmp"
