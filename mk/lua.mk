@@ -7,7 +7,7 @@
 #   make test-luajit           the specs of LUA_SPECS under LuaJIT, against
 #   make test-lua51            that build; likewise Lua 5.1 and 5.3. Each
 #   make test-lua53            ends "N passed, N failed" like make test.
-# The other specs run under 5.4 alone (make test).
+# The other specs run under 5.4 alone (make test): docs/lua-versions.md.
 
 DEB_PACKAGES += luajit libluajit-5.1-dev lua5.1 liblua5.1-0-dev lua5.3 liblua5.3-dev lua-compat53-dev
 
