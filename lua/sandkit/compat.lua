@@ -24,11 +24,6 @@ function M.tointeger(v)
   return math.tointeger and math.tointeger(v) or v -- lua_subset: feature-tested
 end
 
---- Integer division of whole numbers, as `a // b`.
-function M.idiv(a, b)
-  return M.tointeger(math.floor(a / b))
-end
-
 -- Whether a coroutine may yield from inside pcall: not in Lua 5.1 (LuaJIT
 -- and 5.2 on may).
 local yields_through_pcall = select(2, coroutine.resume(coroutine.create(function()
