@@ -1,7 +1,7 @@
 ---@meta sandkit
 -- LuaLS type stub for editors (not loaded at run time). Point your
 -- workspace's `Lua.workspace.library` at this folder. The reference is
--- README.md; this mirrors it.
+-- docs/ (docs/api.md first); this mirrors it.
 
 -- Constructor options: one class per provider, generated from its
 -- descriptor by `make generated` (tools/generate.lua); spec/meta_spec.lua
@@ -250,7 +250,7 @@ function Operation:timeout() end
 local Process = {}
 ---@return sandkit.Result|nil, sandkit.Error|nil
 function Process:wait() end
---- Ends the command; what that means depends on the provider (README:
+--- Ends the command; what that means depends on the provider (docs/processes.md:
 --- local SIGKILL to the group, platform closes the socket, modal local only,
 --- apple-container signals the exec CLI).
 ---@return boolean killed false once exited

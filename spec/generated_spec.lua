@@ -1,8 +1,9 @@
 -- Generated text (tools/generate.lua, `make generated`) is current: the
 -- rockspecs' source and module lists are the Makefile's lists, the LuaLS
--- stub's provider classes and constructors and README's provider option
--- tables are what the descriptors say, README's and the stub's exec options
--- and error kinds what lua/sandkit/options.lua and src/core/error.h say.
+-- stub's provider classes and constructors and docs/providers.md's option
+-- tables are what the descriptors say, docs/sandbox.md's and the stub's exec
+-- options and docs/errors.md's and the stub's error kinds what
+-- lua/sandkit/options.lua and src/core/error.h say.
 -- Each fact is stated once; this spec fails when a checked-in copy of it
 -- went stale.
 local G = dofile("tools/generate.lua")
@@ -87,10 +88,10 @@ describe("generated text", function()
     end)
     assert.are_not.equal(files["docs/sandkit.meta.lua"].old, files["docs/sandkit.meta.lua"].new)
     assert.truthy(files["docs/sandkit.meta.lua"].new:find("---@field brand_new_option? string An option", 1, true))
-    assert.truthy(files["README.md"].new:find("| `brand_new_option` | — | An option no file mentions yet. |", 1, true))
+    assert.truthy(files["docs/providers.md"].new:find("| `brand_new_option` | — | An option no file mentions yet. |", 1, true))
     -- a rewritten file still has its markers: generating again changes nothing
     local d = decl.descriptors[1]
-    local once = files["README.md"].new
+    local once = files["docs/providers.md"].new
     local again = assert(G.replace(once, "options " .. d.id, G.option_table(d, options.common)))
     assert.equal(once, again)
   end)
@@ -105,17 +106,17 @@ describe("generated text", function()
       kinds[#kinds + 1] = { name = "BrandNewError", fields = "why", doc = "a kind no file mentions yet" }
       decl.error_kinds = kinds
     end)
-    local readme, stub = files["README.md"].new, files["docs/sandkit.meta.lua"].new
-    assert.truthy(readme:find("| `cwd` | where it runs |", 1, true))
-    assert.truthy(readme:find("| `BrandNewError` | `why` | a kind no file mentions yet |", 1, true))
+    local stub = files["docs/sandkit.meta.lua"].new
+    assert.truthy(files["docs/sandbox.md"].new:find("| `cwd` | where it runs |", 1, true))
+    assert.truthy(files["docs/errors.md"].new:find("| `BrandNewError` | `why` | a kind no file mentions yet |", 1, true))
     assert.truthy(stub:find("---@field cwd? string where it runs", 1, true))
     assert.truthy(stub:find('---| "BrandNewError" a kind no file mentions yet', 1, true))
     assert.truthy(stub:find('---@field BrandNewError "BrandNewError"', 1, true))
   end)
 
-  it("README's exec options table lists every exec option, in the declaration's order", function()
-    local readme = files_h.must_read("README.md")
-    local block = readme:match("BEGIN generated: exec options.-END generated: exec options")
+  it("docs/sandbox.md's exec options table lists every exec option, in the declaration's order", function()
+    local page = files_h.must_read("docs/sandbox.md")
+    local block = page:match("BEGIN generated: exec options.-END generated: exec options")
     local names = {}
     for name in block:gmatch("\n| `([%w_]+)[`(]") do names[#names + 1] = name end
     assert.are.same(options.exec.order, names)

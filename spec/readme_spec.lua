@@ -1,5 +1,7 @@
--- The README runs as written (issue 12, item 11). Every ```lua block is a
--- complete script: each runs, in order, in a fresh lua5.4 in a scratch
+-- The README and the reference in docs/ run as written (issue 12, item 11;
+-- issue 25, item 9). Every ```lua block of README.md and of every Markdown
+-- page under docs/ is a complete script: each runs, page by page (README
+-- first), in order, in a fresh lua5.4 in a scratch
 -- directory, and must exit 0 and print what its `--> text` comments say
 -- (in order; runs of blanks compare equal). Blocks for the remote
 -- providers read the same environment a user sets, which this spec points
@@ -59,10 +61,22 @@ end
 
 local function normalize(s) return (s:gsub("%s+", " "):gsub("^ ", ""):gsub(" $", "")) end
 
-local README = ROOT .. "/README.md"
-local blocks = blocks_of(README)
+-- README.md, then every Markdown page under docs/, in name order.
+local PAGES = { "README.md" }
+do
+  local p = assert(io.popen("cd " .. q(ROOT) .. " && find docs -name '*.md' | LC_ALL=C sort"))
+  for path in p:lines() do PAGES[#PAGES + 1] = path end
+  p:close()
+end
+local blocks = {}
+for _, page in ipairs(PAGES) do
+  for _, b in ipairs(blocks_of(ROOT .. "/" .. page)) do
+    b.page = page
+    blocks[#blocks + 1] = b
+  end
+end
 
-describe("README", function()
+describe("README and docs/", function()
   local platform, modal, container, scratch
   local env_prefix
 
@@ -76,7 +90,7 @@ describe("README", function()
     -- mode 0700, as /root is: the blocks run as written from a root shell
     -- in /root (the usual container shell), where bwrap's sandbox user may
     -- not enter the current directory (a relative working_directory is
-    -- relayed, README.md §"LocalSandbox (`local`)")
+    -- relayed, docs/providers.md §"LocalSandbox (`local`)")
     assert(os.execute("mkdir -p " .. q(scratch) .. " && chmod 700 " .. q(scratch)))
     local path = container.dir .. ":" .. ROOT .. "/bin:" .. os.getenv("PATH")
     local vars = {
@@ -105,11 +119,12 @@ describe("README", function()
     if scratch then os.execute("rm -rf " .. q(scratch)) end
   end)
 
-  local n_lua = 0
+  local n_lua = {}
   for i, b in ipairs(blocks) do
+    local at = b.page .. ":" .. b.line
     if b.lang == "lua" then
-      n_lua = n_lua + 1
-      local title = ("lua block %d (README.md:%d) runs as written"):format(n_lua, b.line)
+      n_lua[b.page] = (n_lua[b.page] or 0) + 1
+      local title = ("lua block %d (%s) runs as written"):format(n_lua[b.page], at)
       if b.skip then
         pending(title .. ": skipped: " .. b.skip)
       else
@@ -119,14 +134,14 @@ describe("README", function()
           f:write(b.code)
           f:close()
           local code, out = run(env_prefix .. "lua5.4 " .. q(file) .. " 2>&1")
-          assert.are.equal(0, code, "README.md:" .. b.line .. " failed:\n" .. out)
+          assert.are.equal(0, code, at .. " failed:\n" .. out)
           -- each `--> text` comment, in order
           local rest = normalize(out)
           for expected in b.code:gmatch("%-%->%s*([^\n]-)%s*\n") do
             expected = normalize(expected)
-            local at = rest:find(expected, 1, true)
-            assert.is_truthy(at, ("README.md:%d: expected output %q, got:\n%s"):format(b.line, expected, out))
-            rest = rest:sub(at + #expected)
+            local found = rest:find(expected, 1, true)
+            assert.is_truthy(found, ("%s: expected output %q, got:\n%s"):format(at, expected, out))
+            rest = rest:sub(found + #expected)
           end
         end)
       end
@@ -137,7 +152,7 @@ describe("README", function()
       end
       if runnable then
         for line in b.code:gmatch("[^\n]+") do
-          it(("sh line of README.md:%d runs under /bin/sh: %s"):format(b.line, line), function()
+          it(("sh line of %s runs under /bin/sh: %s"):format(at, line), function()
             local errfile = scratch .. "/stderr"
             local code, out = run(env_prefix .. "/bin/sh -c " .. q(line) .. " 2>" .. q(errfile))
             local ef = assert(io.open(errfile))
@@ -151,18 +166,27 @@ describe("README", function()
     end
   end
 
-  it("has Lua blocks for every provider and a runnable shell block", function()
+  it("has Lua blocks for every provider in README.md, and runs every page of docs/", function()
     local text = {}
     for _, b in ipairs(blocks) do
-      if b.lang == "lua" and not b.skip then text[#text + 1] = b.code end
+      if b.page == "README.md" and b.lang == "lua" and not b.skip then text[#text + 1] = b.code end
     end
     text = table.concat(text)
     for _, ctor in ipairs({ "LocalSandbox", "PlatformSandbox", "ModalSandbox", "AppleContainerSandbox" }) do
-      assert.is_truthy(text:find("sandkit." .. ctor, 1, true), "no runnable block uses " .. ctor)
+      assert.is_truthy(text:find("sandkit." .. ctor, 1, true), "no runnable block of README.md uses " .. ctor)
     end
+    -- the reference pages are among the pages read, and their blocks run
+    local pages, lua_pages = {}, {}
+    for _, p in ipairs(PAGES) do pages[p] = true end
+    for _, b in ipairs(blocks) do if b.lang == "lua" then lua_pages[b.page] = true end end
+    for _, p in ipairs({ "docs/api.md", "docs/sandbox.md", "docs/errors.md", "docs/files.md", "docs/providers.md",
+      "docs/cli.md", "docs/protocols/platform.md" }) do
+      assert.is_true(pages[p], p .. " is not read")
+    end
+    assert.is_true(lua_pages["docs/api.md"] and lua_pages["docs/files.md"], "docs/ blocks are not run")
   end)
 
-  -- The option tables of "## Providers" say each default; sandkit.providers()
+  -- The option tables of docs/providers.md say each default; sandkit.providers()
   -- is where the provider's own descriptor says it. A row's cells split at
   -- ", " outside braces; a row whose key and default counts differ, or whose
   -- descriptor has no default, is prose ("—", an environment variable).
@@ -186,10 +210,10 @@ describe("README", function()
     local render = dofile("tools/generate.lua").render
     local by_id = {}
     for _, d in ipairs(sandkit.providers()) do by_id[d.id] = d end
-    local f = assert(io.open(README))
+    local f = assert(io.open(ROOT .. "/docs/providers.md"))
     local id, checked = nil, 0
     for line in f:lines() do
-      local h = line:match("^### %a+ %(`([%w-]+)`%)")
+      local h = line:match("^## %a+ %(`([%w-]+)`%)")
       if h then id = h elseif line:match("^##? ") then id = nil end
       local keys_cell, default_cell = line:match("^| (`[^|]-) | ([^|]-) |")
       if id and by_id[id] and keys_cell then
@@ -200,7 +224,7 @@ describe("README", function()
             if spec and spec.default ~= nil then
               local want = render(spec.default)
               local said = defaults[n]:match("^`(.-)`") or defaults[n]:match("^(%S+)")
-              assert.are.equal(want, said, ("README, %s option %s: default"):format(id, k))
+              assert.are.equal(want, said, ("docs/providers.md, %s option %s: default"):format(id, k))
               checked = checked + 1
             end
           end
@@ -215,7 +239,7 @@ describe("README", function()
     for _, b in ipairs(blocks) do
       if b.lang == "sh" then
         for _, bad in ipairs({ "$RANDOM", "[[", "<<<", "${!", "function ", "source " }) do
-          assert.is_falsy(b.code:find(bad, 1, true), ("README.md:%d uses %s"):format(b.line, bad))
+          assert.is_falsy(b.code:find(bad, 1, true), ("%s:%d uses %s"):format(b.page, b.line, bad))
         end
       end
     end

@@ -8,8 +8,9 @@
 --                         declaration (lua/sandkit/options.lua); the error
 --                         kinds from SK_ERROR_KINDS (src/core/error.h,
 --                         through sandkit.errors.kinds)
---   README.md             each provider's option table, the exec options'
---                         and the error kinds' tables, from the same
+--   docs/providers.md     each provider's option table, from the same
+--   docs/sandbox.md       the exec options' table, from the same
+--   docs/errors.md        the error kinds' table, from the same
 -- `make generated` writes them; spec/generated_spec.lua fails when the
 -- checked-in text differs from what this makes. Run with the module and its
 -- core on the paths:
@@ -80,7 +81,7 @@ local function sorted_keys(t)
 end
 
 -- The options a provider declares itself (the common ones are documented
--- once, README.md §"Sandbox" and sandkit.SandboxOptions).
+-- once, docs/sandbox.md §"Options common to every provider" and sandkit.SandboxOptions).
 local function own_options(d, common)
   local out = {}
   for _, k in ipairs(sorted_keys(d.options)) do
@@ -160,7 +161,7 @@ end
 
 local function cell(s) return (s:gsub("|", "\\|"):gsub("\n", " ")) end
 
---- README's option table of provider d.
+--- The option table of provider d (docs/providers.md).
 function G.option_table(d, common)
   local out = { "| option | default | meaning |\n", "| --- | --- | --- |\n" }
   for _, k in ipairs(own_options(d, common)) do
@@ -180,7 +181,7 @@ end
 
 -- ---- exec options and error kinds -----------------------------------------------
 
--- An option's name as README shows it: a callback with its parameters.
+-- An option's name as the docs show it: a callback with its parameters.
 local function shown_name(name, spec)
   local params = spec.lua_type and spec.lua_type:match("^fun%((.-)%)")
   if params then return ("`%s(%s)`"):format(name, (params:gsub("%s*:%s*[^,]+", ""))) end
@@ -193,7 +194,7 @@ local function each_option(schema, fn)
   return table.concat(out)
 end
 
---- README's table of the exec options (schema: options.exec), in their order.
+--- docs/sandbox.md's table of the exec options (schema: options.exec), in their order.
 function G.exec_table(schema)
   return "| option | meaning |\n| --- | --- |\n" .. each_option(schema, function(name, spec)
     return ("| %s | %s |\n"):format(shown_name(name, spec), cell(spec.description))
@@ -213,7 +214,7 @@ local function fields_of(kind)
   return "`" .. kind.fields:gsub(", ", "`, `") .. "`"
 end
 
---- README's table of the error kinds ({ name, fields, doc }, in order).
+--- docs/errors.md's table of the error kinds ({ name, fields, doc }, in order).
 function G.error_table(kinds)
   local rows = { "| kind | fields | what happened |\n| --- | --- | --- |\n" }
   for _, k in ipairs(kinds) do rows[#rows + 1] = ("| `%s` | %s | %s |\n"):format(k.name, fields_of(k), cell(k.doc)) end
@@ -273,15 +274,16 @@ function G.files(lists, decl)
     { "command options", G.stub_exec(decl.exec) },
     { "error kinds", G.stub_errors(decl.error_kinds) },
   })
-  local readme = { { "exec options", G.exec_table(decl.exec) }, { "error kinds", G.error_table(decl.error_kinds) } }
-  local text = read("README.md")
+  gen("docs/sandbox.md", { { "exec options", G.exec_table(decl.exec) } })
+  gen("docs/errors.md", { { "error kinds", G.error_table(decl.error_kinds) } })
+  local tables, text = {}, read("docs/providers.md")
   for _, d in ipairs(descriptors) do
-    -- a provider whose README section has no table yet gets none
+    -- a provider whose section in docs/providers.md has no table yet gets none
     if text:find("BEGIN generated: options " .. d.id .. " ", 1, true) then
-      readme[#readme + 1] = { "options " .. d.id, G.option_table(d, common) }
+      tables[#tables + 1] = { "options " .. d.id, G.option_table(d, common) }
     end
   end
-  gen("README.md", readme)
+  gen("docs/providers.md", tables)
   return out
 end
 

@@ -11,8 +11,8 @@
 
 /* Every error kind sandkit reports, from C or from Lua, stated once (as
  * libuv's UV_ERRNO_MAP): X(id, name, fields, meaning). The binding exports
- * it as sandkit.errors.<name> and sandkit.errors.kinds; README's Errors
- * table and the LuaLS stub are checked against it (spec/schema_docs_spec.lua).
+ * it as sandkit.errors.<name> and sandkit.errors.kinds; docs/errors.md's
+ * Kinds table and the LuaLS stub are checked against it (spec/schema_docs_spec.lua).
  * One kind a line: the list is a table. */
 #define SK_ERROR_KINDS(X) \
     X(CONFIG, ConfigError, "key, provider", "misuse (raised): an options table has an unknown key, or an option a wrong type or value; or a provider's configuration is missing or wrong") \
