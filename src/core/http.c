@@ -1315,6 +1315,12 @@ static const char *http_setup(sk_http *r, const sk_http_request *q)
 
     if (q->ca_file)
         curl_easy_setopt(e, CURLOPT_CAINFO, q->ca_file);
+    if (q->client_cert)
+        curl_easy_setopt(e, CURLOPT_SSLCERT, q->client_cert);
+    if (q->client_key)
+        curl_easy_setopt(e, CURLOPT_SSLKEY, q->client_key);
+    if (q->unix_socket)
+        curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, q->unix_socket);
     if (q->insecure_skip_verify) {
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
