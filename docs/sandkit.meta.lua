@@ -101,7 +101,7 @@
 ---@field cpu_period? integer CPU period in microseconds
 ---@field cpu_quota? integer CPU quota in microseconds per period (-1: none)
 ---@field cpu_shares? integer CPU shares (relative weight)
----@field docker_host? string Daemon address as DOCKER_HOST takes it (unix:///path, tcp://host:port); default: DOCKER_HOST, else unix:///var/run/docker.sock
+---@field docker_host? string Daemon address as DOCKER_HOST takes it (unix:///path, tcp://host:port; TLS from DOCKER_TLS_VERIFY and DOCKER_CERT_PATH); without it or DOCKER_HOST, unix:///var/run/docker.sock
 ---@field image? string Docker image to use Default: node:22-slim.
 ---@field labels? table<string, string> Container labels (mastra.sandbox and mastra.sandbox.id are always set)
 ---@field memory? integer Memory limit in bytes

@@ -62,8 +62,8 @@ local specific = {
   pull = { type = "string", enum = { "missing", "never" }, default = "missing",
     description = "missing: pull the image when it is not present locally; never: fail instead" },
   docker_host = { type = "string", non_empty = true, env = "DOCKER_HOST",
-    description = "Daemon address as DOCKER_HOST takes it (unix:///path, tcp://host:port); default: DOCKER_HOST, "
-      .. "else unix:///var/run/docker.sock" },
+    description = "Daemon address as DOCKER_HOST takes it (unix:///path, tcp://host:port; TLS from "
+      .. "DOCKER_TLS_VERIFY and DOCKER_CERT_PATH); without it or DOCKER_HOST, unix:///var/run/docker.sock" },
   api_timeout = { type = "integer", ms = true, min = 1, default = 60000,
     description = "Bound on each Engine API request in milliseconds (not on commands; a pull has 10 minutes)" },
 }
