@@ -25,15 +25,24 @@ CORE_SRC := $(sort $(wildcard src/core/*.c src/core/providers/*.c src/core/provi
 LUA_SRC := $(sort $(wildcard src/lua/*.c))
 CORE_OBJ := $(CORE_SRC:%.c=build/obj/%.o)
 LUA_OBJ := $(LUA_SRC:%.c=build/obj/%.o)
-HEADERS := $(wildcard src/core/*.h src/core/providers/*/*.h src/lua/*.h)
+# Modal's message types and field tables, generated from modal.proto at
+# build time (tools/modal_gen.lua; modal_msg.h says how they are used):
+# every object depends on it through HEADERS.
+MODAL_PB := build/gen/modal_pb.h
+CFLAGS += -Ibuild/gen
+HEADERS := $(wildcard src/core/*.h src/core/providers/*/*.h src/lua/*.h) $(MODAL_PB)
 C_TESTS := $(patsubst spec/c/%.c,build/test/%,$(wildcard spec/c/*_test.c))
 TEST_PREP :=
 
-.PHONY: all deps test demo clean check-deps spec-c npm-deps rock
+.PHONY: all deps test demo docs clean check-deps spec-c npm-deps rock env
 
 all: build/sandkit/core.so build/libsandkit_core.a
 
 include $(wildcard mk/*.mk)
+
+$(MODAL_PB): src/core/providers/modal/modal.proto tools/modal_gen.lua
+	@mkdir -p $(dir $@)
+	$(LUA) tools/modal_gen.lua $< $@
 
 build/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -85,9 +94,31 @@ test: deps
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@LUA_CPATH='build/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;' $(LUA) examples/demo.lua
+	@echo 'To use this build from your own scripts and shell: eval "$$(make -s env)"'
 
-rock: deps
-	luarocks --lua-version=5.4 make --deps-mode=none rockspec/sandkit-scm-1.rockspec CFLAGS="-O2 -fPIC -std=c11 -fvisibility=hidden"
+# An alias: every generated block, the docs' included (mk/generated.mk).
+docs: generated
+
+# The exports that put this clone's build on the paths: `eval "$(make -s
+# env)"`, then `require "sandkit"` and the `sandkit` command work from any
+# directory (builds first when needed).
+env: all
+	$(if $(findstring ',$(CURDIR)),$(error make env: the clone's path contains a single quote))
+	@printf '%s\n' \
+	  "export LUA_PATH='$(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;'\"\$${LUA_PATH:-;}\"" \
+	  "export LUA_CPATH='$(CURDIR)/build/?.so;'\"\$${LUA_CPATH:-;}\"" \
+	  "export PATH='$(CURDIR)/bin:'\"\$$PATH\""
+
+# Installs the rock, built in a copy of the sources (build/rock-src) so that
+# no object file or core.so lands in the tree. LUAROCKS_FLAGS picks the tree:
+# --local (~/.luarocks) or --tree=DIR; the default is luarocks' own
+# (/usr/local as root).
+LUAROCKS_FLAGS ?=
+# The rockspec compiles build/gen/modal_pb.h in (luarocks' builtin back-end
+# runs no generator): made first, and copied with the sources.
+rock: deps $(MODAL_PB)
+	rm -rf build/rock-src && mkdir -p build/rock-src/build && cp -R src lua bin rockspec docs examples LICENSE build/rock-src/ && cp -R build/gen build/rock-src/build/
+	cd build/rock-src && luarocks --lua-version=5.4 $(LUAROCKS_FLAGS) make --deps-mode=none rockspec/sandkit-scm-1.rockspec CFLAGS="-O2 -fPIC -std=c11 -fvisibility=hidden"
 
 clean:
 	rm -rf build

@@ -1128,7 +1128,7 @@ rows[#rows + 1] = {
       for _ = 1, rounds do
         local t0 = now()
         check(sb.fs:write_file("whole.bin", data))
-        local back = check(sb.fs:read_file("whole.bin"))
+        local back = check(sb.fs:read_file("whole.bin", { max_bytes = size }))
         whole[#whole + 1] = (now() - t0) * 1000
         if #back ~= size then error("fs_local: read back " .. #back .. " bytes", 0) end
       end
@@ -1175,7 +1175,7 @@ rows[#rows + 1] = {
         local t0 = now()
         check(fs:write_file("sk.bin", data))
         local t1 = now()
-        local back = check(fs:read_file("sk.bin"))
+        local back = check(fs:read_file("sk.bin", { max_bytes = size }))
         local t2 = now()
         sk[r], sk_put[r], sk_get[r] = (t2 - t0) * 1000, (t1 - t0) * 1000, (t2 - t1) * 1000
         cpu_sk[r] = (cpu_seconds() - c0) * 1000

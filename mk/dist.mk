@@ -2,7 +2,9 @@
 # lua/sandkit/version.lua; the release rockspec is
 # rockspec/sandkit-$(VERSION)-1.rockspec.
 #   make dist   $(DIST_DIR)/sandkit-$(VERSION).tar.gz (git archive of
-#               DIST_REF, default HEAD), the rockspec beside it with
+#               DIST_REF, default HEAD, plus build/gen/modal_pb.h generated
+#               from its modal.proto: the rock's builtin build runs no
+#               generator), the rockspec beside it with
 #               source.url = DIST_URL (default: the tarball's file://
 #               address; set the published address when releasing), and
 #               sandkit-$(VERSION)-1.src.rock (`luarocks pack` of it: the
@@ -23,8 +25,13 @@ DIST_URL ?= file://$(abspath $(DIST_DIR))/sandkit-$(VERSION).tar.gz
 dist:
 	@test -n "$(VERSION)" || { echo "no version in lua/sandkit/version.lua"; exit 1; }
 	@test -f $(DIST_ROCKSPEC) || { echo "$(DIST_ROCKSPEC) is missing (lua/sandkit/version.lua says $(VERSION))"; exit 1; }
-	@mkdir -p $(DIST_DIR)
-	git archive --format=tar.gz --prefix=sandkit-$(VERSION)/ -o $(DIST_DIR)/sandkit-$(VERSION).tar.gz $(DIST_REF)
+	@mkdir -p $(DIST_DIR)/gen
+	git show $(DIST_REF):src/core/providers/modal/modal.proto > $(DIST_DIR)/gen/modal.proto
+	git show $(DIST_REF):tools/modal_gen.lua > $(DIST_DIR)/gen/modal_gen.lua
+	$(LUA) $(DIST_DIR)/gen/modal_gen.lua $(DIST_DIR)/gen/modal.proto $(DIST_DIR)/gen/modal_pb.h
+	git archive --format=tar.gz -o $(DIST_DIR)/sandkit-$(VERSION).tar.gz \
+	  --prefix=sandkit-$(VERSION)/build/gen/ --add-file=$(DIST_DIR)/gen/modal_pb.h \
+	  --prefix=sandkit-$(VERSION)/ $(DIST_REF)
 	sed 's|^  url = ".*",$$|  url = "$(DIST_URL)",|' $(DIST_ROCKSPEC) > $(DIST_DIR)/sandkit-$(VERSION)-1.rockspec
 	cd $(DIST_DIR) && rm -f sandkit-$(VERSION)-1.src.rock && luarocks --lua-version=5.4 pack sandkit-$(VERSION)-1.rockspec
 

@@ -1,7 +1,9 @@
 # Generated text (tools/generate.lua), each fact stated once: the
 # rockspecs' source and module lists from the Makefile's lists below, the
 # LuaLS stub's provider classes and constructors and README's provider
-# option tables from the providers' descriptors. `make generated` rewrites
+# option tables from the providers' descriptors, README's and the stub's
+# exec options (lua/sandkit/options.lua) and error kinds (src/core/error.h).
+# `make generated` (alias `make docs`) rewrites
 # them in place (between BEGIN/END generated markers);
 # spec/generated_spec.lua fails when the checked-in text is stale.
 

@@ -4,8 +4,9 @@
 # spec/servers/echo/server.mjs themselves (its npm ci is done by npm-deps).
 build/test/http_test build/test/ws_test build/test/h2c_fault_test: spec/servers/echo/harness.h
 
-# spec/modal_schema_spec.lua re-encodes the Modal goldens with protoc over
-# modal.proto (the C codec is hand-written; modal_msg.h says why).
+# spec/modal_schema_spec.lua re-encodes the Modal goldens
+# (spec/c/modal_goldens.txt) with protoc over modal.proto; the build itself
+# needs no protoc (tools/modal_gen.lua generates the C tables).
 DEB_PACKAGES += protobuf-compiler
 
 # spec/oom_spec.lua preloads this allocator fault injector into a child Lua.

@@ -126,7 +126,7 @@ build = {
       },
       defines = { "_GNU_SOURCE" },
       incdirs = {
-        "src/core", "src/lua",
+        "src/core", "src/lua", "build/gen",
         "$(LIBUV_INCDIR)", "$(LIBCURL_INCDIR)", "$(JANSSON_INCDIR)",
         "$(LIBWEBSOCKETS_INCDIR)", "$(OPENSSL_INCDIR)",
       },
@@ -166,5 +166,5 @@ build = {
   install = {
     bin = { sandkit = "bin/sandkit" },
   },
-  copy_directories = { "docs" },
+  copy_directories = { "docs", "examples" },
 }

@@ -1,5 +1,6 @@
 -- sandkit: run commands in sandboxes from Lua (C core on one libuv loop).
--- Build and install from the project root:
+-- Build and install from the project root (`make rock` does both):
+--   make build/gen/modal_pb.h    # Modal's tables, generated from modal.proto
 --   luarocks --lua-version=5.4 make --deps-mode=none rockspec/sandkit-scm-1.rockspec
 -- The sources and modules are listed one by one (a rockspec cannot glob):
 -- `make generated` writes the lists from the Makefile's, and
@@ -124,7 +125,7 @@ build = {
       },
       defines = { "_GNU_SOURCE" },
       incdirs = {
-        "src/core", "src/lua",
+        "src/core", "src/lua", "build/gen",
         "$(LIBUV_INCDIR)", "$(LIBCURL_INCDIR)", "$(JANSSON_INCDIR)",
         "$(LIBWEBSOCKETS_INCDIR)", "$(OPENSSL_INCDIR)",
       },
@@ -164,5 +165,5 @@ build = {
   install = {
     bin = { sandkit = "bin/sandkit" },
   },
-  copy_directories = { "docs" },
+  copy_directories = { "docs", "examples" },
 }

@@ -166,7 +166,7 @@ describe("misuse errors name the caller's line", function()
     end)
     local ok, err = pcall(t.wait, t)
     assert.is_false(ok)
-    assert.truthy(tostring(err):find(THIS_FILE .. ":" .. line .. ":", 1, true) == 1, tostring(err))
+    assert.equal(THIS_FILE .. ":" .. line, source_of(err))
   end)
 
   it("a deadlock is reported where the waiting happens", function()
@@ -246,10 +246,15 @@ describe("sandkit.all", function()
     assert.same({ 1, 2 }, got)
   end)
 
-  it("refuses bad options", function()
-    for _, o in ipairs({ "x", { concurrency = 0 }, { concurrency = 1.5 }, { on_progress = 1 }, { bogus = 1 } }) do
-      assert.truthy(tostring(raised(function() sandkit.all({}, o) end)):find("#2", 1, true))
+  it("refuses bad options: a ConfigError naming the key; not a table: an ArgumentError for #2", function()
+    for _, o in ipairs({ { concurrency = 0 }, { concurrency = 1.5 }, { on_progress = 1 }, { bogus = 1 } }) do
+      local err = raised(function() sandkit.all({}, o) end)
+      assert.is_true(errors.is(err, "ConfigError"), tostring(err))
+      assert.equal(next(o), err.key)
     end
+    local err = raised(function() sandkit.all({}, "x") end)
+    assert.is_true(errors.is(err, "ArgumentError"), tostring(err))
+    assert.truthy(tostring(err):find("bad argument #2 to 'all'", 1, true), tostring(err))
   end)
 end)
 

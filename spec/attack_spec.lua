@@ -289,9 +289,8 @@ describe("attack: a lying Modal router", function()
   } do
     local what = case.exit.signal and ("signal " .. case.exit.signal) or ("code " .. case.exit.code)
     it_node("an exec reported as " .. what .. " gives a result in range, no undefined arithmetic", function()
-      local srv = server.start("spec/servers/modal/server.mjs",
-        { "--port", "0", "--token-id", "ak-test", "--token-secret", "as-test" })
-      local ok, e = pcall(function()
+      server.with("spec/servers/modal/server.mjs",
+        { "--port", "0", "--token-id", "ak-test", "--token-secret", "as-test" }, function(srv)
         srv:faults({ exec_exit = case.exit })
         local sb = sandkit.ModalSandbox { token_id = "ak-test", token_secret = "as-test", server_url = srv.url }
         local r, err = sb:exec("true")
@@ -301,8 +300,6 @@ describe("attack: a lying Modal router", function()
         assert.equal(case.killed, r.killed == true)
         assert.is_false(r.success)
       end)
-      srv:stop()
-      if not ok then error(e, 0) end
     end)
   end
 end)
@@ -317,8 +314,7 @@ describe("attack: a Platform proxy echoing the token into the sandbox record", f
   -- shown (and logged by whoever prints info()).
   it_node("info() shows no form of the access token the proxy put in the record", function()
     local token = "sk-live/attack+canary=0123456789"
-    local srv = server.start("spec/servers/platform/hostile_lease.mjs", { "--jwt", "unused-jwt", "--mode", "record" })
-    local ok, e = pcall(function()
+    server.with("spec/servers/platform/hostile_lease.mjs", { "--jwt", "unused-jwt", "--mode", "record" }, function(srv)
       local sb = sandkit.PlatformSandbox { access_token = token, base_url = srv.url, project_id = "proj_1",
         environment_id = "env_1", retry_delays_ms = {} }
       assert(sb:start())
@@ -336,8 +332,6 @@ describe("attack: a Platform proxy echoing the token into the sandbox record", f
       -- the proxy's strings are there, cut
       assert.equal("ready [redacted]", info.metadata.platform_status)
     end)
-    srv:stop()
-    if not ok then error(e, 0) end
   end)
 end)
 
@@ -362,9 +356,8 @@ describe("attack: Modal timeouts past 32 bits", function()
   -- (2^32 s) wrapped to 1 s, and the router killed a 2 s command the caller
   -- had given 136 years.
   it_node("an exec timeout of 2^32 s does not wrap to a 1 s backstop", function()
-    local srv = server.start("spec/servers/modal/server.mjs",
-      { "--port", "0", "--token-id", "ak-test", "--token-secret", "as-test" })
-    local ok, e = pcall(function()
+    server.with("spec/servers/modal/server.mjs",
+      { "--port", "0", "--token-id", "ak-test", "--token-secret", "as-test" }, function(srv)
       local sb = sandkit.ModalSandbox { token_id = "ak-test", token_secret = "as-test", server_url = srv.url }
       local r, err = sb:exec("sleep 2; echo done", nil, { timeout = 4294967296000 })
       sb:destroy()
@@ -372,8 +365,6 @@ describe("attack: Modal timeouts past 32 bits", function()
       assert.equal(0, r.exit_code, r.stderr)
       assert.equal("done\n", r.stdout)
     end)
-    srv:stop()
-    if not ok then error(e, 0) end
   end)
 
   it("a sandbox timeout_ms past 2^32 s is a ConfigError naming it (it wrapped to 0 s)", function()

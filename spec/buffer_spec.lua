@@ -254,27 +254,21 @@ describe("capture = \"buffer\" on the remote providers", function()
   end
 
   it("PlatformSandbox", function()
-    local srv = server.start("spec/servers/platform/server.mjs", { "--quiet" })
-    local ok, err = pcall(function()
+    server.with("spec/servers/platform/server.mjs", { "--quiet" }, function(srv)
       local sb = sandkit.PlatformSandbox({ access_token = "test-token", project_id = "p", environment_id = "e",
         base_url = srv.url })
       check_result(assert(sb:exec(cmd, nil, { capture = "buffer" })))
       sb:destroy()
     end)
-    srv:stop()
-    assert(ok, err)
   end)
 
   it("ModalSandbox", function()
-    local srv = server.start("spec/servers/modal/server.mjs", { "--port", "0" },
-      { MODAL_CONFIG_PATH = "/nonexistent/sandkit-modal.toml" })
-    local ok, err = pcall(function()
+    server.with("spec/servers/modal/server.mjs", { "--port", "0" },
+      { MODAL_CONFIG_PATH = "/nonexistent/sandkit-modal.toml" }, function(srv)
       local sb = sandkit.ModalSandbox({ server_url = srv.url, token_id = "ak-test", token_secret = "as-test" })
       check_result(assert(sb:exec(cmd, nil, { capture = "buffer" })))
       sb:destroy()
     end)
-    srv:stop()
-    assert(ok, err)
   end)
 
   it("AppleContainerSandbox (emulated CLI)", function()

@@ -12,11 +12,7 @@ local capture = sh.capture
 local ROOT, ENV = child.ROOT, child.LUA_ENV
 local BIN = ROOT .. "/bin/sandkit"
 
-local function mktemp()
-  local d = capture("mktemp -d"):gsub("\n$", "")
-  assert(d ~= "")
-  return d
-end
+local mktemp = require("helpers.tmp").mktemp
 
 local scratch -- TMPDIR of every run: the tool's temporary directories go here
 
@@ -68,9 +64,23 @@ describe("sandkit CLI", function()
       assert.are.equal(3, (sandkit { "exec", "--", "exit 3" }))
       local code, _, err = sandkit { "exec", "--timeout", "200", "--", "sleep", "30" }
       assert.are.equal(124, code)
-      assert.is_truthy(err:find("timed out", 1, true), err)
+      assert.are.equal("sandkit: the command timed out after 200 ms (exit 124)\n", err)
       assert.are.equal(137, (sandkit { "exec", "--", "kill -9 $$" }))
       assert.are.equal(143, (sandkit { "exec", "--", "kill -TERM $$" }))
+    end)
+
+    it("says a timeout on a line of its own, after the command's last stderr line", function()
+      local code, out, err = sandkit { "exec", "--timeout", "500", "--", "echo out; printf 'no newline' >&2; exec sleep 30" }
+      assert.are.equal(124, code)
+      assert.are.equal("out\n", out)
+      assert.are.equal("no newline\nsandkit: the command timed out after 500 ms (exit 124)\n", err)
+    end)
+
+    it("--timeout 0 is no timeout, as the timeout option's 0", function()
+      local code, out, err = sandkit { "exec", "--timeout", "0", "--", "sleep 0.2; echo done" }
+      assert.are.equal(0, code, err)
+      assert.are.equal("done\n", out)
+      assert.are.equal(0, cli.parse({ "fleet", "2", "--timeout=0", "--", "true" }, os.getenv).timeout)
     end)
 
     it("passes stdout and stderr to its own", function()
@@ -192,7 +202,6 @@ describe("sandkit CLI", function()
       for _, argv in ipairs {
         { "exec", "--timeout", "abc", "--", "true" },
         { "exec", "--timeout", "-5", "--", "true" },
-        { "exec", "--timeout", "0", "--", "true" },
         { "exec", "--timeout", "1.5", "--", "true" },
         { "exec", "--timeout=", "--", "true" },
         { "exec", "--timeout", "99999999999999999999", "--", "true" },
@@ -320,6 +329,13 @@ describe("sandkit CLI", function()
       assert.are.equal(out, (select(2, sandkit { "exec", "--help" })))
     end)
 
+    it("bare, with no arguments, is a usage error: the usage on stderr, exit 2 (as git and luarocks)", function()
+      local code, out, err = sandkit {}
+      assert.are.equal(2, code)
+      assert.are.equal("", out)
+      assert.are.equal(select(2, sandkit { "--help" }), err)
+    end)
+
     it("lists providers", function()
       local code, out = sandkit { "providers" }
       assert.are.equal(0, code)
@@ -328,6 +344,30 @@ describe("sandkit CLI", function()
       assert.are.equal(0, code)
       assert.is_truthy(out:find("working_directory", 1, true), out)
       assert.are.equal(2, (sandkit { "providers", "nope" }))
+    end)
+
+    it("providers ID says each option's default once, arrays as written in Lua", function()
+      for _, p in ipairs(require("sandkit").providers()) do
+        -- where a descriptor has a default, its description leaves it to the field
+        for key, spec in pairs(p.options) do
+          if spec.default ~= nil then
+            assert.is_nil(spec.description:lower():find("default", 1, true), p.id .. "." .. key .. ": " .. spec.description)
+          end
+        end
+        local code, out = sandkit { "providers", p.id }
+        assert.are.equal(0, code)
+        for line in out:gmatch("[^\n]+") do
+          local _, n = line:lower():gsub("%(default", "")
+          local _, m = line:lower():gsub("default:", "")
+          assert.is_true(n <= 1 and m <= 1, p.id .. ": " .. line)
+          assert.is_nil(line:find("table: 0x", 1, true), p.id .. ": " .. line)
+        end
+        if p.id == "local" then
+          assert.is_truthy(out:find("allow_network +boolean +bwrap: keep the host network[^\n]*%(default: false%)\n"), out)
+        elseif p.id == "apple-container" then
+          assert.is_truthy(out:find('(default: { "sleep", "infinity" })', 1, true), out)
+        end
+      end
     end)
   end)
 

@@ -250,9 +250,12 @@ row { provider = "container", fault = "delete: container not found (race)", when
 row { provider = "container", fault = "run hangs (timeout 2000)", when = "start",
   opts = { timeout = 2000 },
   setup = cf { { command = "run", hang = true } }, expect = "ContainerCliError", within_ms = 10000 }
-row { provider = "container", fault = "stop hangs (timeout 2000)", when = "stop",
-  opts = { timeout = 2000 },
-  setup = cf { { command = "stop", hang = true } }, expect = "ContainerCliError", within_ms = 10000 }
+-- 5 s: the start before the stop (inspect, run, a readiness exec) runs
+-- under the same bound, and on a loaded machine the emulated CLI's calls
+-- take seconds
+row { provider = "container", fault = "stop hangs (timeout 5000)", when = "stop",
+  opts = { timeout = 5000 },
+  setup = cf { { command = "stop", hang = true } }, expect = "ContainerCliError", within_ms = 20000 }
 row { provider = "container", fault = "exec exits 9 with garbage output", when = "exec",
   setup = cf { { command = "exec", exit = 9, stdout = "\1garbage", stderr = "not an error format" } },
   expect = "exit 9", within_ms = 10000 }

@@ -165,10 +165,19 @@ describe("PlatformFilesystem", function()
     assert.truthy(r.url:find("bucket-env", 1, true), r.url)
   end)
 
-  it("needs its settings and never shows the token", function()
-    assert.has_error(function() sandkit.PlatformFilesystem { project_id = "p", bucket_name = "b", access_token = "" } end)
-    assert.has_error(function() sandkit.PlatformFilesystem { access_token = "t", bucket_name = "b", project_id = "" } end)
-    assert.has_error(function() sandkit.PlatformFilesystem { access_token = "t", project_id = "p", bucket_name = "" } end)
+  it("needs its settings, named by their option names, and never shows the token", function()
+    for _, c in ipairs({
+      { { project_id = "p", bucket_name = "b", access_token = "" }, "access_token", "MASTRA_PLATFORM_ACCESS_TOKEN" },
+      { { access_token = "t", bucket_name = "b", project_id = "" }, "project_id", "MASTRA_PROJECT_ID" },
+      { { access_token = "t", project_id = "p", bucket_name = "" }, "bucket_name", "MASTRA_PLATFORM_BUCKET_NAME" },
+    }) do
+      local ok, err = pcall(sandkit.PlatformFilesystem, c[1])
+      assert.is_false(ok)
+      assert.equal("ConfigError", err.kind)
+      assert.equal(c[2], err.key)
+      assert.truthy(err.message:find("PlatformFilesystem: " .. c[2] .. " is required (option " .. c[2] .. " or " .. c[3]
+        .. ")", 1, true), err.message)
+    end
     assert.has_error(function() sandkit.PlatformFilesystem { access_token = "t", project_id = "p", bucket_name = "b", bogus = 1 } end)
     local fs = make({ access_token = "sk_secret_value" })
     local i = fs:info()
@@ -204,7 +213,8 @@ describe("core.fs_op on a Platform bucket, PlatformFilesystem's transport", func
   teardown(function() echo:stop() end)
 
   -- Runs one request on a bucket of the echo server (which answers a
-  -- bucket route as its key's route); returns its stream-1 events and the
+  -- bucket route as its key's route); returns its stream-1 events (with
+  -- collect: the body core.fs_body hands over, as one piece) and the
   -- transport error.
   local function fetch(req)
     local pieces = {}
@@ -217,6 +227,11 @@ describe("core.fs_op on a Platform bucket, PlatformFilesystem's transport", func
     req.method = "GET"
     rec.handle = core.fs_op(client, req, nil, rec.token)
     local ok, err = scheduler.await(rec)
+    if not ok then rec.handle:cancel() end -- past max_collect the transfer still runs
+    if ok and req.collect then
+      assert.equal(0, #pieces, "a collected body arrives whole, not as events")
+      pieces[1] = assert(core.fs_body(rec.handle))
+    end
     return pieces, ok and nil or err
   end
 
@@ -242,6 +257,20 @@ describe("core.fs_op on a Platform bucket, PlatformFilesystem's transport", func
     assert.is_nil(err)
     assert.equal(1, #pieces)
     assert.is_true(pieces[1] == ("a"):rep(n))
+  end)
+
+  it("max_collect ends a longer body: at its Content-Length, or as it arrives (chunked)", function()
+    for _, key in ipairs({ "big", "chunked" }) do
+      local pieces, err = fetch({ key = key, query = { { "bytes", "3000000" } }, collect = true,
+        max_collect = 1000000 })
+      assert.equal(0, #pieces)
+      assert.equal("ResponseTooLargeError", err.kind, key)
+      assert.equal(1000000, err.limit)
+    end
+    local pieces, err = fetch({ key = "chunked", query = { { "bytes", "1000000" } }, collect = true,
+      max_collect = 1000000 })
+    assert.is_nil(err)
+    assert.equal(1000000, #pieces[1])
   end)
 
   it("raises on a request without a method or key, sending nothing", function()

@@ -1,12 +1,15 @@
 -- Generated text (tools/generate.lua, `make generated`) is current: the
 -- rockspecs' source and module lists are the Makefile's lists, the LuaLS
 -- stub's provider classes and constructors and README's provider option
--- tables are what the descriptors say. Each fact is stated once; this spec
--- fails when a checked-in copy of it went stale.
+-- tables are what the descriptors say, README's and the stub's exec options
+-- and error kinds what lua/sandkit/options.lua and src/core/error.h say.
+-- Each fact is stated once; this spec fails when a checked-in copy of it
+-- went stale.
 local G = dofile("tools/generate.lua")
 local sandkit = require "sandkit"
 local registry = require "sandkit.registry"
 local options = require "sandkit.options"
+local files_h = require "helpers.files"
 local sh = require "helpers.sh"
 
 -- The lists as the Makefile has them (mk/generated.mk).
@@ -37,7 +40,7 @@ describe("generated text", function()
   end)
 
   it("is current in every file (run `make generated` after changing a descriptor or a source list)", function()
-    local files = G.files(lists, registry.descriptors(), options.common)
+    local files = G.files(lists, G.declarations())
     local stale = {}
     for path, f in pairs(files) do
       if f.new ~= f.old then stale[#stale + 1] = path end
@@ -65,22 +68,57 @@ describe("generated text", function()
     end
   end)
 
-  it("goes stale when a descriptor changes, and the markers are found again after a rewrite", function()
+  -- the declarations with one change made by `change(decl)`
+  local function changed(change)
+    local decl = G.declarations()
     local descs = {}
-    for i, d in ipairs(registry.descriptors()) do
-      descs[i] = setmetatable({}, { __index = d })
-    end
-    local changed = setmetatable({}, { __index = descs[1].options })
-    changed.brand_new_option = { type = "string", description = "An option no file mentions yet." }
-    descs[1].options = changed
-    local files = G.files(lists, descs, options.common)
+    for i, d in ipairs(decl.descriptors) do descs[i] = setmetatable({}, { __index = d }) end
+    decl.descriptors = descs
+    change(decl)
+    return G.files(lists, decl), decl
+  end
+
+  it("goes stale when a descriptor changes, and the markers are found again after a rewrite", function()
+    local files, decl = changed(function(decl)
+      local d = decl.descriptors[1]
+      local opts = setmetatable({}, { __index = d.options })
+      opts.brand_new_option = { type = "string", description = "An option no file mentions yet." }
+      d.options = opts
+    end)
     assert.are_not.equal(files["docs/sandkit.meta.lua"].old, files["docs/sandkit.meta.lua"].new)
     assert.truthy(files["docs/sandkit.meta.lua"].new:find("---@field brand_new_option? string An option", 1, true))
     assert.truthy(files["README.md"].new:find("| `brand_new_option` | — | An option no file mentions yet. |", 1, true))
     -- a rewritten file still has its markers: generating again changes nothing
+    local d = decl.descriptors[1]
     local once = files["README.md"].new
-    local again = assert(G.replace(once, "options " .. descs[1].id, G.option_table(descs[1], options.common)))
+    local again = assert(G.replace(once, "options " .. d.id, G.option_table(d, options.common)))
     assert.equal(once, again)
+  end)
+
+  it("goes stale when an exec option or an error kind changes", function()
+    local files = changed(function(decl)
+      local exec = { order = decl.exec.order, options = setmetatable({}, { __index = decl.exec.options }) }
+      exec.options.cwd = { type = "string", description = "where it runs" }
+      decl.exec = exec
+      local kinds = {}
+      for i, k in ipairs(decl.error_kinds) do kinds[i] = k end
+      kinds[#kinds + 1] = { name = "BrandNewError", fields = "why", doc = "a kind no file mentions yet" }
+      decl.error_kinds = kinds
+    end)
+    local readme, stub = files["README.md"].new, files["docs/sandkit.meta.lua"].new
+    assert.truthy(readme:find("| `cwd` | where it runs |", 1, true))
+    assert.truthy(readme:find("| `BrandNewError` | `why` | a kind no file mentions yet |", 1, true))
+    assert.truthy(stub:find("---@field cwd? string where it runs", 1, true))
+    assert.truthy(stub:find('---| "BrandNewError" a kind no file mentions yet', 1, true))
+    assert.truthy(stub:find('---@field BrandNewError "BrandNewError"', 1, true))
+  end)
+
+  it("README's exec options table lists every exec option, in the declaration's order", function()
+    local readme = files_h.must_read("README.md")
+    local block = readme:match("BEGIN generated: exec options.-END generated: exec options")
+    local names = {}
+    for name in block:gmatch("\n| `([%w_]+)[`(]") do names[#names + 1] = name end
+    assert.are.same(options.exec.order, names)
   end)
 
   it("refuses a file whose markers are missing", function()
@@ -90,7 +128,7 @@ describe("generated text", function()
   end)
 
   it("lists every provider sandkit.providers() knows in the stub", function()
-    local stub = G.files(lists, registry.descriptors(), options.common)["docs/sandkit.meta.lua"].new
+    local stub = G.files(lists, G.declarations())["docs/sandkit.meta.lua"].new
     for _, p in ipairs(sandkit.providers()) do
       assert.truthy(stub:find("function sandkit." .. p.name .. "(opts) end", 1, true), p.name)
       assert.truthy(stub:find('"' .. p.id .. '"', 1, true), p.id)

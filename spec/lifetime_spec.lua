@@ -69,7 +69,7 @@ for _, isolation in ipairs(ISOLATIONS) do
       do assert(sb.processes:spawn("exec " .. m)) end
       full_gc()
       assert(sb:exec("true"))
-      assert.is_true(#procs.pids_matching(m) >= 1)
+      assert.is_true(procs.wait_for(function() return #procs.pids_matching(m) >= 1 end), "the process never ran")
       assert(sb:destroy())
       local ok = gone(m)
       kill_leftovers(m)

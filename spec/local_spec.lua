@@ -146,9 +146,13 @@ describe("process groups", function()
   it("stop and destroy kill background processes and their children", function()
     local s2 = sandkit.LocalSandbox { working_directory = tmp.dir() }
     assert(s2.processes:spawn("sleep " .. STOP_SECS .. " & exec sleep " .. STOP_SECS))
+    -- both running (the child's sleep is forked after spawn returns), so
+    -- that the kill is what ends them
+    assert.is_true(procs.wait_for(function() return #procs.pids_matching("sleep " .. STOP_SECS) == 2 end))
     assert(s2:stop())
     assert.equal(0, procs.wait_gone("sleep " .. STOP_SECS))
     assert(s2.processes:spawn("sleep " .. DESTROY_SECS .. " & exec sleep " .. DESTROY_SECS))
+    assert.is_true(procs.wait_for(function() return #procs.pids_matching("sleep " .. DESTROY_SECS) == 2 end))
     assert(s2:destroy())
     assert.equal(0, procs.wait_gone("sleep " .. DESTROY_SECS))
   end)
@@ -204,11 +208,33 @@ describe("bubblewrap isolation", function()
   it("has no network unless allowed", function()
     local r = assert(sb:exec("sh", { "-c", "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '" }))
     assert.equal("lo\n", r.stdout)
+    -- the host's interfaces: interfaces come and go on a busy machine, so
+    -- the sandbox must see those present before and after its look, and
+    -- nothing that was never there
+    local function names(text)
+      local set = {}
+      for n in text:gmatch("[^\n]+") do set[n] = true end
+      return set
+    end
+    local LIST = "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"
+    local before = names(io.popen(LIST):read("a"))
     local open = sandkit.LocalSandbox { working_directory = tmp.dir(), isolation = "bwrap", allow_network = true }
-    r = assert(open:exec("sh", { "-c", "tail -n +3 /proc/net/dev | wc -l" }))
+    r = assert(open:exec("sh", { "-c", LIST }))
     open:destroy()
-    local host = io.popen("tail -n +3 /proc/net/dev | wc -l"):read("a")
-    assert.equal(trim(host), trim(r.stdout))
+    local after = names(io.popen(LIST):read("a"))
+    local seen = names(r.stdout)
+    for n in pairs(before) do
+      if after[n] then assert.is_true(seen[n], n .. " is the host's but not the sandbox's: " .. r.stdout) end
+    end
+    for n in pairs(seen) do assert.is_true(before[n] or after[n], n .. " is not the host's") end
+    local function others(set)
+      local n = 0
+      for name in pairs(set) do if name ~= "lo" then n = n + 1 end end
+      return n
+    end
+    if others(before) > 0 and others(after) > 0 then
+      assert.is_true(others(seen) > 0, "allow_network: the sandbox sees only lo: " .. r.stdout)
+    end
   end)
 
   it("sees only its own processes", function()

@@ -67,3 +67,28 @@ describe("make deps", function()
     assert.equal("a ci --no-audit --no-fund --loglevel=error\n", calls)
   end)
 end)
+
+-- README, "Two commands": after `make demo`, `eval "$(make -s env)"` puts
+-- the clone's build on the paths, for scripts and the `sandkit` command run
+-- from anywhere.
+describe("make env", function()
+  it("prints the exports after which require 'sandkit' and the sandkit command work from another directory", function()
+    local code, out = run(("cd %s && make -s --no-print-directory env"):format(q(ROOT)))
+    assert.equal(0, code, out)
+    assert.is_truthy(out:find("export LUA_PATH='" .. ROOT .. "/lua/?.lua;", 1, true), out)
+    local elsewhere = tmp.dir()
+    local script = elsewhere .. "/exports.sh"
+    local f = assert(io.open(script, "w"))
+    f:write(out)
+    f:close()
+    -- the paths a user may already have are kept after ours
+    code, out = run(("cd %s && env -i PATH=%s HOME=%s LUA_PATH='/nowhere/?.lua;;' sh -c %s 2>&1"):format(
+      q(elsewhere), q(os.getenv("PATH")), q(elsewhere), q(". ./exports.sh && lua5.4 -e " .. q([[
+        local sandkit = require "sandkit"
+        io.write(package.searchpath("sandkit.core", package.cpath), " ", sandkit._VERSION, "\n")
+        assert(package.path:find("/nowhere/?.lua", 1, true))
+      ]]) .. " && sandkit exec -- echo from-the-command")))
+    assert.equal(0, code, out)
+    assert.equal(ROOT .. "/build/sandkit/core.so " .. require("sandkit.version") .. "\nfrom-the-command\n", out)
+  end)
+end)

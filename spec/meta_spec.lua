@@ -111,6 +111,15 @@ describe("the LuaLS stub", function()
     end)
   end
 
+  it("says each field's default once", function()
+    for line in text:gmatch("[^\n]+") do
+      if line:match("^%-%-%-@field") then
+        local _, n = line:gsub("default_instructions", ""):gsub("%f[%w][Dd]efault%f[^%w_]", "")
+        assert.is_true(n <= 1, line)
+      end
+    end
+  end)
+
   it("declares sandkit._VERSION and _NAME", function()
     assert.is_table(classes.sandkit)
     assert.are.equal("string", classes.sandkit.fields._VERSION)

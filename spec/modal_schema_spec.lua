@@ -1,13 +1,13 @@
--- One schema: the C client's Modal codec is hand-written (modal_msg.h says
--- why), so this ties it to src/core/providers/modal/modal.proto, the file
--- the reference server loads. spec/c/modal_msg_test.c holds golden bytes,
--- each under its protoc text input ("/* m.Type { ... } */"); the C encoders
--- must produce exactly the request goldens. Here protoc encodes every text
--- input with modal.proto: each request must come out byte for byte, so a
--- field number or type changed on one side only fails here.
+-- One schema, pinned: the C client's Modal types and field tables are
+-- generated from src/core/providers/modal/modal.proto (tools/modal_gen.lua),
+-- the file the reference server loads; the golden bytes in
+-- spec/c/modal_goldens.txt, which the C encoders must produce
+-- (spec/c/modal_msg_test.c), each carry the protoc text they encode. Here
+-- protoc encodes every text with modal.proto: each request must come out byte
+-- for byte, so a field number or type changed in the schema alone fails here.
 
 local ROOT = os.getenv("R") or "."
-local TEST_C = ROOT .. "/spec/c/modal_msg_test.c"
+local GOLDENS = ROOT .. "/spec/c/modal_goldens.txt"
 local PROTO_DIR = ROOT .. "/src/core/providers/modal"
 
 local function shell_quote(s)
@@ -25,18 +25,15 @@ end
 
 local read_file = require("helpers.files").must_read
 
--- { type, text, name, bytes } for every golden that has a text input.
+-- { type, text, name, bytes } for every golden.
 local function goldens()
-  local src, out = read_file(TEST_C), {}
-  for typ, text, name, body in
-    src:gmatch("/%* m%.([%w_]+) (%b{}) %*/%s*static const uint8_t ([%w_]+)%[%] = (%b{});")
-  do
-    local bytes = {}
-    for hex in body:gmatch("0x(%x%x)") do bytes[#bytes + 1] = string.char(tonumber(hex, 16)) end
-    local len = src:match("#define " .. name .. "_LEN (%d+)")
-    local s = table.concat(bytes)
-    if len then s = s:sub(1, tonumber(len)) end -- an empty message has a placeholder byte
-    out[#out + 1] = { type = typ, text = text:sub(2, -2), name = name, bytes = s }
+  local out = {}
+  for line in read_file(GOLDENS):gmatch("[^\n]+") do
+    local name, typ, hex, text = line:match("^([%w_]+) ([%w_]+) (%S+) | ?(.*)$")
+    if name then
+      local bytes = hex == "-" and "" or hex:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end)
+      out[#out + 1] = { type = typ, text = text, name = name, bytes = bytes }
+    end
   end
   return out
 end
@@ -70,13 +67,24 @@ describe("modal.proto and the C codec", function()
   local protoc = find_protoc()
   local list = goldens()
 
-  it("spec/c/modal_msg_test.c has request and response goldens with their text inputs", function()
+  it("spec/c/modal_goldens.txt has request and response goldens with their text inputs", function()
     local requests = 0
     for _, g in ipairs(list) do
       if g.type:match("Request$") then requests = requests + 1 end
     end
     assert.is_true(requests >= 20, "request goldens found: " .. requests)
     assert.is_true(#list - requests >= 15, "response goldens found: " .. (#list - requests))
+  end)
+
+  it("the build's tables come from modal.proto: a changed field number changes the generated row", function()
+    local gen = dofile(ROOT .. "/tools/modal_gen.lua")
+    local proto = read_file(PROTO_DIR .. "/modal.proto")
+    local function app_name_row(text)
+      return gen.generate(gen.parse(text), "modal.proto"):match("\n    {(%d+), [^\n]*app_get_or_create_request, app_name%)")
+    end
+    assert.equal("1", app_name_row(proto))
+    local changed = proto:gsub("(message AppGetOrCreateRequest {%s*string app_name = )1;", "%19;")
+    assert.equal("9", app_name_row(changed))
   end)
 
   if not protoc then
@@ -130,7 +138,7 @@ describe("modal.proto and the C codec", function()
     f:close()
     local golden
     for _, g in ipairs(list) do
-      if g.name == "G_APP_REQ" then golden = g end
+      if g.name == "APP_REQ" then golden = g end
     end
     assert.is_not_nil(golden)
     local saved = PROTO_DIR

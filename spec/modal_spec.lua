@@ -383,7 +383,7 @@ describe("ModalSandbox", function()
       return n
     end
 
-    it("reads and writes files with Sandbox.open's calls, not commands", function()
+    it("reads and writes files with Sandbox.open's calls, not commands (a read checks the file's type beside them)", function()
       local sb = started()
       local data = bytes(3 * 1024 * 1024 + 7)
       local before = #srv:log()
@@ -393,7 +393,8 @@ describe("ModalSandbox", function()
       assert.is_true(sb.fs:read_file("/tmp/data.bin", { on_chunk = function(c) chunks[#chunks + 1] = c end }))
       assert.is_true(table.concat(chunks) == data, "chunks differ")
       assert.is_true(sb.fs:append_file("/tmp/data.bin", "tail"))
-      assert.equal(0, count("TaskExecStart", before))
+      -- one command per read: the probe for a FIFO and max_bytes (docs/modal-filesystem.md)
+      assert.equal(2, count("TaskExecStart", before))
       assert.is_true(count("ContainerFilesystemExec", before) >= 8) -- open, write, close, open, read, close...
       -- the sandbox's commands see the same file
       assert.equal(tostring(#data + 4), trim(assert(sb:exec("wc -c < /tmp/data.bin")).stdout))
@@ -520,6 +521,32 @@ describe("ModalSandbox", function()
       assert.equal(127, r.exit_code)
       assert(sb:destroy())
       assert(other:destroy())
+    end)
+
+    -- A Modal image owns /opt, /usr and /etc: the reference server gives each
+    -- sandbox its own writable copy of them (overlays), in both of its modes.
+    it("runs in a workdir under /opt and writes to /opt, /usr/local and /etc, its own copy (both server modes)", function()
+      local bwrap_srv = server.start("spec/servers/modal/server.mjs", { "--port", "0", "--isolation", "bwrap" },
+        { MODAL_CONFIG_PATH = "/nonexistent/sandkit-modal.toml" })
+      local ok, err = pcall(function()
+        for _, url in ipairs({ srv.url, bwrap_srv.url }) do
+          local tag = "sandkit-" .. sandkit.now() .. "-" .. math.random(1e9)
+          local sb <close> = started({ server_url = url, workdir = "/opt/" .. tag })
+          local r = assert(sb:exec("pwd; echo built > out; cat /opt/" .. tag .. "/out"))
+          assert.are.same({ 0, "/opt/" .. tag .. "\nbuilt\n", "" }, { r.exit_code, r.stdout, r.stderr })
+          r = assert(sb:exec("pwd", nil, { cwd = "/usr/local/" .. tag }))
+          assert.are.same({ 0, "/usr/local/" .. tag .. "\n" }, { r.exit_code, r.stdout })
+          assert(sb.fs:write_file("/etc/" .. tag .. ".conf", "conf"))
+          assert.equal("conf", assert(sb:exec("cat /etc/" .. tag .. ".conf")).stdout)
+          for _, p in ipairs({ "/opt/" .. tag, "/usr/local/" .. tag, "/etc/" .. tag .. ".conf" }) do
+            assert.is_nil(io.open(p), p .. " is not the host's")
+          end
+          local other <close> = started({ server_url = url })
+          assert.equal(2, assert(other:exec("ls /opt/" .. tag)).exit_code)
+        end
+      end)
+      bwrap_srv:stop()
+      assert(ok, err)
     end)
 
     it("reconnects by name from a second Lua state", function()

@@ -7,12 +7,7 @@ local ROOT = os.getenv("R") or (io.popen("pwd"):read("l"))
 local sh = require "helpers.sh"
 local q, run = sh.quote, sh.run
 
-local function mktemp()
-  local p = assert(io.popen("mktemp -d"))
-  local d = p:read("l")
-  p:close()
-  return d
-end
+local mktemp = require("helpers.tmp").mktemp
 
 local LUA_ENV = "LUA_PATH=" .. q(ROOT .. "/lua/?.lua;" .. ROOT .. "/lua/?/init.lua;;") ..
   " LUA_CPATH=" .. q(os.getenv("LUA_CPATH") or (ROOT .. "/build/?.so;;"))

@@ -22,7 +22,8 @@ describe("adding a provider: its folder and one registry line", function()
     -- the build's objects come along (times kept), so only what the
     -- recipe touches is compiled again
     assert(os.execute(("mkdir -p %s/build && cp -a Makefile mk src lua bin tools rockspec docs README.md %s/"
-      .. " && { [ ! -d build/obj ] || cp -a build/obj %s/build/; }"):format(q(root), q(root), q(root))))
+      .. " && { [ ! -d build/obj ] || cp -a build/obj %s/build/; }"
+      .. " && { [ ! -d build/gen ] || cp -a build/gen %s/build/; }"):format(q(root), q(root), q(root), q(root))))
     assert(os.execute(("cp -a spec/fixtures/provider_fixture %s/src/core/providers/fixture"
       .. " && echo 'SK_PROVIDER(fixture)' >> %s/src/core/providers/providers.def"):format(q(root), q(root))))
     build_code, build_out = run(("cd %s && %s make build/sandkit/core.so 2>&1"):format(q(root), TIMEOUT))

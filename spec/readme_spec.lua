@@ -7,6 +7,7 @@
 -- the reference servers' addresses and credentials in the variables a user
 -- sets (MASTRA_WORKSPACE_PROXY_URL, MODAL_SERVER_URL, ...), the emulated
 -- `container` CLI on PATH.
+-- The scratch directory is mode 0700, as /root is for a root shell there.
 -- A ```sh block whose every line starts with `sandkit ` runs too, line by
 -- line, under /bin/sh (dash on Debian), with bin/ on PATH: each line must
 -- exit 0 and write nothing to stderr.
@@ -76,7 +77,11 @@ describe("README", function()
     end
     scratch = os.tmpname()
     os.remove(scratch)
-    assert(os.execute("mkdir -p " .. q(scratch)))
+    -- mode 0700, as /root is: the blocks run as written from a root shell
+    -- in /root (the usual container shell), where bwrap's sandbox user may
+    -- not enter the current directory (a relative working_directory is
+    -- relayed, README.md §"LocalSandbox (`local`)")
+    assert(os.execute("mkdir -p " .. q(scratch) .. " && chmod 700 " .. q(scratch)))
     path[#path + 1] = ROOT .. "/bin"
     path[#path + 1] = os.getenv("PATH")
     vars.PATH = table.concat(path, ":")

@@ -1,32 +1,34 @@
--- Builds and installs the rock into a temporary luarocks tree (from a copy
--- of the sources, so the build's .o files stay out of the work tree), then
--- runs the installed module and the installed `sandkit` command from
--- there, with no LUA_PATH pointing at the source tree. Compiles C: each
--- external command runs under a generous timeout(1) (10 minutes).
+-- Builds and installs the rock into a temporary luarocks tree with `make
+-- rock LUAROCKS_FLAGS=--tree=...` (which builds in a copy of the sources,
+-- so no .o file or core.so lands in the work tree), then runs the installed
+-- module and the installed `sandkit` command from there, with no LUA_PATH
+-- pointing at the source tree. Compiles C: each external command runs
+-- under a generous timeout(1) (10 minutes).
 local TIMEOUT = "timeout -k 10 600 "
 
 local sh = require "helpers.sh"
 local q, run = sh.quote, sh.run
 
-local function mktemp()
-  local p = assert(io.popen("mktemp -d"))
-  local d = p:read("l")
-  p:close()
-  assert(d and d ~= "")
-  return d
+local mktemp = require("helpers.tmp").mktemp
+
+-- Build products of a luarocks build in the work tree (outside build/).
+local function build_litter()
+  local _, out = run("find . -path './build*' -prune -o -path '*/node_modules' -prune -o \\( -name '*.o' -o -name 'core.so' \\) -print")
+  local list = {}
+  for line in out:gmatch("[^\n]+") do list[#list + 1] = line end
+  table.sort(list)
+  return list
 end
 
 describe("the rock", function()
   local tmp, tree, lua_path, lua_cpath
-  local build_code, build_out
+  local build_code, build_out, litter_before
 
   setup(function()
     tmp = mktemp()
     tree = tmp .. "/tree"
-    assert(os.execute("mkdir -p " .. q(tmp .. "/src") .. " && cp -R src lua bin rockspec docs " .. q(tmp .. "/src")))
-    build_code, build_out = run("cd " .. q(tmp .. "/src") .. " && " .. TIMEOUT ..
-      "luarocks --lua-version=5.4 --tree=" .. q(tree) ..
-      " make --deps-mode=none rockspec/sandkit-scm-1.rockspec CFLAGS='-O2 -fPIC -std=c11 -fvisibility=hidden'")
+    litter_before = build_litter()
+    build_code, build_out = run(TIMEOUT .. "make --no-print-directory rock LUAROCKS_FLAGS=--tree=" .. q(tree))
     lua_path = table.concat({ tree .. "/share/lua/5.4/?.lua", tree .. "/share/lua/5.4/?/init.lua" }, ";") .. ";;"
     lua_cpath = tree .. "/lib/lua/5.4/?.so;;"
   end)
@@ -40,6 +42,22 @@ describe("the rock", function()
     return run("cd " .. q(tmp) .. " && env LUA_PATH=" .. q(lua_path) .. " LUA_CPATH=" .. q(lua_cpath) ..
       " " .. TIMEOUT .. cmd)
   end
+
+  it("make rock builds in a copy: no .o file or core.so is left in the work tree", function()
+    assert.are.equal(0, build_code, build_out)
+    assert.are.same(litter_before, build_litter())
+  end)
+
+  it("installs the examples and the LuaLS stub in the rock's directory", function()
+    assert.are.equal(0, build_code, build_out)
+    local rock_dir = tree .. "/lib/luarocks/rocks-5.4/sandkit/scm-1"
+    assert.is_truthy(io.open(rock_dir .. "/docs/sandkit.meta.lua")):close()
+    assert.is_truthy(io.open(rock_dir .. "/examples/demo.lua")):close()
+    -- where README.md tells the reader to look
+    local code, out = run("luarocks --lua-version=5.4 --tree=" .. q(tree) .. " show --rock-dir sandkit")
+    assert.are.equal(0, code, out)
+    assert.are.equal(rock_dir, (out:gsub("%s+$", "")))
+  end)
 
   it("builds and installs with luarocks make (C11)", function()
     assert.are.equal(0, build_code, build_out)
@@ -141,6 +159,8 @@ describe("the release rock", function()
     assert.is_truthy(io.open(tree .. "/lib/lua/5.4/sandkit/core.so")):close()
     assert.is_truthy(io.open(tree .. "/lib/luarocks/rocks-5.4/sandkit/" .. VERSION ..
       "-1/docs/sandkit.meta.lua")):close()
+    assert.is_truthy(io.open(tree .. "/lib/luarocks/rocks-5.4/sandkit/" .. VERSION ..
+      "-1/examples/demo.lua")):close()
   end)
 
   it("runs the installed module and command at the release version", function()

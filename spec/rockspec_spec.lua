@@ -153,3 +153,26 @@ describe("the release rockspec", function()
     end
   end)
 end)
+
+-- README.md's apt-get line for a rock-only install names the Debian package
+-- of every header, library and tool that build and its commands need.
+describe("README's packages for a rock-only install", function()
+  local readme = assert(io.open("README.md")):read("a")
+  local line = readme:match("apt%-get install %-y (build%-essential[^\n]*\\?\n?[^\n`]*)")
+  local listed = {}
+  for word in (line or ""):gmatch("[%w%.%+%-]+") do listed[word] = true end
+  local have_dpkg = os.execute("command -v dpkg >/dev/null 2>&1") == true
+  ;(have_dpkg and it or pending)("include the package of each file the build and the commands need", function()
+    assert.is_truthy(line, "no `apt-get install -y build-essential ...` line in README.md")
+    assert.is_true(listed["build-essential"])
+    for _, file in ipairs({ "/usr/include/uv.h", "/usr/include/jansson.h", "/usr/include/libwebsockets.h",
+      "/usr/include/openssl/evp.h", "*/curl/curl.h", "/usr/include/lua5.4/lua.h", "*/libwebsockets-evlib_uv.so",
+      "/usr/bin/luarocks", "/usr/bin/lua5.4", "/usr/bin/bwrap" }) do
+      local p = assert(io.popen("dpkg -S '" .. file .. "' 2>/dev/null"))
+      local owner = (p:read("l") or ""):match("^([^:,]+)")
+      p:close()
+      assert.is_truthy(owner, "no installed package holds " .. file)
+      assert.is_true(listed[owner] == true, owner .. " (" .. file .. ") is not in README.md's list: " .. tostring(line))
+    end
+  end)
+end)

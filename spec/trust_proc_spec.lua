@@ -19,6 +19,13 @@ local function marker() return procs.sleep_marker(3000) end
 
 local gone, kill_leftovers = procs.gone, procs.kill_matching
 
+-- Waits (bounded) until exactly one process runs `m`: an escapee launched
+-- in the background has not always exec'd when the command that launched
+-- it returns.
+local function running_once(m)
+  return procs.wait_for(function() return #procs.pids_matching(m) == 1 end)
+end
+
 local function is_dir(path)
   return os.execute("test -d '" .. path .. "'") == true
 end
@@ -55,6 +62,21 @@ if mode == "timeout" then
   sb:destroy()
 elseif mode == "exit" then
   assert(sb:exec("(setsid sh -c 'exec " .. m .. "' >/dev/null 2>&1 &)"))
+  -- the escapee runs (forked after exec returned) before the exit that must kill it
+  local function running()
+    local p = io.popen("ls /proc")
+    for pid in p:lines() do
+      local f = pid:match("^%d+$") and io.open("/proc/" .. pid .. "/cmdline", "rb")
+      local c = f and f:read("a") or ""
+      if f then f:close() end
+      if c:gsub("%z", " "):find(m, 1, true) then p:close() return true end
+    end
+    p:close()
+    return false
+  end
+  local deadline = sandkit.now() + 30000
+  while not running() and sandkit.now() < deadline do sandkit.sleep(0.01) end
+  print("escapee=" .. tostring(running()))
   local cg = sb:info().metadata.cgroup
   print("cgroup=" .. (cg and cg.path or "none"))
   io.flush()
@@ -179,7 +201,7 @@ describe("row 5: a timeout bounds exec", function()
       assert.equal(0, r.exit_code)
       local path = sb:info().metadata.cgroup.path
       assert.is_true(is_dir(path))
-      assert.equal(1, #procs.pids_matching(m))
+      assert.is_true(running_once(m), "the escapee never ran")
       assert(sb:destroy())
       local dead = gone(m)
       kill_leftovers(m)
@@ -245,7 +267,7 @@ describe("row 5: a timeout bounds exec", function()
       local sb = new()
       local m = marker()
       assert(sb:exec("(setsid sh -c 'exec " .. m .. "' >/dev/null 2>&1 &)"))
-      assert.equal(1, #procs.pids_matching(m))
+      assert.is_true(running_once(m), "the escapee never ran")
       assert(sb:stop())
       local dead = gone(m)
       kill_leftovers(m)
@@ -258,8 +280,11 @@ describe("row 5: a timeout bounds exec", function()
       local m, other = marker(), marker()
       -- a daemon of an earlier command in the same sandbox must survive
       assert(sb:exec("(setsid sh -c 'exec " .. other .. "' >/dev/null 2>&1 &)"))
-      local r = assert(sb:exec("(setsid sh -c 'exec " .. m .. "' >/dev/null 2>&1 &); exec sleep 300", nil,
-        { timeout = 1000 }))
+      local other_ran = running_once(other)
+      local op = sb:exec_async("(setsid sh -c 'exec " .. m .. "' >/dev/null 2>&1 &); exec sleep 300", nil,
+        { timeout = 2000 })
+      local ran = running_once(m) -- the positive control: it ran before the timeout
+      local r = assert(op:wait())
       local dead = gone(m)
       local other_alive = #procs.pids_matching(other) == 1
       kill_leftovers(m)
@@ -267,6 +292,7 @@ describe("row 5: a timeout bounds exec", function()
       local other_dead = gone(other)
       kill_leftovers(other)
       assert.equal(124, r.exit_code)
+      assert.is_true(other_ran and ran, "an escapee never ran")
       assert.is_true(dead, "the escapee outlived the timeout")
       assert.is_true(other_alive, "the timeout killed another command's process")
       assert.is_true(other_dead, "destroy left the earlier daemon alive")
@@ -279,6 +305,7 @@ describe("row 5: a timeout bounds exec", function()
       kill_leftovers(m)
       local path = out:match("cgroup=(%S+)")
       assert.truthy(out:find("status=0\n", 1, true), out)
+      assert.truthy(out:find("escapee=true\n", 1, true), out)
       assert.truthy(path and path ~= "none", out)
       assert.is_false(is_dir(path), path .. " was left behind")
       assert.is_false(is_dir((path:gsub("/s%d+$", ""))), "the process's sandkit directory was left behind")

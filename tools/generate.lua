@@ -3,8 +3,13 @@
 --   rockspec/*.rockspec   the build's C sources and Lua modules, from the
 --                         Makefile's CORE_SRC, LUA_SRC and LUA_MODULES
 --   docs/sandkit.meta.lua each provider's options class and constructor,
---                         from its descriptor (sandkit.registry)
---   README.md             each provider's option table, from its descriptor
+--                         from its descriptor (sandkit.registry); the exec
+--                         options (sandkit.CommandOptions) from their
+--                         declaration (lua/sandkit/options.lua); the error
+--                         kinds from SK_ERROR_KINDS (src/core/error.h,
+--                         through sandkit.errors.kinds)
+--   README.md             each provider's option table, the exec options'
+--                         and the error kinds' tables, from the same
 -- `make generated` writes them; spec/generated_spec.lua fails when the
 -- checked-in text differs from what this makes. Run with the module and its
 -- core on the paths:
@@ -84,13 +89,9 @@ local function own_options(d, common)
   return out
 end
 
---- A default as the docs write it: tostring, or {2000, 4000} for a list.
-function G.render(v)
-  if type(v) ~= "table" then return tostring(v) end
-  local parts = {}
-  for _, e in ipairs(v) do parts[#parts + 1] = type(e) == "string" and ("%q"):format(e) or tostring(e) end
-  return "{" .. table.concat(parts, ", ") .. "}"
-end
+--- A default as the docs write it (sandkit.options.render_default: the
+-- CLI's own): tostring, or { 2000, 4000 } for a list.
+function G.render(v) return require("sandkit.options").render_default(v) end
 
 --- The LuaLS annotation of an option spec.
 function G.lua_type(spec)
@@ -115,9 +116,18 @@ function G.lua_type(spec)
   return table.concat(out, "|")
 end
 
+-- A byte count as well in MiB, when it is a whole number of them.
+local function mib(v)
+  if math.type(v) == "integer" and v >= 1 << 20 and v % (1 << 20) == 0 then return (" (%d MiB)"):format(v >> 20) end
+  return ""
+end
+
 local function field_line(key, spec)
   local text = spec.description or ""
-  if spec.default ~= nil then text = text .. " Default: " .. G.render(spec.default) .. "." end
+  if spec.default ~= nil then
+    if text ~= "" and not text:match("[.!?]$") then text = text .. "." end
+    text = text .. " Default: " .. G.render(spec.default) .. mib(spec.default) .. "."
+  end
   return ("---@field %s? %s %s\n"):format(key, G.lua_type(spec), text)
 end
 
@@ -168,6 +178,58 @@ function G.option_table(d, common)
   return table.concat(out)
 end
 
+-- ---- exec options and error kinds -----------------------------------------------
+
+-- An option's name as README shows it: a callback with its parameters.
+local function shown_name(name, spec)
+  local params = spec.lua_type and spec.lua_type:match("^fun%((.-)%)")
+  if params then return ("`%s(%s)`"):format(name, (params:gsub("%s*:%s*[^,]+", ""))) end
+  return "`" .. name .. "`"
+end
+
+local function each_option(schema, fn)
+  local out = {}
+  for _, name in ipairs(schema.order) do out[#out + 1] = fn(name, schema.options[name]) end
+  return table.concat(out)
+end
+
+--- README's table of the exec options (schema: options.exec), in their order.
+function G.exec_table(schema)
+  return "| option | meaning |\n| --- | --- |\n" .. each_option(schema, function(name, spec)
+    return ("| %s | %s |\n"):format(shown_name(name, spec), cell(spec.description))
+  end)
+end
+
+--- The stub's sandkit.CommandOptions.
+function G.stub_exec(schema)
+  return "---@class sandkit.CommandOptions  options of exec, exec_async and processes:spawn\n"
+    .. each_option(schema, function(name, spec)
+      return ("---@field %s? %s %s\n"):format(name, G.lua_type(spec), spec.description)
+    end)
+end
+
+local function fields_of(kind)
+  if kind.fields == "" then return "" end
+  return "`" .. kind.fields:gsub(", ", "`, `") .. "`"
+end
+
+--- README's table of the error kinds ({ name, fields, doc }, in order).
+function G.error_table(kinds)
+  local rows = { "| kind | fields | what happened |\n| --- | --- | --- |\n" }
+  for _, k in ipairs(kinds) do rows[#rows + 1] = ("| `%s` | %s | %s |\n"):format(k.name, fields_of(k), cell(k.doc)) end
+  return table.concat(rows)
+end
+
+--- The stub's sandkit.ErrorKind and the constants of sandkit.errors.
+function G.stub_errors(kinds)
+  local lines = { "---@alias sandkit.ErrorKind\n" }
+  for _, k in ipairs(kinds) do lines[#lines + 1] = ('---| "%s" %s\n'):format(k.name, k.doc) end
+  lines[#lines + 1] = "\n---@class sandkit.errors  the kinds as constants: errors.ConfigError == \"ConfigError\"\n"
+  for _, k in ipairs(kinds) do lines[#lines + 1] = ('---@field %s "%s"\n'):format(k.name, k.name) end
+  lines[#lines + 1] = "---@field kinds { name: sandkit.ErrorKind, fields: string, doc: string }[] in this order\n"
+  return table.concat(lines)
+end
+
 -- ---- the files ----------------------------------------------------------------
 
 local function read(path)
@@ -177,10 +239,20 @@ local function read(path)
   return s
 end
 
+--- The declarations the text is generated from, as this build has them:
+-- { descriptors, common, exec, error_kinds }.
+function G.declarations()
+  require "sandkit"
+  local options = require "sandkit.options"
+  return { descriptors = require("sandkit.registry").descriptors(), common = options.common,
+    exec = options.exec, error_kinds = require("sandkit.errors").kinds }
+end
+
 --- { [path] = { old = text, new = text } } for every generated file, or
 -- raises naming a file whose markers are missing. lists: { rockspecs,
--- c_sources, lua_files }; descriptors from sandkit.registry.
-function G.files(lists, descriptors, common)
+-- c_sources, lua_files }; decl: as G.declarations() returns it.
+function G.files(lists, decl)
+  local descriptors, common = decl.descriptors, decl.common
   local out = {}
   local function gen(path, regions)
     local old = read(path)
@@ -198,8 +270,10 @@ function G.files(lists, descriptors, common)
   gen("docs/sandkit.meta.lua", {
     { "provider options", G.stub_options(descriptors, common) },
     { "provider constructors", G.stub_constructors(descriptors) },
+    { "command options", G.stub_exec(decl.exec) },
+    { "error kinds", G.stub_errors(decl.error_kinds) },
   })
-  local readme = {}
+  local readme = { { "exec options", G.exec_table(decl.exec) }, { "error kinds", G.error_table(decl.error_kinds) } }
   local text = read("README.md")
   for _, d in ipairs(descriptors) do
     -- a provider whose README section has no table yet gets none
@@ -220,8 +294,7 @@ local function main(mode, ...)
       table.insert(lists[which], a)
     end
   end
-  require "sandkit"
-  local files = G.files(lists, require("sandkit.registry").descriptors(), require("sandkit.options").common)
+  local files = G.files(lists, G.declarations())
   local stale = {}
   for _, path in ipairs(sorted_keys(files)) do
     local f = files[path]

@@ -43,7 +43,7 @@ M.UNITS = {
   },
   {
     files = { "src/lua/core.c", "src/lua/buffer_ud.c", "src/lua/process_ud.c", "src/lua/sandbox_ud.c",
-      "src/lua/fs_op_ud.c" },
+      "src/lua/fs_op_ud.c", "src/lua/fs_ud.c" },
     why = "the module sandkit.core: luaopen_sandkit_core (core.c) registers its classes, which queue "
       .. "their events on the state core.c owns and delivers from step",
   },

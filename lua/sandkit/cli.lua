@@ -8,6 +8,7 @@ local sandkit = require "sandkit"
 local core = require "sandkit.core"
 local errors = require "sandkit.errors"
 local registry = require "sandkit.registry"
+local options = require "sandkit.options"
 
 local M = {}
 
@@ -113,7 +114,7 @@ is quoted so that it arrives as exactly one argument.
 exec: runs CMD in one sandbox, streams its stdout/stderr as they arrive and
 exits with its exit code (124 on timeout, 128+N when ended by signal N).
   --provider ID       provider id (default: local; see `sandkit providers`)
-@PROVIDER_FLAGS@  --timeout MS        kill the command after MS milliseconds
+@PROVIDER_FLAGS@  --timeout MS        kill the command after MS milliseconds (0: no timeout)
   --cwd DIR           directory the command runs in (relative: to the workdir)
   --env NAME=VALUE    set a variable (repeatable); --env NAME copies NAME
                       from sandkit's own environment (keeps values off the
@@ -158,6 +159,14 @@ sandkit itself failed, 130 when interrupted.
 local function usage_error(msg)
   error({ usage = msg }, 0)
 end
+
+-- " (did you mean 'x'?)" for a name close to one of `names` (a set), or "".
+local function did_you_mean(name, names, prefix)
+  local hint = options.suggest(name, names)
+  return hint and (" (did you mean '%s%s'?)"):format(prefix or "", hint) or ""
+end
+
+local COMMANDS = { exec = true, fleet = true, providers = true, cp = true, help = true, version = true }
 
 local function shell_quote(s) return core.quote(s) end
 
@@ -246,11 +255,12 @@ local function parse_positive_int(flag, v, max)
   return n
 end
 
--- --timeout: whole milliseconds, named as the option errors name them.
+-- --timeout: whole milliseconds, named as the option errors name them; 0
+-- is no timeout, as for the timeout option.
 local function parse_timeout(v)
   local n = v:match("^%d+$") and math.tointeger(tonumber(v))
-  if not n or n < 1 or n >= 2^53 then
-    usage_error(("--timeout expects a whole number of milliseconds >= 1 (got '%s')"):format(v))
+  if not n or n >= 2^53 then
+    usage_error(("--timeout expects a whole number of milliseconds, 0 for none (got '%s')"):format(v))
   end
   return n
 end
@@ -288,7 +298,9 @@ end
 function M.parse(argv, getenv)
   getenv = getenv or os.getenv
   local first = argv[1]
-  if first == nil or first == "--help" or first == "-h" or first == "help" then
+  -- bare `sandkit` is a usage error, as for git and luarocks
+  if first == nil then return { command = "help", bare = true } end
+  if first == "--help" or first == "-h" or first == "help" then
     return { command = "help" }
   end
   if first == "--version" or first == "version" then return { command = "version" } end
@@ -309,7 +321,8 @@ function M.parse(argv, getenv)
   local flags = FLAGS[first]
   if not flags then
     if first:sub(1, 1) == "-" then usage_error(("unknown flag '%s'"):format(first)) end
-    usage_error(("unknown command '%s' (expected exec, fleet, providers or cp)"):format(first))
+    local hint = did_you_mean(first, COMMANDS)
+    usage_error(("unknown command '%s'%s"):format(first, hint ~= "" and hint or " (expected exec, fleet, providers or cp)"))
   end
   local o = { command = first, args = {} }
   local i = 2
@@ -331,7 +344,7 @@ function M.parse(argv, getenv)
       local name, inline = a:match("^%-%-([^=]+)=(.*)$")
       name = name or a:sub(3)
       local kind = flags[name]
-      if not kind then usage_error(("unknown flag '--%s' for %s"):format(name, first)) end
+      if not kind then usage_error(("unknown flag '--%s' for %s%s"):format(name, first, did_you_mean(name, flags, "--"))) end
       local v
       if kind == "switch" then
         if inline then usage_error(("--%s takes no value"):format(name)) end
@@ -433,13 +446,15 @@ local function run_exec(o, env)
   if o.stdin then input = env.stdin:read("a") or "" end
 
   local sb, op, write_failed
+  local stderr_ends_line = true -- whether the command's stderr so far ends a line
   local function body()
     sb = sandkit.new(o.provider, opts)
     local ok, err = sb:start()
     if not ok then return nil, err end
     -- Output goes straight through; a reader that went away cancels the command.
-    local function pass(stream)
+    local function pass(stream, is_stderr)
       return function(chunk)
+        if is_stderr then stderr_ends_line = chunk:sub(-1) == "\n" end
         if write_failed then return end
         local w = stream:write(chunk)
         if w then w = stream:flush() end
@@ -451,7 +466,7 @@ local function run_exec(o, env)
     end
     op = sb:exec_async(o.cmd, o.args, {
       timeout = o.timeout, cwd = o.cwd, env = o.env, stdin = input,
-      on_stdout = pass(out), on_stderr = pass(errout), capture = false,
+      on_stdout = pass(out), on_stderr = pass(errout, true), capture = false,
     })
     return op:wait()
   end
@@ -474,9 +489,12 @@ local function run_exec(o, env)
     code = 141 -- as if killed by SIGPIPE, like any writer to a closed pipe
   else
     code = result.exit_code
-    -- The core already streamed "\nProcess timed out after <ms>ms" (upstream's
-    -- note) to stderr, without a final newline.
-    if result.timed_out then errout:write("\n") end
+    -- The timeout note is not the command's output (no callback gets it):
+    -- say it here, on a line of its own, for every provider.
+    if result.timed_out then
+      errout:write(stderr_ends_line and "" or "\n", "sandkit: the command timed out",
+        o.timeout and (" after " .. o.timeout .. " ms") or "", " (exit 124)\n")
+    end
   end
   if sb then pcall(sb.destroy, sb) end
   remove_tree(temp)
@@ -684,9 +702,7 @@ local function run_providers(o, env)
       table.sort(keys)
       for _, k in ipairs(keys) do
         local spec = p.options[k]
-        local d = spec.default
-        if type(d) == "table" then d = "{" .. table.concat(d, ", ") .. "}" end
-        local default = d ~= nil and (" (default: " .. tostring(d) .. ")") or ""
+        local default = spec.default ~= nil and (" (default: " .. options.render_default(spec.default) .. ")") or ""
         out:write(("  %-20s %-16s %s%s\n"):format(k, spec.type or "", spec.description or "", default))
       end
       return 0
@@ -716,6 +732,10 @@ function M.main(argv, env)
     error(o, 0)
   end
   if o.command == "help" then
+    if o.bare then
+      env.stderr:write(M.USAGE)
+      return M.EXIT_USAGE
+    end
     env.stdout:write(M.USAGE)
     return 0
   elseif o.command == "version" then

@@ -1,6 +1,7 @@
 --- Fleets: n clones of a template sandbox, started together, driven
 -- concurrently on one loop.
 local errors = require "sandkit.errors"
+local options = require "sandkit.options"
 local scheduler = require "sandkit.scheduler"
 
 local M = {}
@@ -11,16 +12,7 @@ Fleet.__index = function(f, k)
 end
 Fleet.__len = function(f) return #f.sandboxes end
 
-local function argerror(n, fname, msg)
-  errors.misuse(("bad argument #%d to '%s' (%s)"):format(n, fname, msg))
-end
-
-local function check_progress(fname, argn, f)
-  if f ~= nil and type(f) ~= "function" then
-    argerror(argn, fname, "on_progress must be a function(done, total), got " .. type(f))
-  end
-  return f
-end
+local argerror = errors.argument
 
 -- fn(i) for every clone, at most `limit` at once, reporting progress.
 local function each(n, limit, fn, on_progress)
@@ -47,16 +39,9 @@ function M.new(template, n, opts)
     argerror(1, "fleet", "sandkit.Sandbox expected, got " .. type(template))
   end
   if math.type(n) ~= "integer" or n < 1 then argerror(2, "fleet", "positive integer expected") end
-  opts = opts or {}
-  if type(opts) ~= "table" then argerror(3, "fleet", "options table expected, got " .. type(opts)) end
+  opts = options.check(options.fleet, opts, 3)
   local concurrency = opts.concurrency or n
-  if math.type(concurrency) ~= "integer" or concurrency < 1 then
-    argerror(3, "fleet", "concurrency must be a positive integer")
-  end
-  if opts.overrides ~= nil and type(opts.overrides) ~= "function" then
-    argerror(3, "fleet", "overrides must be a function(i) returning clone overrides")
-  end
-  local on_progress = check_progress("fleet", 3, opts.on_progress)
+  local on_progress = opts.on_progress
   local f = setmetatable({ sandboxes = {} }, Fleet)
   -- overrides(i): per-clone options, e.g. a working directory each
   for i = 1, n do f.sandboxes[i] = template:clone(opts.overrides and opts.overrides(i)) end
@@ -78,16 +63,13 @@ end
 -- as for exec, plus on_progress(done, total).
 function Fleet:exec(command, args, opts)
   if getmetatable(self) ~= Fleet then argerror(1, "exec", "sandkit.Fleet expected, got " .. type(self)) end
-  local exec_opts, on_progress = opts, nil
-  if type(opts) == "table" and opts.on_progress ~= nil then
-    on_progress = check_progress("exec", 3, opts.on_progress)
-    exec_opts = {}
-    for k, v in pairs(opts) do if k ~= "on_progress" then exec_opts[k] = v end end
-  end
+  local exec_opts = {}
+  for k, v in pairs(options.check(options.fleet_exec, opts, 3)) do exec_opts[k] = v end
+  local on_progress = exec_opts.on_progress
+  exec_opts.on_progress = nil
   local ops = {}
   for i, sb in ipairs(self.sandboxes) do ops[i] = sb:exec_async(command, args, exec_opts) end
-  local all = require("sandkit").all
-  return all(ops, { on_progress = on_progress })
+  return scheduler.all(ops, { on_progress = on_progress })
 end
 
 --- Calls fn(sandbox, i) for each sandbox, at most `concurrency` at once, in
@@ -97,12 +79,9 @@ end
 function Fleet:map(fn, opts)
   if getmetatable(self) ~= Fleet then argerror(1, "map", "sandkit.Fleet expected, got " .. type(self)) end
   if type(fn) ~= "function" then argerror(1, "map", "function expected, got " .. type(fn)) end
-  if opts ~= nil and type(opts) ~= "table" then argerror(2, "map", "options table expected, got " .. type(opts)) end
-  opts = opts or {}
+  opts = options.check(options.map, opts, 2)
   local limit = opts.concurrency or #self.sandboxes
-  if math.type(limit) ~= "integer" or limit < 1 then argerror(2, "map", "concurrency must be a positive integer") end
-  local on_progress = check_progress("map", 2, opts.on_progress)
-  local values, raised = each(#self.sandboxes, limit, function(i) return fn(self.sandboxes[i], i) end, on_progress)
+  local values, raised = each(#self.sandboxes, limit, function(i) return fn(self.sandboxes[i], i) end, opts.on_progress)
   local errs = {}
   for i, err in pairs(raised) do errs[i] = clone_error(self, i, err) end
   return values, errs

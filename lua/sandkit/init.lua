@@ -16,7 +16,7 @@ local M = {
 --- Creates a sandbox of the provider `id` ("local", "platform", ...).
 function M.new(id, opts)
   if type(id) ~= "string" then
-    errors.misuse(("bad argument #1 to 'new' (provider id string expected, got %s)"):format(type(id)))
+    errors.argument(1, "new", "provider id string expected, got " .. type(id))
   end
   return sandbox.new(id, opts)
 end
@@ -68,7 +68,7 @@ function M.step(timeout)
   local ms = 0
   if timeout ~= nil then
     if type(timeout) ~= "number" or timeout ~= timeout or timeout < 0 then
-      errors.misuse("bad argument #1 to 'step' (non-negative number of seconds expected)")
+      errors.argument(1, "step", "non-negative number of seconds expected")
     end
     ms = timeout == math.huge and -1 or math.ceil(timeout * 1000)
   end
@@ -81,69 +81,7 @@ function M.events() return "r" end
 --- Seconds until step() should be called even without I/O; nil: only on I/O.
 function M.timeout() return scheduler.timeout() end
 
--- r, err of one item of all(): an operation or task is waited for, a
--- function called; what it raises becomes its error.
-local function settle(item)
-  local ok, r, err
-  if type(item) == "function" then ok, r, err = pcall(item) else ok, r, err = pcall(item.wait, item) end
-  if not ok then return nil, r end
-  if r == nil then return nil, err end
-  return r
-end
-
---- Waits for several operations, tasks or functions; returns their
--- results in order and, where one failed (nil, err) or raised, its error at
--- the same index. opts: concurrency (functions running at once; default
--- all), on_progress(done, total) after each item.
-function M.all(items, opts)
-  if type(items) ~= "table" then errors.misuse("bad argument #1 to 'all' (table of operations expected)") end
-  local n = #items
-  for i = 1, n do
-    local item = items[i]
-    local t = type(item)
-    local wait = (t == "table" or t == "userdata") and select(2, pcall(function() return item.wait end))
-    if t ~= "function" and type(wait) ~= "function" then
-      errors.misuse(("bad argument #1 to 'all' (element %d is not an operation, task or function, got %s)"):format(i, t))
-    end
-  end
-  if opts ~= nil and type(opts) ~= "table" then
-    errors.misuse("bad argument #2 to 'all' (options table expected, got " .. type(opts) .. ")")
-  end
-  opts = opts or {}
-  for k in pairs(opts) do
-    if k ~= "concurrency" and k ~= "on_progress" then
-      errors.misuse(("bad argument #2 to 'all' (unknown option '%s')"):format(tostring(k)))
-    end
-  end
-  local limit = opts.concurrency or math.max(n, 1)
-  if math.type(limit) ~= "integer" or limit < 1 then
-    errors.misuse("bad argument #2 to 'all' (concurrency must be a positive integer)")
-  end
-  local on_progress = opts.on_progress
-  if on_progress ~= nil and type(on_progress) ~= "function" then
-    errors.misuse("bad argument #2 to 'all' (on_progress must be a function(done, total))")
-  end
-  local results, errs = {}, {}
-  local done = 0
-  local function finish(i, r, err)
-    results[i], errs[i] = r, err
-    done = done + 1
-    if on_progress then on_progress(done, n) end
-  end
-  -- Operations and tasks already run: each is waited for in a task of its
-  -- own; functions take turns, `limit` at once.
-  local fns, waiters = {}, {}
-  for i = 1, n do
-    scheduler.claim(items[i])
-    if type(items[i]) == "function" then fns[#fns + 1] = i
-    else waiters[#waiters + 1] = scheduler.spawn(function() finish(i, settle(items[i])) end) end
-  end
-  local _, raised = scheduler.bounded(#fns, limit, function(k) finish(fns[k], settle(items[fns[k]])) end)
-  for _, w in ipairs(waiters) do w:wait() end
-  local _, first = next(raised)
-  if first ~= nil then error(first, 0) end -- on_progress raised
-  return results, errs
-end
+M.all = scheduler.all
 
 --- n clones of template, started together (see Fleet).
 function M.fleet(template, n, opts) return fleet.new(template, n, opts) end
@@ -155,6 +93,11 @@ M.LocalFilesystem = function(opts) return require("sandkit.fs.local").LocalFiles
 M.now = core.now
 
 --- Quotes a string for the POSIX shell (one word).
-M.quote = core.quote
+function M.quote(s)
+  if type(s) ~= "string" and type(s) ~= "number" then errors.argument(1, "quote", "string expected, got " .. type(s)) end
+  s = tostring(s)
+  if s:find("\0", 1, true) then errors.argument(1, "quote", "contains a NUL byte") end
+  return core.quote(s)
+end
 
 return M

@@ -18,57 +18,7 @@ local SP, PP = prim.sandbox, prim.process
 
 -- Misuse is reported at the caller's line (errors.misuse skips sandkit's
 -- own frames), whichever public method the check runs under.
-local function argerror(n, fname, msg)
-  errors.misuse(("bad argument #%d to '%s' (%s)"):format(n, fname, msg))
-end
-
--- Options of exec / exec_async / processes:spawn, with their types.
-local COMMAND_OPTS = {
-  timeout = "number", cwd = "string", env = "table", on_stdout = "function",
-  on_stderr = "function", on_stdout_line = "function", on_stderr_line = "function",
-  stdin = "string", capture = "boolean|buffer", max_output_bytes = "number",
-}
-
-local NO_OPTS = {} -- read only, like every checked options table
-
-local function check_command_opts(fname, opts, argn)
-  if opts == nil then return NO_OPTS end
-  if type(opts) ~= "table" then argerror(argn, fname, "options table expected, got " .. type(opts)) end
-  local o = {}
-  for k, v in pairs(opts) do
-    local want = COMMAND_OPTS[k]
-    if not want and type(k) ~= "string" then
-      argerror(argn, fname, ("unknown option '%s' (arguments go in their own table, before the options)"):format(options.shown(k)))
-    end
-    if not want then argerror(argn, fname, ("unknown option '%s'"):format(options.shown(k))) end
-    if k == "timeout" then
-      local msg = options.ms_problem(v, 0, "no timeout")
-      if msg then
-        errors.misuse(errors.new("ConfigError", ("bad argument #%d to '%s' (option 'timeout' %s)"):format(argn, fname, msg),
-          { key = "timeout" }))
-      end
-      v = math.tointeger(v)
-    end
-    if want == "boolean|buffer" then
-      -- capture: true (strings, the default), false, or "buffer" (sandkit.Buffer, no copy)
-      if type(v) ~= "boolean" and v ~= "buffer" then
-        argerror(argn, fname, ("option '%s' must be a boolean or \"buffer\", got %s"):format(options.shown(k),
-          type(v) == "string" and ("%q"):format(v) or type(v)))
-      end
-    elseif type(v) ~= want then argerror(argn, fname, ("option '%s' must be a %s, got %s"):format(options.shown(k), want, type(v))) end
-    o[k] = v
-  end
-  if o.cwd and o.cwd:find("\0", 1, true) then argerror(argn, fname, "option 'cwd' contains a NUL byte") end
-  if o.max_output_bytes then
-    local msg = options.check_max_output(o.max_output_bytes)
-    if msg then argerror(argn, fname, "option 'max_output_bytes' " .. msg) end
-  end
-  if o.env then
-    options.check_env(o.env, function(msg) argerror(argn, fname, "option 'env' " .. msg) end)
-    o.env = options.normalize_env(o.env)
-  end
-  return o
-end
+local argerror = errors.argument
 
 local state = SP.state
 
@@ -139,9 +89,10 @@ function S:stop()
   check(self, core.Sandbox, "stop")
   return shared(self, "stop_slot", function()
     local s = self.status
-    if s == "destroyed" then return nil end
-    -- a provider whose stop addresses a resource by name stops from any state
-    if (s == "pending" or s == "stopped") and not state(self).stop_when_idle then return nil end
+    -- as upstream's _stop(): nothing to do once stopped (no hook, no provider call)
+    if s == "destroyed" or s == "stopped" then return nil end
+    -- a provider whose stop addresses a resource by name stops from pending too
+    if s == "pending" and not state(self).stop_when_idle then return nil end
     local herr = run_hook(self, "on_stop")
     return lifecycle(self, SP.stop) or herr
   end)
@@ -253,9 +204,18 @@ local function not_running(sb)
   return errors.new("SandboxNotReadyError", ("Sandbox is not running (status: %s)"):format(sb.status))
 end
 
+-- The core's spawn, given the checked options one by one, with the
+-- sandbox's defaults for the absent timeout and max_output_bytes.
+local function spawn(sb, line, o, tracked, token)
+  local defaults = state(sb).options
+  local streaming = (o.on_stdout or o.on_stderr or o.on_stdout_line or o.on_stderr_line) ~= nil
+  return SP.spawn(sb, line, tracked, token, o.cwd, o.env, o.timeout or defaults.timeout or 0,
+    o.max_output_bytes or defaults.max_output_bytes or 0, o.stdin, o.capture == nil or o.capture, streaming)
+end
+
 -- Starts the command; false when the sandbox is not running.
 local function launch(sb, rec, line, o)
-  local proc, err = SP.spawn(sb, line, o, false, rec.token)
+  local proc, err = spawn(sb, line, o, false, rec.token)
   if proc == false then return false end
   if not proc then
     finish(rec, nil, err)
@@ -286,10 +246,10 @@ local function command_line(fname, command, args)
   end
   local ok, line = pcall(core.command, command, args)
   if not ok then
-    -- the binding's message, re-raised at the caller's line with our name
-    local msg = tostring(line):gsub("^[^\n]-:%d+: ", ""):gsub("^bad argument #(%d+) to '[^']*'", "bad argument #%1")
-    msg = msg:gsub("^bad argument #(%d+)", "bad argument #%1 to '" .. fname .. "'")
-    errors.misuse(msg)
+    -- the binding's "bad argument #n (...)", re-raised at the caller's line with our name
+    local n, problem = tostring(line):match("bad argument #(%d+)[^(]*%((.*)%)")
+    if not n then error(line, 0) end -- out of memory
+    argerror(tonumber(n), fname, problem)
   end
   return line
 end
@@ -298,7 +258,7 @@ end
 -- a running sandbox, else in a task once the sandbox runs.
 local function exec_async(sb, command, args, opts)
   local line = command_line("exec", command, args)
-  local o = check_command_opts("exec", opts, 3)
+  local o = options.check(options.exec, opts, 3, "exec")
   local op = setmetatable({ done = false, sandbox = sb }, Operation)
   local rec = scheduler.record(on_process_event)
   rec.op, rec.o = op, o
@@ -388,13 +348,13 @@ function Manager:spawn(command, args, opts)
   local opts_argn = 3
   if opts == nil and is_options(args) then args, opts, opts_argn = nil, args, 2 end
   local line = command_line("spawn", command, args)
-  local o = check_command_opts("spawn", opts, opts_argn)
+  local o = options.check(options.exec, opts, opts_argn, "spawn")
   local sb = self.sandbox
   local ok, err = sb:ensure_running()
   if not ok then return nil, err end
   local rec = scheduler.record(on_process_event)
   rec.o = o
-  local proc, serr = SP.spawn(sb, line, o, true, rec.token)
+  local proc, serr = spawn(sb, line, o, true, rec.token)
   if proc == false then serr = not_running(sb) end
   if not proc then
     scheduler.complete(rec, nil, serr)
@@ -522,13 +482,20 @@ end
 function M.new(id, opts)
   local desc = type(id) == "string" and registry.get(id)
   if not desc then
-    errors.misuse(errors.new("ConfigError", ("Unknown sandbox provider '%s'"):format(options.shown(id)), { provider = tostring(id) }))
+    local ids = {}
+    for _, d in ipairs(registry.descriptors()) do ids[d.id] = true end
+    local hint = type(id) == "string" and options.suggest(id, ids)
+    errors.config(tostring(id), nil, ("Unknown sandbox provider '%s'%s"):format(options.shown(id),
+      hint and (" (did you mean '" .. hint .. "'?)") or ""))
   end
   local o = options.validate(desc, opts)
   local ok, sb = pcall(core.new_sandbox, id, o)
   if not ok then
     -- the core's ConfigError / IsolationUnavailableError, at the caller's line
-    errors.misuse(type(sb) == "string" and sb:gsub("^[^\n]-:%d+: ", "") or sb)
+    if not errors.is(sb) then
+      sb = errors.new("ConfigError", tostring(sb):gsub("^[^\n]-:%d+: ", ""), { provider = id })
+    end
+    errors.misuse(sb)
   end
   local st = state(sb)
   st.options = o

@@ -3,6 +3,7 @@
 -- script, yield inside a task, or let a host loop call step().
 local core = require "sandkit.core"
 local errors = require "sandkit.errors"
+local options = require "sandkit.options"
 
 local M = {}
 
@@ -80,7 +81,7 @@ local function resume(co)
       -- waits for is raised from the loop (run, step, a blocking wait).
       local rec = task.rec
       if not rec.waiters and (rec.blocked or 0) == 0 and not task.claimed then
-        failures[#failures + 1] = debug.traceback(co, tostring(res))
+        failures[#failures + 1] = errors.is(res) and errors.uncaught(res) or debug.traceback(co, tostring(res))
       end
       M.complete(rec, false, res)
     else
@@ -231,7 +232,7 @@ end
 --- Starts fn(...) as a task; it runs on the next turn.
 function M.spawn(fn, ...)
   if type(fn) ~= "function" then
-    errors.misuse(("bad argument #1 to 'spawn' (function expected, got %s)"):format(type(fn)))
+    errors.argument(1, "spawn", "function expected, got " .. type(fn))
   end
   local args = pack(...)
   task_count = task_count + 1
@@ -309,14 +310,64 @@ function M.bounded(n, limit, fn, on_done)
   return values, errs
 end
 
+-- r, err of one item of all(): an operation or task is waited for, a
+-- function called; what it raises becomes its error.
+local function settle(item)
+  local ok, r, err
+  if type(item) == "function" then ok, r, err = pcall(item) else ok, r, err = pcall(item.wait, item) end
+  if not ok then return nil, r end
+  if r == nil then return nil, err end
+  return r
+end
+
+--- sandkit.all: waits for several operations, tasks or functions; returns
+-- their results in order and, where one failed (nil, err) or raised, its
+-- error at the same index. opts (options.all): concurrency (functions
+-- running at once; default all), on_progress(done, total) after each item.
+function M.all(items, opts)
+  if type(items) ~= "table" then errors.argument(1, "all", "table of operations expected") end
+  local n = #items
+  for i = 1, n do
+    local item = items[i]
+    local t = type(item)
+    local wait = (t == "table" or t == "userdata") and select(2, pcall(function() return item.wait end))
+    if t ~= "function" and type(wait) ~= "function" then
+      errors.argument(1, "all", ("element %d is not an operation, task or function, got %s"):format(i, t))
+    end
+  end
+  opts = options.check(options.all, opts, 2)
+  local limit = opts.concurrency or math.max(n, 1)
+  local on_progress = opts.on_progress
+  local results, errs = {}, {}
+  local done = 0
+  local function finish(i, r, err)
+    results[i], errs[i] = r, err
+    done = done + 1
+    if on_progress then on_progress(done, n) end
+  end
+  -- Operations and tasks already run: each is waited for in a task of its
+  -- own; functions take turns, `limit` at once.
+  local fns, waiters = {}, {}
+  for i = 1, n do
+    M.claim(items[i])
+    if type(items[i]) == "function" then fns[#fns + 1] = i
+    else waiters[#waiters + 1] = M.spawn(function() finish(i, settle(items[i])) end) end
+  end
+  local _, raised = M.bounded(#fns, limit, function(k) finish(fns[k], settle(items[fns[k]])) end)
+  for _, w in ipairs(waiters) do w:wait() end
+  local _, first = next(raised)
+  if first ~= nil then error(first, 0) end -- on_progress raised
+  return results, errs
+end
+
 --- Sleeps (yields in a task; blocks otherwise).
 function M.sleep(seconds)
   if type(seconds) ~= "number" or seconds ~= seconds or seconds < 0 or seconds == math.huge then
-    errors.misuse(("bad argument #1 to 'sleep' (non-negative number expected, got %s)"):format(tostring(seconds)))
+    errors.argument(1, "sleep", "non-negative number expected, got " .. tostring(seconds))
   end
   -- the loop's timers take up to 1e12 ms
   if seconds >= 1e9 then
-    errors.misuse(("bad argument #1 to 'sleep' (at most 1e9 seconds, got %s)"):format(tostring(seconds)))
+    errors.argument(1, "sleep", "at most 1e9 seconds, got " .. tostring(seconds))
   end
   local rec = M.record(function(r) M.complete(r) end)
   local timer = core.timer(seconds * 1000, rec.token)

@@ -118,7 +118,7 @@ static void test_waiters(void)
     sk_waiters_add(&list, on_wait, (void *)&b);
     sk_waiters_add(&list, on_wait, (void *)&c);
     sk_waiters_remove(&list, (void *)&b);
-    sk_error *e = sk_error_new("Error", NULL, "boom");
+    sk_error *e = sk_error_new(SK_ERR_SANDBOX, NULL, "boom");
     memset(&wlog, 0, sizeof wlog);
     wlog.rejoin = &list;
     sk_waiters_notify(NULL, &list, e);

@@ -5,7 +5,9 @@
  * The same in the portable build (no openat2, O_PATH, renameat2 or
  * copy_file_range: compat.h). As root: per-thread file-system ids
  * (sk_thread_fs_ids_*) create the user's files, refuse root's, drop the
- * supplementary groups, leave other threads alone and restore everything. */
+ * supplementary groups, leave other threads alone and restore everything.
+ * Views (sk_fs_view_*): mounts, symlinks and read-only as a sandbox sees
+ * them. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -111,6 +113,118 @@ static void run(const char *mode)
     tap(sk_fs_unlink(root, "in/ok2.txt") == 0, "%s: unlink", mode);
     tap(count_fds() == fds, "%s: no descriptor leaked", mode);
     close(root);
+}
+
+static int mount_dir(sk_fs_view *v, const char *vpath, const char *host, bool ro)
+{
+    int fd = open(host, SK_O_DIR_REF | O_CLOEXEC);
+    return fd < 0 ? -errno : sk_fs_view_mount(v, vpath, fd, ro);
+}
+
+static int sym(const char *target, const char *dir, const char *name)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return symlink(target, p);
+}
+
+static bool reads(const sk_fs_view *v, const char *path, const char *want)
+{
+    char buf[64] = { 0 };
+    int fd = sk_fs_view_open(v, path, O_RDONLY, 0);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    return n >= 0 && strcmp(buf, want) == 0;
+}
+
+static int creates(const sk_fs_view *v, const char *path)
+{
+    int fd = sk_fs_view_open(v, path, O_WRONLY | O_CREAT, 0644);
+    if (fd >= 0)
+        close(fd);
+    return fd < 0 ? fd : 0;
+}
+
+/* Views (sb.fs of a bwrap sandbox): mounts win over what lies beneath
+ * them, symlinks resolve in the view, read-only follows the resolution. */
+static void run_view(const char *tmpl)
+{
+    char ws[300], cfg[300], tmpd[300], decoy[320], data[320], p_moved[320];
+    snprintf(ws, sizeof ws, "%s/view-ws", tmpl);
+    snprintf(cfg, sizeof cfg, "%s/view-cfg", tmpl);
+    snprintf(tmpd, sizeof tmpd, "%s/view-tmp", tmpl);
+    snprintf(decoy, sizeof decoy, "%s/config", ws);
+    snprintf(data, sizeof data, "%s/data", ws);
+    mkdir(ws, 0755);
+    mkdir(cfg, 0755);
+    mkdir(tmpd, 0755);
+    mkdir(decoy, 0755);
+    mkdir(data, 0755);
+    put(cfg, "settings", "original");
+    put(decoy, "settings", "decoy");
+    put(tmpd, "t.txt", "tmp");
+    put(ws, "x", "x");
+    int rc = sym("config", ws, "out") | sym("/work/ws/config", ws, "abs") | sym("config/settings", ws, "file") |
+             sym("/etc/passwd", ws, "esc") | sym("../../../../etc", ws, "dotdot") | sym("/tmp/t.txt", ws, "totmp") |
+             sym("loop", ws, "loop") | sym("../data", cfg, "link");
+    tap(rc == 0, "view: fixture links made");
+    int fds = count_fds();
+    sk_fs_view v = { 0 };
+    tap(mount_dir(&v, "/tmp", tmpd, false) == 0 && mount_dir(&v, "/work/ws", ws, false) == 0 &&
+            mount_dir(&v, "/work/ws/config", ws, false) == 0 && mount_dir(&v, "/work/ws/config", cfg, true) == 0 &&
+            v.n == 3,
+        "view: mounted; a later mount at the same path hides the earlier one");
+    struct stat st;
+    tap(reads(&v, "/work/ws/config/settings", "original"), "view: a mount wins over the directory beneath it");
+    tap(reads(&v, "/work/ws/out/settings", "original") && reads(&v, "/work/ws/file", "original") &&
+            reads(&v, "/work/ws/abs/settings", "original"),
+        "view: relative and absolute symlinks resolve in the view");
+    tap(creates(&v, "/work/ws/out/settings") == -EROFS && creates(&v, "/work/ws/file") == -EROFS &&
+            creates(&v, "/work/ws/abs/new") == -EROFS && creates(&v, "/work/ws/config/new") == -EROFS,
+        "view: writing where a path resolves into a read-only mount is EROFS, however spelled");
+    tap(sk_fs_view_mkdir(&v, "/work/ws/out/sub", 0755) == -EROFS &&
+            sk_fs_view_mkdir(&v, "/work/ws/out/link", 0755) == -EEXIST &&
+            sk_fs_view_unlink(&v, "/work/ws/out/settings") == -EROFS &&
+            sk_fs_view_rename(&v, "/work/ws/x", "/work/ws/out/x", false) == -EROFS &&
+            sk_fs_view_rename(&v, "/work/ws/out/settings", "/work/ws/stolen", false) == -EROFS &&
+            sk_fs_view_copy(&v, "/work/ws/x", "/work/ws/out/settings", false) == -EROFS,
+        "view: mkdir, unlink, rename and copy into or out of it are EROFS (an existing name EEXIST)");
+    tap(reads(&v, "/work/ws/config/settings", "original"), "view: the read-only file is unchanged");
+    tap(creates(&v, "/work/ws/config/link/new") == 0 && sk_fs_view_stat(&v, "/work/ws/data/new", false, &st) == 0,
+        "view: a link in the read-only mount to a writable directory writes there");
+    tap(reads(&v, "/work/ws/totmp", "tmp"), "view: an absolute link leads to another mount");
+    tap(sk_fs_view_open(&v, "/work/ws/esc", O_RDONLY, 0) == -EXDEV &&
+            sk_fs_view_open(&v, "/work/ws/dotdot/passwd", O_RDONLY, 0) == -EXDEV &&
+            sk_fs_view_open(&v, "/etc/passwd", O_RDONLY, 0) == -EXDEV &&
+            sk_fs_view_open(&v, "/work/other", O_RDONLY, 0) == -EXDEV,
+        "view: nothing outside the mounts is reached (EXDEV)");
+    tap(sk_fs_view_open(&v, "/work/ws/loop", O_RDONLY, 0) == -ELOOP, "view: a symlink loop is ELOOP");
+    tap(reads(&v, "/work/ws/data/../x", "x") && reads(&v, "/work/ws/config/../x", "x"),
+        "view: .. climbs the path as resolved (out of a mount too)");
+    tap(sk_fs_view_unlink(&v, "/work/ws/config") == -EBUSY && sk_fs_view_rmdir(&v, "/work/ws") == -EBUSY &&
+            sk_fs_view_mkdir(&v, "/tmp", 0755) == -EEXIST,
+        "view: a mount's root cannot be removed (EBUSY)");
+    tap(sk_fs_view_stat(&v, "/work", false, &st) == -EXDEV && sk_fs_view_unlink(&v, "/work/x") == -EXDEV,
+        "view: a directory that exists only on the way to a mount passes through, nothing more");
+    tap(sk_fs_view_stat(&v, "/work/ws/out", true, &st) == 0 && S_ISLNK(st.st_mode) &&
+            sk_fs_view_stat(&v, "/work/ws/out", false, &st) == 0 && S_ISDIR(st.st_mode),
+        "view: stat follows a final symlink unless told not to");
+    char link[64];
+    tap(sk_fs_view_readlink(&v, "/work/ws/out", link, sizeof link) == 6 && strcmp(link, "config") == 0,
+        "view: readlink reads the link itself");
+    tap(sk_fs_view_unlink(&v, "/work/ws/out") == 0 && reads(&v, "/work/ws/config/settings", "original"),
+        "view: unlinking a link never touches its target");
+    sk_fs_view_clear(&v);
+    /* isolation "none": a mount by path, opened for each call */
+    tap(sk_fs_view_mount_path(&v, "/work/ws", ws, false) == 0 && count_fds() == fds &&
+            reads(&v, "/work/ws/x", "x") && creates(&v, "/work/ws/y") == 0 && count_fds() == fds,
+        "view: a mount by path holds no descriptor between calls");
+    snprintf(p_moved, sizeof p_moved, "%s-moved", ws);
+    tap(rename(ws, p_moved) == 0 && sk_fs_view_open(&v, "/work/ws/x", O_RDONLY, 0) == -ENOENT,
+        "view: a mount by path follows the path (ENOENT once it is gone)");
+    sk_fs_view_clear(&v);
+    tap(count_fds() == fds, "view: no descriptor leaked");
 }
 
 /* field `idx` (0-based) of this thread's /proc/thread-self/status line `key` */
@@ -250,6 +364,7 @@ int main(void)
     run("fallback");
     sk_fs_force_fallback(false);
     run_as_user();
+    run_view(tmpl);
 
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);

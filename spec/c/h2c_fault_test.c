@@ -721,10 +721,8 @@ int main(void)
         tap_note("libcurl %s: h2c has no openers and joiners here; the faults still apply",
                  curl_version_info(CURLVERSION_NOW)->version);
     echo_server a, b;
-    if (echo_start(&a) != 0 || echo_start(&b) != 0) {
-        tap(false, "start the echo servers (node spec/servers/echo/server.mjs; npm ci there)");
+    if (echo_start_tap(&a) != 0 || echo_start_tap(&b) != 0)
         return tap_done();
-    }
     test_bad_servers();
     test_stalled_connect();
     test_stuck_heads(&a);

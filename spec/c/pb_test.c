@@ -14,26 +14,12 @@
 
 #include "tap.h"
 
-static void hexdump(const char *label, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    printf("#   %s (%zu):", label, n);
-    for (size_t i = 0; i < n; i++)
-        printf(" %02x", b[i]);
-    printf("\n");
-}
-
 static int bytes_eq(const char *name, const sk_buf *got, const uint8_t *want, size_t wn)
 {
-    int ok = got->len == wn && (wn == 0 || memcmp(got->data, want, wn) == 0);
-    if (!tap(ok, "%s", name)) {
-        hexdump("got ", got->data, got->len);
-        hexdump("want", want, wn);
-    }
-    return ok;
+    return tap_bytes(name, got->data, got->len, want, wn);
 }
 
-/* Generated with protoc --deterministic_output --encode (see modal_msg_test.c). */
+/* Generated with protoc --deterministic_output --encode (as spec/c/modal_goldens.txt). */
 /* m.Packed { v: 1 v: 300 v: -1 u: 0 u: 18446744073709551615 z: -2 f32: 4294967295 f64: 1 d: -0.5 } */
 static const uint8_t G_PACKED[] = {
     0x0a, 0x0d, 0x01, 0xac, 0x02, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,

@@ -68,18 +68,8 @@ static int server_start(void)
     close(out[1]);
     srv_in = in[1];
     char buf[128];
-    size_t len = 0;
-    while (len < sizeof buf - 1 && !memchr(buf, '\n', len)) {
-        struct pollfd p = { .fd = out[0], .events = POLLIN };
-        if (poll(&p, 1, 20000) <= 0)
-            break;
-        ssize_t n = read(out[0], buf + len, sizeof buf - 1 - len);
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-    }
+    tap_read_lines(out[0], buf, sizeof buf, 1);
     close(out[0]);
-    buf[len] = '\0';
     if (sscanf(buf, "LISTENING %d", &srv_port) != 1)
         return -1;
     snprintf(srv_url, sizeof srv_url, "http://127.0.0.1:%d", srv_port);
@@ -162,7 +152,7 @@ static sk_sandbox *new_sandbox(const char *extra_json)
     sk_sandbox *sb = sk_sandbox_new(loop, &sk_provider_platform, o, &err);
     json_decref(o);
     if (!sb) {
-        printf("# sandbox: %s: %s\n", err ? err->kind : "?", err ? err->message : "?");
+        printf("# sandbox: %s: %s\n", err ? sk_error_kind_name(err->kind) : "?", err ? err->message : "?");
         sk_error_free(err);
     }
     return sb;
@@ -177,7 +167,7 @@ static void life_done(sk_sandbox *sb, const sk_error *err, void *ud)
 {
     (void)sb;
     life *l = ud;
-    snprintf(l->kind, sizeof l->kind, "%s", err ? err->kind : "");
+    snprintf(l->kind, sizeof l->kind, "%s", err ? sk_error_kind_name(err->kind) : "");
     l->done++;
 }
 
@@ -295,8 +285,8 @@ int main(void)
                              "\",\"times\":1}]}");
     p = exec_sync(again, "true", &x);
     if (x.err)
-        printf("# %s: %s\n", x.err->kind, x.err->message);
-    tap(x.err && strcmp(x.err->kind, "PlatformApiError") == 0 && error_clean(x.err),
+        printf("# %s: %s\n", sk_error_kind_name(x.err->kind), x.err->message);
+    tap(x.err && x.err->kind == SK_ERR_PLATFORM_API && error_clean(x.err),
        "PlatformApiError, token redacted from body and message");
     sk_error_free(x.err);
     sk_process_unref(p);
@@ -305,13 +295,13 @@ int main(void)
     /* typed errors */
     admin("/__admin/faults", "{\"ws\":[{\"action\":\"close_before_exit\",\"times\":2}]}");
     p = exec_sync(sb, "true", &x);
-    tap(x.err && strcmp(x.err->kind, "SandboxExecTransportError") == 0 && error_clean(x.err),
+    tap(x.err && x.err->kind == SK_ERR_SANDBOX_EXEC_TRANSPORT && error_clean(x.err),
        "SandboxExecTransportError after two closes");
     sk_error_free(x.err);
     sk_process_unref(p);
     admin("/__admin/faults", "{\"http\":[{\"route\":\"lease\",\"status\":410,\"times\":1}]}");
     p = exec_sync(sb, "true", &x);
-    tap(x.err && strcmp(x.err->kind, "SandboxDestroyedError") == 0 && sb->status == SK_STOPPED,
+    tap(x.err && x.err->kind == SK_ERR_SANDBOX_DESTROYED && sb->status == SK_STOPPED,
        "SandboxDestroyedError; status stopped");
     sk_error_free(x.err);
     sk_process_unref(p);

@@ -126,7 +126,7 @@ int main(void)
     tap(sk_secret_hold_env(&env, env) == 0 && sk_redact_needed(&env, "x second value", 14) &&
             !sk_redact_needed(&other_scope, "x second value", 14), "hold an env table: in its own scope only");
     sk_error *e = sk_error_new(
-        "PlatformApiError",
+        SK_ERR_PLATFORM_API,
         json_pack("{s:i,s:s,s:{s:[s,s],s:s}}", "status", 400, "body", "{\"env\":{\"K\":\"an env\\/value\"}}",
                   "details", "list", "ok", "xx env-value-1234 xx", "an env/value", "key is secret"),
         "%s", "Platform proxy request failed with 400: bad env an env/value and env%2Dvalue%2D1234");

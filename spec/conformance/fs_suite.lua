@@ -92,6 +92,23 @@ return function(config, env)
       it("a 100 MiB file streams both ways", big_case)
     end
 
+    it("bounds a whole read by max_bytes (EFBIG naming the limit), not a streamed one", function()
+      local d = dir()
+      local data = ("0123456789"):rep(1000)
+      assert.is_true(fs:write_file(d .. "/ten.txt", data))
+      local r, err = fs:read_file(d .. "/ten.txt", { max_bytes = #data - 1 })
+      assert.is_nil(r)
+      assert.equal("FilesystemError", err.kind, tostring(err))
+      assert.equal("EFBIG", err.code)
+      assert.equal(#data - 1, err.limit)
+      assert.truthy(err.message:find("max_bytes (9999 bytes)", 1, true), err.message)
+      assert.equal(data, fs:read_file(d .. "/ten.txt", { max_bytes = #data }))
+      assert.equal(data, fs:read_file(d .. "/ten.txt"))
+      local n = 0
+      assert.truthy(fs:read_file(d .. "/ten.txt", { on_chunk = function(c) n = n + #c end }))
+      assert.equal(#data, n)
+    end)
+
     it("keeps unicode and space-laden names", function()
       local d = dir()
       local names = { "with space.txt", "ünïcødé 文件.txt", "quote's \"double\".txt", "why?.txt", "a&b #1.txt", "-dash.txt" }

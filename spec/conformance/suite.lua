@@ -145,6 +145,33 @@ return function(config, env)
           assert.is_true(#chunks >= 1)
         end)
 
+        -- sandkit's own: a timeout's note ("Process timed out after <ms>ms")
+        -- belongs to the result (stderr, timed_out), never to the output
+        -- callbacks, as if the command had printed it
+        it_if(caps.supports_timeout and caps.supports_streaming,
+          "a timeout's note reaches no output callback: they carry only what the command printed", function()
+          local got = { out = {}, err = {}, out_lines = {}, err_lines = {} }
+          local function add(list) return function(v) list[#list + 1] = v end end
+          local r = exec("sh", { "-c", "echo out; echo err >&2; exec sleep 30" }, { timeout = 1500,
+            on_stdout = add(got.out), on_stderr = add(got.err),
+            on_stdout_line = add(got.out_lines), on_stderr_line = add(got.err_lines) })
+          assert.is_true(r.timed_out)
+          assert.equal(124, r.exit_code)
+          -- the result's stderr less the note (local, modal); the Apple
+          -- provider trims the newlines around it, as upstream does
+          local function bare(text) return (text:gsub("^\n+", ""):gsub("\n+$", "")) end
+          local printed = bare((r.stderr:gsub("\nProcess timed out after %d+ms$", "")))
+          local function lines(text)
+            local out = {}
+            for l in (text .. "\n"):gmatch("([^\n]*)\n") do out[#out + 1] = l end
+            return text == "" and {} or out
+          end
+          assert.equal(r.stdout, table.concat(got.out))
+          assert.equal(printed, bare(table.concat(got.err)))
+          assert.same(lines(bare(r.stdout)), got.out_lines)
+          assert.same(lines(printed), got.err_lines)
+        end)
+
         it_if(caps.supports_timeout, "fast command completes within timeout", function()
           local r = exec("echo", { "fast" }, { timeout = 10000 })
           assert.equal(0, r.exit_code)

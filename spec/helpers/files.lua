@@ -3,11 +3,8 @@ local M = {}
 
 --- The contents of `path`, or nil when it cannot be opened.
 function M.read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
+  local f <close> = io.open(path, "rb")
+  return f and f:read("a")
 end
 
 --- The contents of `path`; raises, naming it, when it cannot be opened.

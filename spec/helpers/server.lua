@@ -53,6 +53,16 @@ function M.start(script, args, env)
 end
 
 --- Stops the server and waits for it to exit.
+--- Starts the server, calls fn(server), stops the server however fn ends,
+-- and raises what fn raised. env may be left out.
+function M.with(script, args, env, fn)
+  if fn == nil then env, fn = nil, env end
+  local srv = M.start(script, args, env)
+  local ok, err = pcall(fn, srv)
+  srv:stop()
+  if not ok then error(err, 0) end
+end
+
 function Server:stop()
   if self._stdin then
     self._stdin:close()

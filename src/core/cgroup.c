@@ -11,7 +11,14 @@
  *
  * Killing: v2 writes 1 to cgroup.kill (the kernel kills the subtree, forks
  * included). v1 has no such file: freeze the subtree so nothing can fork,
- * SIGKILL every pid listed, thaw so the signals are taken. */
+ * SIGKILL every pid listed, thaw so the signals are taken.
+ *
+ * Limits: a controller is used in the killing hierarchy when it is v2 and
+ * has it (enabled in cgroup.subtree_control from this process's cgroup
+ * down); otherwise in its own v1 hierarchy, where the sandbox and each of
+ * its commands get a directory of the same layout, entered by the same
+ * shell line. Commands get their own memory directory so that an OOM kill
+ * is counted for the command it hit (v1 counts it only there). */
 #include "cgroup.h"
 #include "compat.h"
 
@@ -41,14 +48,41 @@ enum { CGROUP_FREEZE_WAIT_MS = 1000, CGROUP_EXIT_WAIT_MS = 2000 };
  * and an rmdir cost about as much as the rest of a short exec's overhead. */
 enum { CGROUP_SPARES = 8 };
 
+/* Hierarchies a cgroup has a directory in: the killing one, then one per
+ * controller that lives in a v1 hierarchy of its own. */
+enum { H_KILL, H_N = 1 + SK_CGROUP_NCTL };
+#define H_OF(ctl) (1 + (int)(ctl))
+
+static const char *const cgroup_ctl_names[SK_CGROUP_NCTL] = { "memory", "pids", "cpu" };
+/* v1: a file the limit is written to, so a directory we cannot use is
+ * found when its base is made */
+static const char *const cgroup_ctl_probe[SK_CGROUP_NCTL] = { "memory.limit_in_bytes", "pids.max",
+                                                              "cpu.cfs_quota_us" };
+
 struct sk_cgroup {
-    char *path;
+    char *path[H_N];     /* [H_KILL] always; [H_OF(ctl)] for a v1 controller's limit */
+    bool limited[SK_CGROUP_NCTL]; /* a sandbox's limits (its commands: inherited) */
     sk_cgroup *parent;   /* referenced; NULL for a sandbox's */
     int refs;            /* the owner's + one per live child */
     bool gone;           /* destroyed: the directory no longer exists */
-    char *spare[CGROUP_SPARES];
+    long oom_base;       /* a command's: OOM kills counted before it was handed out */
+    char *spare[CGROUP_SPARES][H_N];
     int n_spare;
 };
+
+struct sk_cgroup_dirs {
+    int version;         /* of the killing hierarchy */
+    char *dir[H_N];
+};
+
+/* Where a controller's limits go, probed once (under cgroup_lock). */
+typedef struct cgroup_ctl_state {
+    bool probed;
+    int where;           /* CGROUP_V2: the killing hierarchy; CGROUP_V1: base; 0: nowhere */
+    char *base;          /* v1: <its hierarchy><our cgroup>/sandkit-<pid>-<random> */
+    const char *why;     /* where == 0: why not (a sentence): static, or why_owned */
+    char *why_owned;
+} cgroup_ctl_state;
 
 static pthread_mutex_t cgroup_lock = PTHREAD_MUTEX_INITIALIZER;
 static pid_t cgroup_owner;   /* the process the probe below belongs to */
@@ -56,6 +90,7 @@ static int cgroup_version;   /* 0: none */
 static char *cgroup_base;    /* <own cgroup>/sandkit-<pid> */
 static unsigned long cgroup_seq;
 static bool cgroup_hooked;
+static cgroup_ctl_state cgroup_ctls[SK_CGROUP_NCTL];
 
 static void cgroup_pause_ms(long ms)
 {
@@ -67,8 +102,10 @@ static void cgroup_pause_ms(long ms)
 static int cgroup_write(const char *dir, const char *file, const char *text)
 {
     char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s/%s", dir, file) >= (int)sizeof path)
+    if (snprintf(path, sizeof path, "%s/%s", dir, file) >= (int)sizeof path) {
+        errno = ENAMETOOLONG;
         return -1;
+    }
     int fd = open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
@@ -77,7 +114,9 @@ static int cgroup_write(const char *dir, const char *file, const char *text)
     do
         w = write(fd, text, n);
     while (w < 0 && errno == EINTR);
+    int saved = errno;
     close(fd);
+    errno = saved;
     return w == (ssize_t)n ? 0 : -1;
 }
 
@@ -118,21 +157,25 @@ static void cgroup_unescape(char *s)
     *o = '\0';
 }
 
-static bool cgroup_has_token(const char *list, const char *token)
+/* token is one of list's items separated by any of seps. */
+static bool cgroup_has_item(const char *list, const char *token, const char *seps)
 {
     size_t n = strlen(token);
     for (const char *p = list; p && *p;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
+        size_t len = strcspn(p, seps);
         if (len == n && strncmp(p, token, n) == 0)
             return true;
-        p = end ? end + 1 : NULL;
+        p += len;
+        p += strspn(p, seps);
     }
     return false;
 }
 
-/* The mount point and mount root of the v2 hierarchy or the v1 freezer. */
-static int cgroup_find_mount(int version, char *mnt, char *root, size_t cap)
+static bool cgroup_has_token(const char *list, const char *token) { return cgroup_has_item(list, token, ","); }
+
+/* The mount point and mount root of the v2 hierarchy or of the v1
+ * hierarchy that has controller v1_ctl. */
+static int cgroup_find_mount(int version, const char *v1_ctl, char *mnt, char *root, size_t cap)
 {
     FILE *f = fopen("/proc/self/mountinfo", "re");
     if (!f)
@@ -159,7 +202,7 @@ static int cgroup_find_mount(int version, char *mnt, char *root, size_t cap)
             continue;
         bool match = version == CGROUP_V2 ? strcmp(fstype, "cgroup2") == 0
                                           : strcmp(fstype, "cgroup") == 0 && super &&
-                                                cgroup_has_token(super, "freezer");
+                                                cgroup_has_token(super, v1_ctl);
         if (!match || strlen(fields[4]) >= cap || strlen(fields[3]) >= cap)
             continue;
         strcpy(mnt, fields[4]);
@@ -174,7 +217,7 @@ static int cgroup_find_mount(int version, char *mnt, char *root, size_t cap)
 }
 
 /* This process's cgroup in the hierarchy, from /proc/self/cgroup. */
-static int cgroup_own_path(int version, char *out, size_t cap)
+static int cgroup_own_path(int version, const char *v1_ctl, char *out, size_t cap)
 {
     FILE *f = fopen("/proc/self/cgroup", "re");
     if (!f)
@@ -191,7 +234,7 @@ static int cgroup_own_path(int version, char *out, size_t cap)
         *c1 = *c2 = '\0';
         const char *controllers = c1 + 1;
         bool match = version == CGROUP_V2 ? strcmp(line, "0") == 0 && !*controllers
-                                          : cgroup_has_token(controllers, "freezer");
+                                          : cgroup_has_token(controllers, v1_ctl);
         if (match && strlen(c2 + 1) < cap) {
             strcpy(out, c2 + 1);
             rc = 0;
@@ -200,6 +243,29 @@ static int cgroup_own_path(int version, char *out, size_t cap)
     free(line);
     fclose(f);
     return rc;
+}
+
+/* This process's own cgroup directory in a hierarchy (malloc'd), without
+ * a trailing slash. */
+static char *cgroup_own_dir(int version, const char *v1_ctl)
+{
+    char mnt[PATH_MAX], root[PATH_MAX], own[PATH_MAX];
+    if (cgroup_find_mount(version, v1_ctl, mnt, root, sizeof mnt) != 0 ||
+        cgroup_own_path(version, v1_ctl, own, sizeof own) != 0)
+        return NULL;
+    /* inside a cgroup namespace the mount root and our path may share a
+     * prefix that the mount point already stands for */
+    const char *rel = own;
+    size_t rl = strlen(root);
+    if (strcmp(root, "/") != 0 && strncmp(own, root, rl) == 0 && (own[rl] == '/' || own[rl] == '\0'))
+        rel = own + rl;
+    char *dir = NULL;
+    if (asprintf(&dir, "%s%s%s", mnt, rel[0] && rel[0] != '/' ? "/" : "", rel) < 0)
+        return NULL;
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        dir[--n] = '\0';
+    return dir;
 }
 
 /* ---- the tree walk shared by kill (v1) and removal ---------------------- */
@@ -275,13 +341,17 @@ static int cgroup_kill_dir(int version, const char *dir)
     return rc;
 }
 
-/* Kill, then wait for the killed tasks to leave and remove the tree. */
-static int cgroup_destroy_dir(int version, const char *dir, int wait_ms)
+/* Waits for killed tasks to leave and removes the trees (each dir and
+ * below). 0, or -1 when something stayed past wait_ms. */
+static int cgroup_rmdir_trees(char *const dirs[], int n, int wait_ms)
 {
-    cgroup_kill_dir(version, dir);
     double deadline = sk_now_ms() + wait_ms;
     for (;;) {
-        if (cgroup_walk(dir, cgroup_rmdir, 0) == 0)
+        int rc = 0;
+        for (int i = 0; i < n; i++)
+            if (dirs[i] && cgroup_walk(dirs[i], cgroup_rmdir, 0) != 0)
+                rc = -1;
+        if (rc == 0)
             return 0;
         if (sk_now_ms() >= deadline)
             return -1;
@@ -291,55 +361,77 @@ static int cgroup_destroy_dir(int version, const char *dir, int wait_ms)
     }
 }
 
-/* ---- the process's sandkit directory ------------------------------------ */
+/* ---- the process's sandkit directories ---------------------------------- */
+
+static void cgroup_forget_ctls(void)
+{
+    for (int c = 0; c < SK_CGROUP_NCTL; c++) {
+        free(cgroup_ctls[c].base);
+        free(cgroup_ctls[c].why_owned);
+        memset(&cgroup_ctls[c], 0, sizeof cgroup_ctls[c]);
+    }
+}
 
 static void cgroup_at_exit(void)
 {
     pthread_mutex_lock(&cgroup_lock);
-    if (cgroup_base && cgroup_owner == getpid())
-        cgroup_destroy_dir(cgroup_version, cgroup_base, CGROUP_EXIT_WAIT_MS);
+    if (cgroup_base && cgroup_owner == getpid()) {
+        char *dirs[H_N] = { cgroup_base };
+        for (int c = 0; c < SK_CGROUP_NCTL; c++)
+            dirs[H_OF(c)] = cgroup_ctls[c].base;
+        cgroup_kill_dir(cgroup_version, cgroup_base);
+        cgroup_rmdir_trees(dirs, H_N, CGROUP_EXIT_WAIT_MS);
+    }
     free(cgroup_base);
     cgroup_base = NULL;
     cgroup_version = 0;
+    cgroup_forget_ctls();
     pthread_mutex_unlock(&cgroup_lock);
+}
+
+/* Makes <dir>/<name> and checks that a task can be put in it and that
+ * probe_file (relative) is writable; the directory (malloc'd) or NULL
+ * with errno. */
+static char *cgroup_make_dir(const char *dir, const char *name, const char *probe_file)
+{
+    char *base = NULL;
+    if (asprintf(&base, "%s/%s", dir, name) < 0)
+        return NULL;
+    if (mkdir(base, 0755) != 0) {
+        int saved = errno;
+        free(base);
+        errno = saved;
+        return NULL;
+    }
+    char probe[PATH_MAX];
+    int ok = snprintf(probe, sizeof probe, "%s/%s", base, probe_file) < (int)sizeof probe &&
+             access(probe, W_OK) == 0 &&
+             snprintf(probe, sizeof probe, "%s/cgroup.procs", base) < (int)sizeof probe && access(probe, W_OK) == 0;
+    if (!ok) {
+        int saved = errno ? errno : EACCES;
+        rmdir(base);
+        free(base);
+        errno = saved;
+        return NULL;
+    }
+    return base;
 }
 
 static char *cgroup_make_base(int version)
 {
-    char mnt[PATH_MAX], root[PATH_MAX], own[PATH_MAX];
-    if (cgroup_find_mount(version, mnt, root, sizeof mnt) != 0 || cgroup_own_path(version, own, sizeof own) != 0)
+    char *own = cgroup_own_dir(version, "freezer");
+    if (!own)
         return NULL;
-    /* inside a cgroup namespace the mount root and our path may share a
-     * prefix that the mount point already stands for */
-    const char *rel = own;
-    size_t rl = strlen(root);
-    if (strcmp(root, "/") != 0 && strncmp(own, root, rl) == 0 && (own[rl] == '/' || own[rl] == '\0'))
-        rel = own + rl;
     /* a random part: a directory left by a killed process that had our
      * pid, or one of another PID namespace, is never ours to reuse */
     unsigned char rnd[4] = { 0 };
     if (sk_random_bytes(rnd, sizeof rnd) != 0)
         memcpy(rnd, &(unsigned){ (unsigned)sk_now_ms() }, sizeof rnd);
-    char *base = NULL;
-    if (asprintf(&base, "%s%s%ssandkit-%ld-%02x%02x%02x%02x", mnt, rel,
-                 rel[0] && rel[strlen(rel) - 1] == '/' ? "" : "/", (long)getpid(), rnd[0], rnd[1], rnd[2],
-                 rnd[3]) < 0)
-        return NULL;
-    if (mkdir(base, 0755) != 0) {
-        free(base);
-        return NULL;
-    }
+    char name[64];
+    snprintf(name, sizeof name, "sandkit-%ld-%02x%02x%02x%02x", (long)getpid(), rnd[0], rnd[1], rnd[2], rnd[3]);
     /* usable only if we can put a task in it and kill it there */
-    char probe[PATH_MAX];
-    int ok = snprintf(probe, sizeof probe, "%s/%s", base, version == CGROUP_V2 ? "cgroup.kill" : "freezer.state") <
-                 (int)sizeof probe &&
-             access(probe, W_OK) == 0 &&
-             snprintf(probe, sizeof probe, "%s/cgroup.procs", base) < (int)sizeof probe && access(probe, W_OK) == 0;
-    if (!ok) {
-        rmdir(base);
-        free(base);
-        return NULL;
-    }
+    char *base = cgroup_make_dir(own, name, version == CGROUP_V2 ? "cgroup.kill" : "freezer.state");
+    free(own);
     return base;
 }
 
@@ -353,6 +445,7 @@ static void cgroup_probe(void)
         free(cgroup_base);
         cgroup_base = NULL;
         cgroup_version = 0;
+        cgroup_forget_ctls();
     }
     cgroup_owner = getpid();
     const char *want = getenv("SANDKIT_CGROUP");
@@ -368,6 +461,98 @@ static void cgroup_probe(void)
         cgroup_hooked = atexit(cgroup_at_exit) == 0;
 }
 
+/* Sets c's reason to a formatted sentence (freed with the probe's state,
+ * which an exit handler frees: made only where a hierarchy is ours). */
+static void cgroup_why(cgroup_ctl_state *c, const char *fmt, const char *a, const char *b)
+{
+    char *s = NULL;
+    if (asprintf(&s, fmt, a, b ? b : "") < 0)
+        s = NULL;
+    free(c->why_owned);
+    c->why_owned = s;
+    c->why = s;
+}
+
+/* v2: ctl enabled in cgroup.subtree_control from our cgroup down to the
+ * sandkit directory, so each sandbox's directory has its files. Under
+ * cgroup_lock. */
+static int cgroup_enable_v2(const char *name, cgroup_ctl_state *c)
+{
+    char *own = strdup(cgroup_base);
+    char *slash = own ? strrchr(own, '/') : NULL;
+    if (!slash) {
+        free(own);
+        return -1;
+    }
+    *slash = '\0';
+    char text[512];
+    int rc = -1;
+    if (cgroup_read(own, "cgroup.controllers", text, sizeof text) != 0 || !cgroup_has_item(text, name, " \n")) {
+        cgroup_why(c, "the cgroup v2 hierarchy has no %s controller for this process's cgroup %s", name, own);
+    } else {
+        char plus[32];
+        snprintf(plus, sizeof plus, "+%s", name);
+        bool on = cgroup_read(own, "cgroup.subtree_control", text, sizeof text) == 0 &&
+                  cgroup_has_item(text, name, " \n");
+        /* our own cgroup holds processes (this one): unless it is the root,
+         * the kernel refuses controllers below it (EBUSY) */
+        if ((!on && cgroup_write(own, "cgroup.subtree_control", plus) != 0) ||
+            cgroup_write(cgroup_base, "cgroup.subtree_control", plus) != 0)
+            cgroup_why(c, "the cgroup v2 %s controller cannot be enabled below this process's cgroup %s "
+                          "(it holds processes: run sandkit in a cgroup of its own, delegated with the "
+                          "controller)", name, own);
+        else
+            rc = 0;
+    }
+    free(own);
+    return rc;
+}
+
+/* Under cgroup_lock, after cgroup_probe. */
+static void cgroup_probe_ctl(sk_cgroup_ctl ctl)
+{
+    cgroup_ctl_state *c = &cgroup_ctls[ctl];
+    if (c->probed)
+        return;
+    c->probed = true;
+    const char *name = cgroup_ctl_names[ctl];
+    if (!cgroup_base) {
+        const char *want = getenv("SANDKIT_CGROUP");
+        /* static: with no hierarchy of ours no exit handler frees anything */
+        c->why = !SK_HAVE_CGROUP ? "this system has no cgroups"
+                 : want && strcmp(want, "off") == 0
+                     ? "cgroups are turned off (SANDKIT_CGROUP=off)"
+                     : "no cgroup hierarchy is writable by this process (sandkit needs root, or a delegated cgroup)";
+        return;
+    }
+    if (cgroup_version == CGROUP_V2 && cgroup_enable_v2(name, c) == 0) {
+        c->where = CGROUP_V2;
+        return;
+    }
+    /* a hybrid machine: the controller is bound to a v1 hierarchy */
+    char *own = cgroup_own_dir(CGROUP_V1, name);
+    if (!own) {
+        if (!c->why)
+            cgroup_why(c, "no cgroup hierarchy has the %s controller%s", name, NULL);
+        return;
+    }
+    const char *slash = strrchr(cgroup_base, '/');
+    errno = 0;
+    char *base = cgroup_make_dir(own, slash + 1, cgroup_ctl_probe[ctl]);
+    if (!base) {
+        cgroup_why(c, "the cgroup v1 %s hierarchy is not writable here (%s)", name, strerror(errno));
+    } else {
+        if (ctl == SK_CGROUP_MEMORY) /* kernels before 5.x default to flat accounting */
+            (void)cgroup_write(base, "memory.use_hierarchy", "1");
+        free(c->why_owned);
+        c->why_owned = NULL;
+        c->why = NULL;
+        c->base = base;
+        c->where = CGROUP_V1;
+    }
+    free(own);
+}
+
 const char *sk_cgroup_backend(void)
 {
     pthread_mutex_lock(&cgroup_lock);
@@ -377,40 +562,204 @@ const char *sk_cgroup_backend(void)
     return v == CGROUP_V2 ? "v2" : v == CGROUP_V1 ? "v1" : NULL;
 }
 
+const char *sk_cgroup_ctl_name(sk_cgroup_ctl ctl) { return cgroup_ctl_names[ctl]; }
+
+const char *sk_cgroup_unlimitable(sk_cgroup_ctl ctl)
+{
+    pthread_mutex_lock(&cgroup_lock);
+    cgroup_probe();
+    cgroup_probe_ctl(ctl);
+    const char *why = cgroup_ctls[ctl].where ? NULL : cgroup_ctls[ctl].why ? cgroup_ctls[ctl].why
+                                                                          : "out of memory";
+    pthread_mutex_unlock(&cgroup_lock);
+    return why;
+}
+
 /* ---- cgroups ------------------------------------------------------------ */
 
-sk_cgroup *sk_cgroup_new(sk_cgroup *parent)
+static int cgroup_version_now(void)
 {
+    pthread_mutex_lock(&cgroup_lock);
+    int v = cgroup_owner == getpid() ? cgroup_version : 0;
+    pthread_mutex_unlock(&cgroup_lock);
+    return v;
+}
+
+static int cgroup_ctl_where(sk_cgroup_ctl ctl)
+{
+    pthread_mutex_lock(&cgroup_lock);
+    int w = cgroup_owner == getpid() ? cgroup_ctls[ctl].where : 0;
+    pthread_mutex_unlock(&cgroup_lock);
+    return w;
+}
+
+static bool cgroup_wants(const sk_cgroup_limits *lim, sk_cgroup_ctl ctl)
+{
+    return ctl == SK_CGROUP_MEMORY ? lim->memory > 0
+         : ctl == SK_CGROUP_PIDS   ? lim->pids > 0
+                                   : lim->cpu_quota > 0 || lim->cpu_period > 0;
+}
+
+/* The directory holding ctl's files for cg, or NULL. */
+static const char *cgroup_ctl_dir(const sk_cgroup *cg, sk_cgroup_ctl ctl, int *where)
+{
+    *where = cg->limited[ctl] ? cgroup_ctl_where(ctl) : 0;
+    return *where == CGROUP_V2 ? cg->path[H_KILL] : *where == CGROUP_V1 ? cg->path[H_OF(ctl)] : NULL;
+}
+
+static int cgroup_write_num(const char *dir, const char *file, int64_t v)
+{
+    char text[32];
+    snprintf(text, sizeof text, "%lld", (long long)v);
+    return cgroup_write(dir, file, text);
+}
+
+/* Writes a new sandbox cgroup's limits; 0, or -1 with errno. */
+static int cgroup_write_limits(sk_cgroup *cg, const sk_cgroup_limits *lim)
+{
+    int where;
+    const char *dir = cgroup_ctl_dir(cg, SK_CGROUP_MEMORY, &where);
+    if (dir) {
+        bool v2 = where == CGROUP_V2;
+        if (cgroup_write_num(dir, v2 ? "memory.max" : "memory.limit_in_bytes", lim->memory) != 0)
+            return -1;
+        /* no swap beyond the limit (the file is missing without swap accounting) */
+        if ((v2 ? cgroup_write(dir, "memory.swap.max", "0")
+                : cgroup_write_num(dir, "memory.memsw.limit_in_bytes", lim->memory)) != 0 &&
+            errno != ENOENT)
+            return -1;
+        /* each command's directory counts the OOM kills it suffers */
+        if (v2 && cgroup_write(dir, "cgroup.subtree_control", "+memory") != 0)
+            return -1;
+    }
+    if ((dir = cgroup_ctl_dir(cg, SK_CGROUP_PIDS, &where)) && cgroup_write_num(dir, "pids.max", lim->pids) != 0)
+        return -1;
+    if ((dir = cgroup_ctl_dir(cg, SK_CGROUP_CPU, &where))) {
+        int64_t period = lim->cpu_period > 0 ? lim->cpu_period : 100000;
+        if (where == CGROUP_V2) {
+            char text[64];
+            if (lim->cpu_quota > 0)
+                snprintf(text, sizeof text, "%lld %lld", (long long)lim->cpu_quota, (long long)period);
+            else
+                snprintf(text, sizeof text, "max %lld", (long long)period);
+            if (cgroup_write(dir, "cpu.max", text) != 0)
+                return -1;
+        } else if (cgroup_write_num(dir, "cpu.cfs_period_us", period) != 0 ||
+                   (lim->cpu_quota > 0 && cgroup_write_num(dir, "cpu.cfs_quota_us", lim->cpu_quota) != 0)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A number after `key ` in a flat-keyed cgroup file; -1 when missing. */
+static long cgroup_read_key(const char *dir, const char *file, const char *key)
+{
+    char text[1024];
+    if (!dir || cgroup_read(dir, file, text, sizeof text) != 0)
+        return -1;
+    size_t n = strlen(key);
+    for (const char *line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+        if (strncmp(line, key, n) == 0 && line[n] == ' ')
+            return strtol(line + n + 1, NULL, 10);
+    return -1;
+}
+
+static long cgroup_oom_count(const sk_cgroup *cg)
+{
+    int where;
+    const char *dir = cgroup_ctl_dir(cg, SK_CGROUP_MEMORY, &where);
+    return cgroup_read_key(dir, where == CGROUP_V2 ? "memory.events" : "memory.oom_control", "oom_kill");
+}
+
+static void cgroup_free_paths(char *path[H_N])
+{
+    for (int h = 0; h < H_N; h++) {
+        free(path[h]);
+        path[h] = NULL;
+    }
+}
+
+static void cgroup_rmdir_paths(char *const path[H_N])
+{
+    for (int h = 0; h < H_N; h++)
+        if (path[h])
+            rmdir(path[h]); /* EBUSY: a daemon lives on in it until the sandbox goes */
+}
+
+sk_cgroup *sk_cgroup_new(sk_cgroup *parent, const sk_cgroup_limits *lim, int *err_no)
+{
+    *err_no = 0;
     if (parent && parent->gone)
         return NULL;
     sk_cgroup *cg = calloc(1, sizeof *cg);
-    if (!cg)
+    if (!cg) {
+        *err_no = ENOMEM;
         return NULL;
+    }
     cg->refs = 1;
-    if (parent && parent->n_spare) {
-        cg->path = parent->spare[--parent->n_spare];
+    if (parent) {
+        memcpy(cg->limited, parent->limited, sizeof cg->limited);
         cg->parent = parent;
         parent->refs++;
+    }
+    if (parent && parent->n_spare) {
+        memcpy(cg->path, parent->spare[--parent->n_spare], sizeof cg->path);
+        cg->oom_base = cgroup_oom_count(cg);
         return cg;
     }
+    static const sk_cgroup_limits none = { 0 };
+    if (!lim)
+        lim = &none;
+    int err = 0; /* 0 with no path: no cgroups here */
     pthread_mutex_lock(&cgroup_lock);
     cgroup_probe();
-    char *path = NULL;
     if (cgroup_base) {
         unsigned long n = ++cgroup_seq;
-        if (asprintf(&path, "%s/%c%lu", parent ? parent->path : cgroup_base, parent ? 'c' : 's', n) < 0)
-            path = NULL;
+        char kind = parent ? 'c' : 's';
+        if (asprintf(&cg->path[H_KILL], "%s/%c%lu", parent ? parent->path[H_KILL] : cgroup_base, kind, n) < 0) {
+            cg->path[H_KILL] = NULL;
+            err = ENOMEM;
+        }
+        for (int c = 0; !err && c < SK_CGROUP_NCTL; c++) {
+            if (!parent && cgroup_wants(lim, c)) {
+                cgroup_probe_ctl(c);
+                cg->limited[c] = true;
+                if (!cgroup_ctls[c].where)
+                    err = EOPNOTSUPP; /* callers ask sk_cgroup_unlimitable first */
+            }
+            if (!err && cg->limited[c] && cgroup_ctls[c].where == CGROUP_V1 &&
+                asprintf(&cg->path[H_OF(c)], "%s/%c%lu", parent ? parent->path[H_OF(c)] : cgroup_ctls[c].base,
+                         kind, n) < 0) {
+                cg->path[H_OF(c)] = NULL;
+                err = ENOMEM;
+            }
+        }
     }
     pthread_mutex_unlock(&cgroup_lock);
-    if (!path || mkdir(path, 0755) != 0) {
+    int made = 0;
+    if (!err && cg->path[H_KILL]) {
+        for (; made < H_N && !err; made++)
+            if (cg->path[made] && mkdir(cg->path[made], 0755) != 0)
+                err = errno;
+        if (err)
+            made--; /* the one that failed was not made */
+    }
+    if (!err && cg->path[H_KILL] && !parent && cgroup_write_limits(cg, lim) != 0)
+        err = errno ? errno : EIO;
+    if (err || !cg->path[H_KILL]) {
+        *err_no = err;
+        for (int h = 0; h < made; h++)
+            if (cg->path[h])
+                rmdir(cg->path[h]);
+        cgroup_free_paths(cg->path);
+        if (parent)
+            parent->refs--;
         free(cg);
-        free(path);
         return NULL;
     }
-    cg->path = path;
-    cg->parent = parent;
     if (parent)
-        parent->refs++;
+        cg->oom_base = cgroup_oom_count(cg);
     return cg;
 }
 
@@ -420,8 +769,8 @@ static void cgroup_unref(sk_cgroup *cg)
         return;
     cgroup_unref(cg->parent);
     for (int i = 0; i < cg->n_spare; i++)
-        free(cg->spare[i]);
-    free(cg->path);
+        cgroup_free_paths(cg->spare[i]);
+    cgroup_free_paths(cg->path);
     free(cg);
 }
 
@@ -434,14 +783,22 @@ static bool cgroup_empty(int version, const char *dir)
     return cgroup_read(dir, "cgroup.procs", text, sizeof text) == 0 && text[0] == '\0';
 }
 
-const char *sk_cgroup_path(const sk_cgroup *cg) { return cg->path; }
+const char *sk_cgroup_path(const sk_cgroup *cg) { return cg->path[H_KILL]; }
 
-static int cgroup_version_now(void)
+const char *sk_cgroup_ctl_path(const sk_cgroup *cg, sk_cgroup_ctl ctl, const char **version)
 {
-    pthread_mutex_lock(&cgroup_lock);
-    int v = cgroup_owner == getpid() ? cgroup_version : 0;
-    pthread_mutex_unlock(&cgroup_lock);
-    return v;
+    int where;
+    const char *dir = cgroup_ctl_dir(cg, ctl, &where);
+    *version = where == CGROUP_V2 ? "v2" : "v1";
+    return dir;
+}
+
+long sk_cgroup_oom_kills(const sk_cgroup *cg)
+{
+    if (!cg || !cg->limited[SK_CGROUP_MEMORY])
+        return 0;
+    long now = cgroup_oom_count(cg);
+    return now > cg->oom_base ? now - (cg->oom_base > 0 ? cg->oom_base : 0) : 0;
 }
 
 int sk_cgroup_kill(sk_cgroup *cg) { return sk_cgroup_signal(cg, SIGKILL); }
@@ -451,7 +808,7 @@ int sk_cgroup_signal(sk_cgroup *cg, int sig)
     int v = cg ? cgroup_version_now() : 0;
     if (!v)
         return -1;
-    return sig == SIGKILL ? cgroup_kill_dir(v, cg->path) : cgroup_walk(cg->path, cgroup_signal_listed, sig);
+    return sig == SIGKILL ? cgroup_kill_dir(v, cg->path[H_KILL]) : cgroup_walk(cg->path[H_KILL], cgroup_signal_listed, sig);
 }
 
 /* A tree with nothing alive in it needs no kill and no walk: rmdir of a
@@ -460,25 +817,67 @@ int sk_cgroup_signal(sk_cgroup *cg, int sig)
  * tree was empty. 0, or -1 with whatever is left for the kill and walk. */
 static int cgroup_remove_empty(sk_cgroup *cg)
 {
-    while (cg->n_spare > 0) {
-        char *spare = cg->spare[cg->n_spare - 1];
-        if (rmdir(spare) != 0 && errno != ENOENT)
-            return -1;
-        free(spare);
-        cg->n_spare--;
+    int rc = 0;
+    while (rc == 0 && cg->n_spare > 0) {
+        char **spare = cg->spare[cg->n_spare - 1];
+        for (int h = 0; h < H_N; h++)
+            if (spare[h] && rmdir(spare[h]) != 0 && errno != ENOENT)
+                rc = -1;
+        if (rc == 0)
+            cgroup_free_paths(cg->spare[--cg->n_spare]);
     }
-    return rmdir(cg->path) == 0 || errno == ENOENT ? 0 : -1;
+    for (int h = 0; rc == 0 && h < H_N; h++)
+        if (cg->path[h] && rmdir(cg->path[h]) != 0 && errno != ENOENT)
+            rc = -1;
+    return rc;
+}
+
+sk_cgroup_dirs *sk_cgroup_retire(sk_cgroup *cg)
+{
+    if (!cg)
+        return NULL;
+    int v = cgroup_version_now();
+    sk_cgroup_dirs *d = NULL;
+    if (v && cgroup_remove_empty(cg) != 0) {
+        cgroup_kill_dir(v, cg->path[H_KILL]);
+        d = calloc(1, sizeof *d);
+        bool copied = d != NULL;
+        for (int h = 0; copied && h < H_N; h++)
+            copied = !cg->path[h] || (d->dir[h] = strdup(cg->path[h]));
+        if (copied) {
+            d->version = v;
+        } else {
+            if (d)
+                cgroup_free_paths(d->dir);
+            free(d);
+            d = NULL;
+            cgroup_rmdir_trees(cg->path, H_N, CGROUP_EXIT_WAIT_MS); /* no memory: here, then */
+        }
+    }
+    cg->gone = true;
+    cgroup_unref(cg); /* live children keep the struct until they go */
+    return d;
+}
+
+int sk_cgroup_remove(sk_cgroup_dirs *d, int wait_ms)
+{
+    if (!d)
+        return 0;
+    int rc = cgroup_rmdir_trees(d->dir, H_N, wait_ms);
+    cgroup_free_paths(d->dir);
+    free(d);
+    return rc;
 }
 
 int sk_cgroup_destroy(sk_cgroup *cg, int wait_ms)
 {
     if (!cg)
         return 0;
-    int v = cgroup_version_now();
-    int rc = !v ? -1 : cgroup_remove_empty(cg) == 0 ? 0 : cgroup_destroy_dir(v, cg->path, wait_ms);
-    cg->gone = true;
-    cgroup_unref(cg); /* live children keep the struct until they go */
-    return rc;
+    if (!cgroup_version_now()) {
+        sk_cgroup_retire(cg);
+        return -1;
+    }
+    return sk_cgroup_remove(sk_cgroup_retire(cg), wait_ms);
 }
 
 void sk_cgroup_release(sk_cgroup *cg)
@@ -486,29 +885,49 @@ void sk_cgroup_release(sk_cgroup *cg)
     if (!cg)
         return;
     sk_cgroup *parent = cg->parent;
-    if (parent && !parent->gone && parent->n_spare < CGROUP_SPARES && cgroup_empty(cgroup_version_now(), cg->path)) {
-        parent->spare[parent->n_spare++] = cg->path;
-        cg->path = NULL;
+    if (parent && !parent->gone && parent->n_spare < CGROUP_SPARES &&
+        cgroup_empty(cgroup_version_now(), cg->path[H_KILL])) {
+        memcpy(parent->spare[parent->n_spare++], cg->path, sizeof cg->path);
+        memset(cg->path, 0, sizeof cg->path);
     } else if (!parent || !parent->gone) {
-        rmdir(cg->path); /* EBUSY: a daemon lives on in it until the sandbox goes */
+        cgroup_rmdir_paths(cg->path);
     }
     cgroup_unref(cg);
+}
+
+/* "echo $$ ><procs> || exit 125; " for each of cg's directories, the path
+ * quoted (procs NULL) or as "$i" (the wrapper's positional parameters). */
+static int cgroup_append_enter(sk_buf *b, const sk_cgroup *cg, bool positional)
+{
+    int rc = 0, i = 0;
+    for (int h = 0; !rc && h < H_N; h++) {
+        if (!cg->path[h])
+            continue;
+        rc = sk_buf_append(b, "echo $$ >", 9);
+        if (!rc && positional) {
+            char ref[8];
+            int n = snprintf(ref, sizeof ref, "\"$%d\"", i);
+            rc = sk_buf_append(b, ref, (size_t)n);
+        } else if (!rc) {
+            char *procs = NULL;
+            if (asprintf(&procs, "%s/cgroup.procs", cg->path[h]) < 0)
+                return -1;
+            rc = sk_shell_quote(b, procs, strlen(procs));
+            free(procs);
+        }
+        if (!rc)
+            rc = sk_buf_append(b, " || exit 125; ", 14);
+        i++;
+    }
+    return rc;
 }
 
 char *sk_cgroup_enter_script(const sk_cgroup *cg, const char *script)
 {
     sk_buf b = { 0 };
-    char *procs = NULL;
-    if (asprintf(&procs, "%s/cgroup.procs", cg->path) < 0)
-        return NULL;
-    int rc = sk_buf_append(&b, "echo $$ >", 9);
-    if (!rc)
-        rc = sk_shell_quote(&b, procs, strlen(procs));
-    if (!rc)
-        rc = sk_buf_append(&b, " || exit 125; ", 14);
+    int rc = cgroup_append_enter(&b, cg, false);
     if (!rc)
         rc = sk_buf_append(&b, script, strlen(script));
-    free(procs);
     if (rc) {
         sk_buf_free(&b);
         return NULL;
@@ -523,27 +942,44 @@ static char *cgroup_resolve(const char *name)
     return found ? found : strdup(name);
 }
 
-char **sk_cgroup_enter_argv(const sk_cgroup *cg, char *const argv[])
+char **sk_cgroup_enter_argv(const sk_cgroup *cg, char *const argv[], int *n_added)
 {
     size_t n = 0;
     while (argv[n])
         n++;
-    char **out = calloc(n + 5, sizeof *out);
+    int k = 0;
+    for (int h = 0; h < H_N; h++)
+        k += cg->path[h] != NULL;
+    /* /bin/sh -c script procs... argv... NULL */
+    size_t total = 3 + (size_t)k + n;
+    char **out = calloc(total + 1, sizeof *out);
     if (!out)
         return NULL;
+    sk_buf script = { 0 };
+    bool ok = cgroup_append_enter(&script, cg, true) == 0;
+    if (ok && k > 1) {
+        char shift[32];
+        int len = snprintf(shift, sizeof shift, "shift %d; ", k - 1);
+        ok = sk_buf_append(&script, shift, (size_t)len) == 0;
+    }
+    ok = ok && sk_buf_append(&script, "exec \"$@\"", 9) == 0;
     out[0] = strdup("/bin/sh");
     out[1] = strdup("-c");
-    out[2] = strdup("echo $$ >\"$0\" || exit 125; exec \"$@\"");
-    if (asprintf(&out[3], "%s/cgroup.procs", cg->path) < 0)
-        out[3] = NULL;
-    bool ok = out[0] && out[1] && out[2] && out[3];
-    for (size_t i = 0; ok && i < n; i++)
-        ok = (out[4 + i] = i == 0 ? cgroup_resolve(argv[0]) : strdup(argv[i])) != NULL;
+    out[2] = ok ? sk_buf_take(&script) : NULL;
+    sk_buf_free(&script);
+    ok = out[0] && out[1] && out[2];
+    int i = 3;
+    for (int h = 0; ok && h < H_N; h++)
+        if (cg->path[h])
+            ok = asprintf(&out[i++], "%s/cgroup.procs", cg->path[h]) >= 0;
+    for (size_t j = 0; ok && j < n; j++)
+        ok = (out[3 + k + j] = j == 0 ? cgroup_resolve(argv[0]) : strdup(argv[j])) != NULL;
     if (!ok) {
-        for (size_t i = 0; i < n + 4; i++)
-            free(out[i]);
+        for (size_t j = 0; j < total; j++)
+            free(out[j]);
         free(out);
         return NULL;
     }
+    *n_added = 3 + k;
     return out;
 }

@@ -48,4 +48,53 @@ int sk_fs_write_all(int fd, const void *buf, size_t len);
 /* Test hook: use the fallback walk even where openat2 exists. */
 void sk_fs_force_fallback(bool on);
 
+/* ---- views -----------------------------------------------------------------
+ * A sandbox's files as its commands see them: mounts (bwrap's binds), each
+ * a pinned descriptor at the absolute path the sandbox sees it at. A path
+ * (absolute, in the sandbox's terms) resolves one component at a time, as
+ * the kernel resolves it inside the sandbox: a mount's path leads to its
+ * descriptor, whatever the directory below holds there; a symlink is read
+ * and followed in the view (an absolute one from the view's root); ".."
+ * climbs the path resolved so far; a directory on the way to a mount that
+ * is not there (bwrap makes it) is passed through. Anything else outside
+ * every mount is -EXDEV. Where a path resolves decides read-only: a change
+ * inside a read-only mount (creating, writing, removing, renaming) is
+ * -EROFS however the path was spelled. Nothing is cached: each call
+ * resolves afresh, a component at a time without following anything, so a
+ * symlink swapped in meanwhile is either seen as the commands would see it
+ * or is an error (-ELOOP), never followed blindly. Why and what it costs:
+ * docs/security.md §"sb.fs: the pinned view". */
+typedef struct sk_fs_mount {
+    char *path; /* absolute, folded ("/" or no trailing slash) */
+    int fd;     /* owned: a directory (SK_O_DIR_REF or open), or a bound file
+                 * (stat'ed, listed, never opened: -ENOTSUP) */
+    char *host; /* owned; with fd -1: the directory to open (following
+                 * symlinks, as a chdir does) each time a path enters it */
+    bool ro;
+} sk_fs_mount;
+
+typedef struct sk_fs_view {
+    sk_fs_mount *mounts; /* in mount order; none at or under a later one's path */
+    size_t n;
+} sk_fs_view;
+
+/* Mounts fd (taken: closed on failure too) at path, over whatever was
+ * mounted at or under path before. 0 or -errno. */
+int sk_fs_view_mount(sk_fs_view *v, const char *path, int fd, bool ro);
+/* The same for the host directory `host`, opened by path each time a
+ * path enters the mount (nothing pinned: for isolation "none"). */
+int sk_fs_view_mount_path(sk_fs_view *v, const char *path, const char *host, bool ro);
+/* Closes every descriptor and empties v. */
+void sk_fs_view_clear(sk_fs_view *v);
+
+/* The operations above, on paths of the view (absolute). */
+int sk_fs_view_open(const sk_fs_view *v, const char *path, int flags, mode_t mode);
+int sk_fs_view_stat(const sk_fs_view *v, const char *path, bool nofollow, struct stat *st);
+int sk_fs_view_mkdir(const sk_fs_view *v, const char *path, mode_t mode);
+int sk_fs_view_unlink(const sk_fs_view *v, const char *path);
+int sk_fs_view_rmdir(const sk_fs_view *v, const char *path);
+int sk_fs_view_rename(const sk_fs_view *v, const char *from, const char *to, bool noreplace);
+ssize_t sk_fs_view_readlink(const sk_fs_view *v, const char *path, char *buf, size_t size);
+int sk_fs_view_copy(const sk_fs_view *v, const char *from, const char *to, bool excl);
+
 #endif

@@ -538,7 +538,7 @@ static void http_deadline_arm(http_svc *svc, double deadline)
         return;
     svc->deadline_at = at;
     double in = at - sk_now_ms();
-    uv_timer_start(&svc->deadline, http_on_deadline, in > 0 ? (uint64_t)in : 0, 0);
+    sk_timer_arm(&svc->deadline, http_on_deadline, in > 0 ? (uint64_t)in : 0, 0);
 }
 
 /* The caller's timeout_ms bounds the whole request, and curl enforces it
@@ -726,7 +726,7 @@ static void http_kick_soon(http_pool *pool)
     if (pool->kick_armed || !pool->socks || pool->svc->closing)
         return;
     pool->kick_armed = true;
-    uv_timer_start(&pool->kick, http_on_kick, 0, 0);
+    sk_timer_arm(&pool->kick, http_on_kick, 0, 0);
 }
 
 static void http_socket_action(http_pool *pool, curl_socket_t fd, int flags)
@@ -748,12 +748,12 @@ static void http_socket_action(http_pool *pool, curl_socket_t fd, int flags)
     long next_ms = -1;
     if (!svc->closing && !uv_is_active((uv_handle_t *)&pool->timer) &&
         curl_multi_timeout(pool->multi, &next_ms) == CURLM_OK && next_ms >= 0) {
-        uv_timer_start(&pool->timer, http_on_timer, (uint64_t)(next_ms > 0 ? next_ms : 1), 0);
+        sk_timer_arm(&pool->timer, http_on_timer, (uint64_t)(next_ms > 0 ? next_ms : 1), 0);
     }
     bool head_stalled = pool->partial_heads > 0 && pool->head_kicks < HTTP_HEAD_KICKS_MAX;
     if ((pool->delivered || head_stalled) && running > 0 && !pool->kick_armed && !svc->closing) {
         pool->kick_armed = true;
-        uv_timer_start(&pool->kick, http_on_kick, 0, 0);
+        sk_timer_arm(&pool->kick, http_on_kick, 0, 0);
     }
     if (svc->sending && svc->depth == 0)
         http_drop_upload_buffers(svc);
@@ -837,7 +837,7 @@ static int http_curl_timer(CURLM *multi, long timeout_ms, void *userp)
     if (timeout_ms < 0)
         uv_timer_stop(&pool->timer);
     else
-        uv_timer_start(&pool->timer, http_on_timer, (uint64_t)timeout_ms, 0);
+        sk_timer_arm(&pool->timer, http_on_timer, (uint64_t)timeout_ms, 0);
     return 0;
 }
 

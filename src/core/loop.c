@@ -11,6 +11,7 @@ struct sk_loop {
     sk_loop_hook *hooks;
     void *services[SK_SERVICE_COUNT];
     char *scratch;
+    unsigned work_in_flight; /* sk_work queued and not yet completed */
 };
 
 sk_loop *sk_loop_new(void)
@@ -58,6 +59,7 @@ int sk_loop_timeout(sk_loop *loop)
      * without I/O then, so a host should not spin on it. */
     if (!uv_loop_alive(&loop->uv))
         return -1;
+    uv_update_time(&loop->uv); /* the host asks after its own work: from now */
     return uv_backend_timeout(&loop->uv);
 }
 
@@ -65,6 +67,7 @@ bool sk_loop_alive(sk_loop *loop) { return uv_loop_alive(&loop->uv) != 0; }
 
 int sk_loop_turn(sk_loop *loop, int timeout_ms)
 {
+    uv_update_time(&loop->uv);
     if (timeout_ms != 0) {
         int t = uv_backend_timeout(&loop->uv);
         if (timeout_ms > 0 && (t < 0 || t > timeout_ms))
@@ -78,6 +81,31 @@ int sk_loop_turn(sk_loop *loop, int timeout_ms)
         }
     }
     return uv_run(&loop->uv, UV_RUN_NOWAIT);
+}
+
+static void loop_work_run(uv_work_t *req)
+{
+    sk_work *w = (sk_work *)req;
+    w->work(w);
+}
+
+static void loop_work_done(uv_work_t *req, int status)
+{
+    (void)status; /* never cancelled: uv_cancel is not used */
+    sk_work *w = (sk_work *)req;
+    w->loop->work_in_flight--;
+    w->after(w);
+}
+
+int sk_work_queue(sk_loop *loop, sk_work *w, void (*work)(sk_work *), void (*after)(sk_work *))
+{
+    w->loop = loop;
+    w->work = work;
+    w->after = after;
+    if (uv_queue_work(&loop->uv, &w->req, loop_work_run, loop_work_done) != 0)
+        return -1;
+    loop->work_in_flight++;
+    return 0;
 }
 
 static void loop_close_stray(uv_handle_t *h, void *arg)
@@ -114,6 +142,8 @@ void sk_loop_free(sk_loop *loop)
             h->finish(h, loop);
     }
     loop_drain(loop);
+    while (loop->work_in_flight > 0) /* pool threads still use what it owns */
+        sk_loop_turn(loop, 50);
     uv_walk(&loop->uv, loop_close_stray, NULL);
     loop_drain(loop);
     (void)uv_loop_close(&loop->uv);
@@ -137,12 +167,22 @@ uv_timer_t *sk_timer_new(sk_loop *loop, void *data)
     return t;
 }
 
+void sk_timer_arm(uv_timer_t *t, uv_timer_cb cb, uint64_t ms, uint64_t repeat)
+{
+    /* Counted past the cached time's lag rather than by refreshing it:
+     * inside libuv's timer pass a refreshed time would make timers armed
+     * meanwhile due in that same pass, which then might never end. */
+    uint64_t now = uv_hrtime() / 1000000;
+    uint64_t cached = uv_now(t->loop);
+    uv_timer_start(t, cb, ms + (now > cached ? now - cached : 0), repeat);
+}
+
 int sk_timer_start(sk_loop *loop, uv_timer_t **t, void *data, uint64_t ms, uv_timer_cb cb)
 {
     if (!*t && !(*t = sk_timer_new(loop, data)))
         return -1;
     (*t)->data = data;
-    uv_timer_start(*t, cb, ms, 0);
+    sk_timer_arm(*t, cb, ms, 0);
     return 0;
 }
 

@@ -313,7 +313,7 @@ static void proc_arm_drain(sk_proc *p)
     uv_timer_init(sk_loop_uv(p->loop), &p->drain);
     p->drain.data = p;
     p->open_handles++;
-    uv_timer_start(&p->drain, proc_on_drain, PROC_KILL_DRAIN_MS, 0);
+    sk_timer_arm(&p->drain, proc_on_drain, PROC_KILL_DRAIN_MS, 0);
 }
 
 static void proc_close_fds(int *fds, int n)
@@ -561,6 +561,8 @@ void sk_envp_free(char **envp)
 }
 
 int sk_proc_pid(const sk_proc *p) { return p->pid; }
+
+const sk_cgroup *sk_proc_cgroup(const sk_proc *p) { return p->cgroup; }
 
 bool sk_proc_running(const sk_proc *p) { return !p->exit_reported; }
 

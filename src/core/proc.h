@@ -46,6 +46,8 @@ void sk_envp_free(char **envp);
 sk_proc *sk_proc_spawn(sk_loop *loop, const sk_proc_opts *o, const sk_proc_callbacks *cb,
                        void *ud, int *uv_err);
 int sk_proc_pid(const sk_proc *p);
+/* The cgroup it was spawned into (NULL: none); valid until sk_proc_free. */
+const sk_cgroup *sk_proc_cgroup(const sk_proc *p);
 bool sk_proc_running(const sk_proc *p);
 /* Signals the group (new_group) or the child; SIGKILL also kills the
  * cgroup and bounds the wait for EOF (see above). 0, or a uv error code

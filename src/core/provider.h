@@ -34,6 +34,7 @@ struct sk_process {
     const void *held_owner;   /* their scope: the sandbox (a key only; may be gone) */
     double start_ms;
     int64_t timeout_ms;
+    bool deadline_passed;     /* the timeout fired; the kill follows one I/O pass later */
     bool timing_out, cancelling;
     uv_timer_t *timer;        /* timeout / kill grace; owned */
     const sk_process_events *ev;
@@ -51,10 +52,11 @@ struct sk_provider {
                                * descriptor (provider.lua beside it) declares */
     const char *name;         /* "LocalSandbox", ... */
     bool handles_timeout;     /* provider enforces spawn timeouts itself */
-    /* stop() reaches the provider from pending, stopped and error too: it
+    /* stop() reaches the provider from pending and error too: it
      * addresses a resource that may exist without this object having
      * started it (a named container made by another process, or one a
-     * start refused to adopt). Otherwise stop() does nothing there. */
+     * start refused to adopt). Otherwise stop() does nothing there. From
+     * stopped it never does (upstream's _stop() returns at once). */
     bool stop_when_idle;
     /* destroy() reaches the provider from pending too, for the same reason
      * (a resource found by name or label that this object never started).
@@ -80,6 +82,11 @@ struct sk_provider {
     /* Optional: the provider's own filesystem operations (fs_ops.h), which
      * its Lua filesystem module reaches through core.fs_open/core.fs_op. */
     const sk_fs_ops *fs;
+    /* Optional: sb.fs over the files the provider pinned at start
+     * (sandbox.h, sk_sandbox_fs_generation and sk_sandbox_fs_get; sb's
+     * provider is this one). */
+    long (*fs_generation)(const sk_sandbox *sb);
+    int (*fs_get)(const sk_sandbox *sb, sk_sandbox_fs *fs);
     /* Optional, async: refresh what metadata reports from the provider's
      * side (info() of a running sandbox); done exactly once, possibly
      * synchronously, never after free. */

@@ -7,6 +7,7 @@
 #include "compat.h"
 #include "secrets.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -236,7 +237,7 @@ void sk_sandbox_start(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
     switch (sb->status) {
     case SK_DESTROYING:
     case SK_DESTROYED:
-        sandbox_fail_now(sb, cb, ud, sk_error_new("SandboxNotReadyError", NULL,
+        sandbox_fail_now(sb, cb, ud, sk_error_new(SK_ERR_SANDBOX_NOT_READY, NULL,
                                                   "Cannot start a destroyed sandbox"));
         return;
     case SK_RUNNING:
@@ -273,7 +274,9 @@ static void sandbox_begin_stop(sk_sandbox *sb)
 void sk_sandbox_stop(sk_sandbox *sb, sk_lifecycle_cb cb, void *ud)
 {
     bool idle = sb->status == SK_PENDING || sb->status == SK_STOPPED || sb->status == SK_ERROR;
-    if (sb->status == SK_DESTROYED || (idle && !sb->provider->stop_when_idle)) {
+    /* as upstream's _stop(): a stopped sandbox returns at once, whatever the provider */
+    bool idle_acts = sb->provider->stop_when_idle && sb->status != SK_STOPPED;
+    if (sb->status == SK_DESTROYED || (idle && !idle_acts)) {
         if (sb->status == SK_ERROR)
             sb->status = SK_STOPPED;
         if (cb)
@@ -330,7 +333,7 @@ static void sandbox_on_destroyed(sk_sandbox *sb, sk_error *err)
     sk_waiters_notify(sb, &sb->destroy_waiters, err);
     /* anyone still waiting for a stop or start learns the outcome */
     sk_waiters_notify(sb, &sb->stop_waiters, NULL);
-    sk_error *gone = sk_error_new("SandboxNotReadyError", NULL, "Cannot start a destroyed sandbox");
+    sk_error *gone = sk_error_new(SK_ERR_SANDBOX_NOT_READY, NULL, "Cannot start a destroyed sandbox");
     sk_waiters_notify(sb, &sb->start_waiters, gone);
     sk_error_free(gone);
     sk_error_free(err);
@@ -393,10 +396,18 @@ static void process_on_timer(uv_timer_t *t)
     sk_process *p = t->data;
     if (p->exited || !p->sb)
         return;
+    if (!p->deadline_passed) {
+        /* Timers run before the loop takes I/O: after the host blocked
+         * past the deadline, the command's end may be waiting unread. One
+         * pass of I/O first, so a command that ended is not called late. */
+        p->deadline_passed = true;
+        sk_timer_arm(t, process_on_timer, 1, 0);
+        return;
+    }
     if (!p->timing_out) {
         p->timing_out = true;
         p->sb->provider->kill(p, SIGTERM);
-        uv_timer_start(t, process_on_timer, SANDBOX_KILL_GRACE_MS, 0);
+        sk_timer_arm(t, process_on_timer, SANDBOX_KILL_GRACE_MS, 0);
     } else {
         p->sb->provider->kill(p, SIGKILL);
     }
@@ -444,7 +455,7 @@ sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracke
                              const sk_process_events *ev, void *ev_ud, sk_error **err)
 {
     if (sb->status != SK_RUNNING) {
-        *err = sk_error_new("SandboxNotReadyError", NULL, "Sandbox is not running (status: %s)",
+        *err = sk_error_new(SK_ERR_SANDBOX_NOT_READY, NULL, "Sandbox is not running (status: %s)",
                             sk_status_name(sb->status));
         return NULL;
     }
@@ -497,7 +508,7 @@ sk_process *sk_sandbox_spawn(sk_sandbox *sb, const sk_spawn_opts *o, bool tracke
     p->pprev = &sb->procs;
     sb->procs = p;
     if (timed && !p->exited)
-        uv_timer_start(p->timer, process_on_timer, (uint64_t)o->timeout_ms, 0);
+        sk_timer_arm(p->timer, process_on_timer, (uint64_t)o->timeout_ms, 0);
     return p;
 }
 
@@ -587,7 +598,7 @@ void sk_process_finish(sk_process *p, const sk_result *r, sk_error *err)
     else
         p->result.exit_code = -1;
     if (!err && p->capture_failed)
-        err = sk_error_new("OutOfMemoryError", json_pack("{s:I}", "max_output_bytes", (json_int_t)p->max_output),
+        err = sk_error_new(SK_ERR_OUT_OF_MEMORY, json_pack("{s:I}", "max_output_bytes", (json_int_t)p->max_output),
                            "out of memory while capturing the command's output (lower max_output_bytes, "
                            "or stream it with capture = false)");
     p->error = err;
@@ -597,12 +608,12 @@ void sk_process_finish(sk_process *p, const sk_result *r, sk_error *err)
         p->result.exit_code = 124;
         p->result.timed_out = true;
         p->result.killed = true;
+        /* upstream's note, in the result only: the output callbacks carry
+         * what the command printed and nothing else */
         char note[96];
         int n = snprintf(note, sizeof note, "\nProcess timed out after %lldms", (long long)p->timeout_ms);
         if (p->capture && !p->capture_failed && process_reserve(p, &p->err, (size_t)n) == 0)
             sk_buf_append(&p->err, note, (size_t)n);
-        if (p->ev && p->ev->output)
-            p->ev->output(p, 2, note, (size_t)n, p->ev_ud);
     }
     if (p->cancelling) {
         p->result.cancelled = true;
@@ -662,11 +673,11 @@ void sk_process_cancel(sk_process *p)
 int sk_process_write_stdin(sk_process *p, const char *data, size_t len, sk_error **err)
 {
     if (p->exited || !p->sb) {
-        *err = sk_error_new("ProcessExitedError", NULL, "Process %s has already exited", p->pid);
+        *err = sk_error_new(SK_ERR_PROCESS_EXITED, NULL, "Process %s has already exited", p->pid);
         return -1;
     }
     if (!p->sb->provider->write_stdin) {
-        *err = sk_error_new("UnsupportedError", NULL, "%s does not support writing to stdin",
+        *err = sk_error_new(SK_ERR_UNSUPPORTED, NULL, "%s does not support writing to stdin",
                             p->sb->provider->name);
         return -1;
     }
@@ -700,6 +711,16 @@ const char *sk_provider_id(const sk_provider *p) { return p->id; }
 const char *sk_provider_name(const sk_provider *p) { return p->name; }
 bool sk_provider_stops_when_idle(const sk_provider *p) { return p->stop_when_idle; }
 const sk_fs_ops *sk_provider_fs(const sk_provider *p) { return p->fs; }
+
+long sk_sandbox_fs_generation(const sk_sandbox *sb)
+{
+    return sb->provider->fs_generation && sb->impl ? sb->provider->fs_generation(sb) : -1;
+}
+
+int sk_sandbox_fs_get(const sk_sandbox *sb, sk_sandbox_fs *fs)
+{
+    return sb->provider->fs_get && sb->impl ? sb->provider->fs_get(sb, fs) : -EINVAL;
+}
 
 const char *sk_sandbox_id(const sk_sandbox *sb) { return sb->id; }
 const char *sk_sandbox_name(const sk_sandbox *sb) { return sb->name; }
@@ -757,7 +778,7 @@ void sk_sandbox_free(sk_sandbox *sb)
         p = next;
     }
     /* Waiters own their callback data: settle them rather than drop them. */
-    sk_error *closed = sk_error_new("SandboxNotReadyError", NULL, "The sandbox was closed");
+    sk_error *closed = sk_error_new(SK_ERR_SANDBOX_NOT_READY, NULL, "The sandbox was closed");
     sk_waiters_notify(sb, &sb->start_waiters, closed);
     sk_waiters_notify(sb, &sb->stop_waiters, closed);
     sk_waiters_notify(sb, &sb->destroy_waiters, closed);

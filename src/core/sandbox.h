@@ -22,6 +22,8 @@
 #include <jansson.h>
 #include "buf.h"
 #include "error.h"
+#include <sys/types.h>
+#include "fs_local.h"
 #include "fs_ops.h"
 #include "loop.h"
 
@@ -42,6 +44,7 @@ typedef struct sk_result {
     bool killed;     /* ended by a signal (exit_code 128 + N) or by kill() */
     bool cancelled;  /* ended by sk_process_cancel */
     bool truncated;  /* a captured stream passed max_output; its first bytes were kept */
+    bool oom_killed; /* the OOM killer killed a process of the command (a sandbox memory limit) */
     double execution_time_ms;
 } sk_result;
 
@@ -82,13 +85,35 @@ const sk_provider *sk_provider_find(const char *id);
 const sk_provider *sk_provider_next(const sk_provider *prev);
 const char *sk_provider_id(const sk_provider *p);   /* "local", "apple-container", ... */
 const char *sk_provider_name(const sk_provider *p); /* "LocalSandbox", ... */
-/* Whether stop() reaches the provider from pending, stopped and error too
- * (see sk_provider.stop_when_idle). */
+/* Whether stop() reaches the provider from pending and error too (never
+ * from stopped; see sk_provider.stop_when_idle). */
 bool sk_provider_stops_when_idle(const sk_provider *p);
 /* The provider's own filesystem operations (fs_ops.h), or NULL. */
 const sk_fs_ops *sk_provider_fs(const sk_provider *p);
 
 /* ---- sandboxes ------------------------------------------------------------ */
+
+/* sb.fs of a sandbox whose provider pins its files at start (LocalSandbox):
+ * the files its commands see, as a view (fs_local.h) over the pinned
+ * descriptors, never over a path looked up again (docs/security.md
+ * §"sb.fs: the pinned view"). */
+typedef struct sk_sandbox_fs {
+    sk_fs_view view;     /* duplicates of the pinned descriptors: the caller's to clear */
+    const char *workdir; /* where relative paths start (borrowed from the sandbox) */
+    unsigned generation; /* as sk_sandbox_fs_generation */
+    bool as_user;        /* a root caller's bwrap: act as uid/gid (src/lua/fs_ud.c) */
+    uid_t uid;
+    gid_t gid;
+} sk_sandbox_fs;
+
+/* Changes whenever what is pinned changes (a start after destroy); 0 before
+ * the first start, -1 when the provider pins nothing. */
+long sk_sandbox_fs_generation(const sk_sandbox *sb);
+/* Fills *fs (view empty on entry) with the mounts of a started sandbox, in
+ * its commands' order. 0, -EINVAL when the provider pins nothing,
+ * -ENOTCONN when nothing is pinned yet, or -errno (nothing left in
+ * fs->view). */
+int sk_sandbox_fs_get(const sk_sandbox *sb, sk_sandbox_fs *fs);
 
 /* Creates the sandbox object (no I/O). options: JSON object; "id", "name"
  * and "env" are read here, the rest by the provider. */

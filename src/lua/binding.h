@@ -62,9 +62,6 @@ int skl_target_init(skl_target *t, skl_state *st, lua_Integer token);
 void skl_target_release(skl_target *t);
 /* Queues an output event (stream, a copy of data); out of memory: t->lost. */
 void skl_emit(skl_target *t, int stream, const char *data, size_t len);
-/* The same, taking over data (malloc'd; freed here when it cannot be
- * queued): a large body reaches Lua without one more copy. */
-void skl_emit_take(skl_target *t, int stream, char *data, size_t len);
 /* Queues the terminal event of kind, at most once; never fails. err is
  * copied and redacted at once against scope's secrets (the sandbox it came
  * from; NULL: every held secret), while a failed process's own env is
@@ -72,9 +69,23 @@ void skl_emit_take(skl_target *t, int stream, char *data, size_t len);
  * out-of-memory error. */
 void skl_finish(skl_target *t, int kind, const sk_error *err, const void *scope);
 
+/* Pushes data as a string under lua_pcall: 0, or -1 with nothing pushed
+ * when Lua has no memory for it (a large read reports that, never raises). */
+int skl_push_lstring_protected(lua_State *L, const char *data, size_t len);
+
 /* Pushes the metatable `name` of a cancellable handle (__gc = gc, one
  * method, cancel), made on first use. */
 void skl_push_cancel_meta(lua_State *L, const char *name, lua_CFunction gc, lua_CFunction cancel);
+
+/* Argument checks of the methods a user calls directly (sandkit.Buffer):
+ * as luaL_argerror and luaL_check*, but the error is sandkit's
+ * ArgumentError, raised at the caller's line (errors.argument, registered
+ * by errors.lua through core.set_argument_error). */
+int skl_argerror(lua_State *L, int arg, const char *msg);
+lua_Integer skl_checkinteger(lua_State *L, int arg);
+lua_Integer skl_optinteger(lua_State *L, int arg, lua_Integer def);
+const char *skl_checklstring(lua_State *L, int arg, size_t *len);
+void *skl_checkudata(lua_State *L, int arg, const char *tname);
 
 /* JSON conversion. skl_to_json returns NULL and pushes nothing on success
  * failure: it raises a Lua error naming `what` for unconvertible values. */
@@ -99,14 +110,18 @@ void skl_class(lua_State *L, const char *name, lua_CFunction index, lua_CFunctio
                lua_CFunction gc, lua_CFunction newindex, const char *methods_field,
                const char *class_field, int module_idx);
 
+/* __index of a class made by skl_class: pushes the method named by the key
+ * (from the method table in upvalue 1) and returns -1; else returns the
+ * index of the key in fields (NULL-terminated), or -2 for no such field. */
+int skl_index(lua_State *L, const char *const fields[]);
+/* Pushes user value n of the object at index 1 (a tname): its state table. */
+int skl_push_state(lua_State *L, const char *tname, int n);
+
 /* sandkit.Sandbox (sandbox_ud.c) */
 #define SKL_SANDBOX "sandkit.Sandbox"
 typedef struct skl_sandbox {
     sk_sandbox *sb; /* NULL once freed */
     skl_state *st;
-    /* its commands' defaults, read once from the options: timeout (ms)
-     * and max_output_bytes; 0 for none */
-    lua_Number timeout_ms, max_output;
 } skl_sandbox;
 void skl_open_sandbox(lua_State *L); /* registers the classes; expects the state upvalue on top */
 int skl_new_sandbox(lua_State *L);
@@ -114,8 +129,9 @@ skl_sandbox *skl_sandbox_check(lua_State *L, int idx); /* raises unless an open 
 sk_sandbox *skl_check_sandbox(lua_State *L, int idx);
 
 /* sandkit.Process (process_ud.c) */
-/* spawn(sb, command, opts, tracked, token) -> Process | nil, err | false
- * (the sandbox is not running) */
+/* spawn(sb, command, tracked, token, cwd, env, timeout_ms, max_output,
+ * stdin, capture, stream) -> Process | nil, err | false (the sandbox is not
+ * running) */
 int skl_process_spawn(lua_State *L);
 /* Pushes the userdata of p, when it still has one; returns whether. */
 int skl_process_push(lua_State *L, sk_process *p);
@@ -129,6 +145,7 @@ void skl_open_process(lua_State *L, int state_idx, int module_idx);
 int skl_fs_open(lua_State *L); /* core.fs_open (fs_op_ud.c) */
 int skl_fs_op(lua_State *L);   /* core.fs_op (fs_op_ud.c) */
 int skl_fs_info(lua_State *L); /* core.fs_info (fs_op_ud.c) */
+int skl_fs_body(lua_State *L); /* core.fs_body (fs_op_ud.c) */
 void skl_open_fs(lua_State *L); /* adds fs_root & co. to the module table on top */
 
 /* sandkit.Buffer (buffer_ud.c): adds core.Buffer and core.buffer to the

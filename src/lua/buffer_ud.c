@@ -21,9 +21,9 @@ typedef struct skl_buffer {
 
 static skl_buffer *buffer_check(lua_State *L, int idx)
 {
-    skl_buffer *b = luaL_checkudata(L, idx, SKL_BUFFER);
+    skl_buffer *b = skl_checkudata(L, idx, SKL_BUFFER);
     if (b->closed)
-        luaL_error(L, "sandkit.Buffer is closed");
+        skl_argerror(L, idx, "sandkit.Buffer is closed");
     return b;
 }
 
@@ -79,8 +79,8 @@ static size_t buffer_end(lua_Integer pos, size_t len)
 static int buffer_sub(lua_State *L)
 {
     skl_buffer *b = buffer_check(L, 1);
-    size_t i = buffer_start(luaL_checkinteger(L, 2), b->bytes.len);
-    size_t j = buffer_end(luaL_optinteger(L, 3, -1), b->bytes.len);
+    size_t i = buffer_start(skl_checkinteger(L, 2), b->bytes.len);
+    size_t j = buffer_end(skl_optinteger(L, 3, -1), b->bytes.len);
     if (i > j)
         lua_pushliteral(L, "");
     else
@@ -92,9 +92,9 @@ static int buffer_sub(lua_State *L)
 static int buffer_byte(lua_State *L)
 {
     skl_buffer *b = buffer_check(L, 1);
-    lua_Integer pi = luaL_optinteger(L, 2, 1);
+    lua_Integer pi = skl_optinteger(L, 2, 1);
     size_t i = buffer_start(pi, b->bytes.len);
-    size_t j = buffer_end(luaL_optinteger(L, 3, pi), b->bytes.len);
+    size_t j = buffer_end(skl_optinteger(L, 3, pi), b->bytes.len);
     if (i > j)
         return 0;
     if (j - i >= (size_t)INT_MAX)
@@ -122,11 +122,11 @@ static int buffer_find(lua_State *L)
 {
     skl_buffer *b = buffer_check(L, 1);
     size_t nlen;
-    const char *needle = luaL_checklstring(L, 2, &nlen);
-    size_t init = buffer_start(luaL_optinteger(L, 3, 1), b->bytes.len);
+    const char *needle = skl_checklstring(L, 2, &nlen);
+    size_t init = buffer_start(skl_optinteger(L, 3, 1), b->bytes.len);
     int plain = lua_toboolean(L, 4);
     if (!plain && has_magic(needle, nlen))
-        return luaL_argerror(L, 2, "sandkit.Buffer:find searches for plain text; pass plain = true, "
+        return skl_argerror(L, 2, "sandkit.Buffer:find searches for plain text; pass plain = true, "
                                    "or match patterns on tostring(buf)");
     if (init > b->bytes.len + 1) {
         lua_pushnil(L);
@@ -154,14 +154,14 @@ static int buffer_find(lua_State *L)
 static int buffer_write_to(lua_State *L)
 {
     skl_buffer *b = buffer_check(L, 1);
-    luaL_Stream *f = luaL_checkudata(L, 2, LUA_FILEHANDLE);
+    luaL_Stream *f = skl_checkudata(L, 2, LUA_FILEHANDLE);
     if (f->closef == NULL)
-        return luaL_argerror(L, 2, "attempt to use a closed file");
+        return skl_argerror(L, 2, "attempt to use a closed file");
     /* flushed, so that a full disk shows here and not at a later close */
     if ((b->bytes.len && fwrite(b->bytes.data, 1, b->bytes.len, f->f) != b->bytes.len) || fflush(f->f) != 0) {
         int e = errno;
         skl_state *st = skl_state_get(L);
-        sk_error *err = sk_error_new("IOError", NULL, "sandkit.Buffer:write_to: %s", strerror(e));
+        sk_error *err = sk_error_new(SK_ERR_IO, NULL, "sandkit.Buffer:write_to: %s", strerror(e));
         lua_pushnil(L);
         skl_push_error_take(L, st, err, NULL);
         return 2;
@@ -173,7 +173,7 @@ static int buffer_write_to(lua_State *L)
 /* buf:close(): frees the bytes now; idempotent. */
 static int buffer_close(lua_State *L)
 {
-    skl_buffer *b = luaL_checkudata(L, 1, SKL_BUFFER);
+    skl_buffer *b = skl_checkudata(L, 1, SKL_BUFFER);
     sk_buf_free(&b->bytes);
     b->closed = 1;
     return 0;
@@ -194,7 +194,7 @@ static int buffer_tostring(lua_State *L)
 
 static int buffer_is_closed(lua_State *L)
 {
-    lua_pushboolean(L, ((skl_buffer *)luaL_checkudata(L, 1, SKL_BUFFER))->closed);
+    lua_pushboolean(L, ((skl_buffer *)skl_checkudata(L, 1, SKL_BUFFER))->closed);
     return 1;
 }
 
@@ -221,19 +221,16 @@ void skl_open_buffer(lua_State *L, int state_idx)
         { "is_closed", buffer_is_closed },
         { NULL, NULL },
     };
+    static const luaL_Reg metamethods[] = {
+        { "__len", buffer_len }, { "__tostring", buffer_tostring }, { "__gc", buffer_close },
+        { "__close", buffer_close }, { NULL, NULL },
+    };
     if (luaL_newmetatable(L, SKL_BUFFER)) {
         lua_newtable(L);
         lua_pushvalue(L, state_idx); /* write_to makes error objects */
         luaL_setfuncs(L, methods, 1);
         lua_setfield(L, -2, "__index");
-        lua_pushcfunction(L, buffer_len);
-        lua_setfield(L, -2, "__len");
-        lua_pushcfunction(L, buffer_tostring);
-        lua_setfield(L, -2, "__tostring");
-        lua_pushcfunction(L, buffer_close);
-        lua_setfield(L, -2, "__gc");
-        lua_pushcfunction(L, buffer_close);
-        lua_setfield(L, -2, "__close");
+        luaL_setfuncs(L, metamethods, 0);
     }
     lua_setfield(L, -2, "Buffer"); /* core.Buffer: the metatable */
     lua_pushcfunction(L, buffer_from_string);

@@ -16,6 +16,32 @@ skl_state *skl_state_get(lua_State *L)
     return (skl_state *)lua_touserdata(L, SKL_STATE_UPVALUE);
 }
 
+typedef struct {
+    const char *data;
+    size_t len;
+} core_bytes;
+
+static int core_push_bytes(lua_State *L)
+{
+    const core_bytes *b = lua_touserdata(L, 1);
+    lua_pushlstring(L, b->data, b->len);
+    return 1;
+}
+
+int skl_push_lstring_protected(lua_State *L, const char *data, size_t len)
+{
+    core_bytes b = { data ? data : "", len };
+    lua_pushcfunction(L, core_push_bytes);
+    lua_pushlightuserdata(L, &b);
+    int rc = lua_pcall(L, 1, 1, 0);
+    if (rc == LUA_OK)
+        return 0;
+    if (rc != LUA_ERRMEM)
+        lua_error(L);
+    lua_pop(L, 1);
+    return -1;
+}
+
 void skl_push_cancel_meta(lua_State *L, const char *name, lua_CFunction gc, lua_CFunction cancel)
 {
     if (luaL_newmetatable(L, name)) {
@@ -72,22 +98,6 @@ void skl_emit(skl_target *t, int stream, const char *data, size_t len)
     core_append(t->st, e);
 }
 
-void skl_emit_take(skl_target *t, int stream, char *data, size_t len)
-{
-    skl_event *e = calloc(1, sizeof *e);
-    if (!e) {
-        free(data);
-        t->lost = true;
-        return;
-    }
-    e->kind = SKL_EV_OUTPUT;
-    e->token = t->token;
-    e->stream = stream;
-    e->data = data;
-    e->len = len;
-    core_append(t->st, e);
-}
-
 void skl_finish(skl_target *t, int kind, const sk_error *err, const void *scope)
 {
     skl_event *e = t->last;
@@ -100,7 +110,7 @@ void skl_finish(skl_target *t, int kind, const sk_error *err, const void *scope)
         e->err = sk_error_copy(err);
         sk_error_redact(scope, e->err);
     } else if (t->lost) {
-        e->err = sk_error_new("OutOfMemoryError", NULL,
+        e->err = sk_error_new(SK_ERR_OUT_OF_MEMORY, NULL,
                               "out of memory queueing output for Lua: part of it was lost");
     }
     e->err_lost = (err || t->lost) && !e->err; /* still a failure: "out of memory" */
@@ -156,6 +166,28 @@ void skl_class(lua_State *L, const char *name, lua_CFunction index, lua_CFunctio
     lua_pushcfunction(L, gc);
     lua_setfield(L, mt, "__gc");
     lua_setfield(L, module_idx, class_field);
+}
+
+int skl_index(lua_State *L, const char *const fields[])
+{
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
+        return -1;
+    lua_pop(L, 1);
+    if (lua_type(L, 2) != LUA_TSTRING)
+        return -2;
+    const char *key = lua_tostring(L, 2);
+    for (int i = 0; fields[i]; i++)
+        if (strcmp(fields[i], key) == 0)
+            return i;
+    return -2;
+}
+
+int skl_push_state(lua_State *L, const char *tname, int n)
+{
+    luaL_checkudata(L, 1, tname);
+    lua_getiuservalue(L, 1, n);
+    return 1;
 }
 
 /* ---- JSON <-> Lua ------------------------------------------------------- */
@@ -338,7 +370,9 @@ static int core_error_object(lua_State *L)
 {
     const error_push *a = lua_touserdata(L, 1);
     const sk_error *err = a->err;
-    const char *kind = err ? err->kind : "Error";
+    const char *kind = sk_error_kind_name(err ? err->kind : SK_ERR_OUT_OF_MEMORY);
+    if (!kind)
+        kind = "SandboxError"; /* not a kind of the list: a bug, still an error */
     const char *message = err ? err->message : "out of memory";
     if (a->st->error_factory == LUA_NOREF) {
         lua_pushfstring(L, "%s: %s", kind, message);
@@ -480,6 +514,81 @@ static int core_set_dispatch(lua_State *L)
     return 0;
 }
 
+/* ---- argument errors ---------------------------------------------------- */
+
+#define SKL_ARGERROR_NAME "sandkit.argument_error"
+
+/* set_argument_error(errors.argument): how skl_argerror raises. */
+static int core_set_argument_error(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_settop(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, SKL_ARGERROR_NAME);
+    return 0;
+}
+
+int skl_argerror(lua_State *L, int arg, const char *msg)
+{
+    lua_Debug ar;
+    const char *name = "?";
+    if (lua_getstack(L, 0, &ar)) {
+        lua_getinfo(L, "n", &ar);
+        if (ar.namewhat && strcmp(ar.namewhat, "method") == 0)
+            arg--; /* self is not counted, as luaL_argerror has it */
+        if (ar.name)
+            name = ar.name;
+    }
+    if (lua_getfield(L, LUA_REGISTRYINDEX, SKL_ARGERROR_NAME) != LUA_TFUNCTION)
+        return luaL_error(L, "bad argument #%d to '%s' (%s)", arg, name, msg);
+    lua_pushinteger(L, arg);
+    lua_pushstring(L, name);
+    lua_pushstring(L, msg);
+    lua_call(L, 3, 0); /* raises */
+    return 0;
+}
+
+static int skl_typeerror(lua_State *L, int arg, const char *expected)
+{
+    const char *got = luaL_typename(L, arg);
+    if (luaL_getmetafield(L, arg, "__name") == LUA_TSTRING)
+        got = lua_tostring(L, -1);
+    return skl_argerror(L, arg, lua_pushfstring(L, "%s expected, got %s", expected, got));
+}
+
+lua_Integer skl_checkinteger(lua_State *L, int arg)
+{
+    int isnum;
+    lua_Integer v = lua_tointegerx(L, arg, &isnum);
+    if (!isnum) {
+        if (lua_isnumber(L, arg))
+            skl_argerror(L, arg, "number has no integer representation");
+        else
+            skl_typeerror(L, arg, "number");
+    }
+    return v;
+}
+
+lua_Integer skl_optinteger(lua_State *L, int arg, lua_Integer def)
+{
+    return lua_isnoneornil(L, arg) ? def : skl_checkinteger(L, arg);
+}
+
+const char *skl_checklstring(lua_State *L, int arg, size_t *len)
+{
+    const char *s = lua_tolstring(L, arg, len);
+    if (!s)
+        skl_typeerror(L, arg, "string");
+    return s;
+}
+
+void *skl_checkudata(lua_State *L, int arg, const char *tname)
+{
+    void *p = luaL_testudata(L, arg, tname);
+    if (!p)
+        skl_typeerror(L, arg, tname);
+    return p;
+}
+
 /* ---- timers ------------------------------------------------------------- */
 
 typedef struct core_timer {
@@ -619,6 +728,24 @@ static int core_json_decode(lua_State *L)
     return 1;
 }
 
+/* error_kinds() -> { { name, fields, doc }, ... }: SK_ERROR_KINDS in order
+ * (errors.lua makes its constants from it). */
+static int core_error_kinds(lua_State *L)
+{
+    lua_createtable(L, SK_ERR_KIND_COUNT - 1, 0);
+    for (int k = SK_ERR_NONE + 1; k < SK_ERR_KIND_COUNT; k++) {
+        lua_createtable(L, 0, 3);
+        lua_pushstring(L, sk_error_kind_name((sk_error_kind)k));
+        lua_setfield(L, -2, "name");
+        lua_pushstring(L, sk_error_kind_fields((sk_error_kind)k));
+        lua_setfield(L, -2, "fields");
+        lua_pushstring(L, sk_error_kind_doc((sk_error_kind)k));
+        lua_setfield(L, -2, "doc");
+        lua_rawseti(L, -2, k);
+    }
+    return 1;
+}
+
 /* ---- state lifetime ----------------------------------------------------- */
 
 static int core_state_gc(lua_State *L)
@@ -657,10 +784,13 @@ SKL_EXPORT int luaopen_sandkit_core(lua_State *L)
         { "quote", core_quote },
         { "now", core_now },
         { "provider_ids", core_provider_ids },
+        { "error_kinds", core_error_kinds },
+        { "set_argument_error", core_set_argument_error },
         { "new_sandbox", skl_new_sandbox },
         { "fs_open", skl_fs_open },
         { "fs_op", skl_fs_op },
         { "fs_info", skl_fs_info },
+        { "fs_body", skl_fs_body },
         { "provider_names", core_provider_names },
         { "json_decode", core_json_decode },
         { NULL, NULL },

@@ -8,13 +8,18 @@
  * core.fs_info(fs) -> what the filesystem says of itself (a table).
  * core.fs_op(fs, req, body, token) -> a handle: starts one operation, req
  * a table as the provider's ops document it (req.collect: gather stream 1
- * here and hand it over whole, at the end, without per-chunk strings),
+ * here, without per-chunk strings, for core.fs_body once done;
+ * req.max_collect: a longer stream 1, or a size hint above it, ends the
+ * operation with ResponseTooLargeError { limit } at once),
  * body a string or nil, sent in place: the handle holds it until it is
  * collected, and collecting it cancels the operation first (Lua never runs
  * inside a core callback, so a transfer is never mid-send then). Events to
  * the token: "output" with the stream and its bytes, then "lifecycle" with
  * nil or the error. The handle cancels the operation when cancelled or
- * collected; it keeps its filesystem (and the sandbox) alive meanwhile. */
+ * collected; it keeps its filesystem (and the sandbox) alive meanwhile.
+ * core.fs_body(handle) -> the collected stream 1 of a finished operation
+ * (handed over: the handle keeps no copy; "" when there was none), or nil,
+ * message when Lua has no memory for the string. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +41,8 @@
  * cost 100-150 ms per 100 MiB here, as much as receiving them. */
 #define COLLECT_HUGE_MIN ((size_t)4 << 20)
 
-/* A collected stream 1: plain malloc'd memory, whatever sk_buf's policy for
- * large buffers, since skl_emit_take hands it on to be free()d. */
+/* A collected stream 1: plain malloc'd memory (realloc'd as it grows, huge
+ * pages for a large one), kept until core.fs_body takes it. */
 typedef struct {
     char *data;
     size_t len, cap;
@@ -56,6 +61,8 @@ typedef struct {
     skl_target target;
     bool collect;  /* stream 1 gathered here, handed over whole */
     bool oom;      /* collecting ran out of memory: the rest is dropped */
+    bool too_large; /* past max_collect: finished with the error, the rest is dropped */
+    size_t max_collect; /* collect: a longer stream 1 (or size hint) fails; 0 = none */
     collected body;
 } op_box;
 
@@ -100,10 +107,29 @@ static int body_append(collected *b, const char *data, size_t len)
     return 0;
 }
 
+/* Stream 1 passed max_collect: the error now. A callback may not cancel
+ * its op (fs_ops.h): the rest is dropped as it comes, until Lua, woken by
+ * the error, cancels the handle. */
+static void too_large(op_box *box)
+{
+    box->too_large = true;
+    body_free(&box->body);
+    sk_error *err = sk_error_new(SK_ERR_RESPONSE_TOO_LARGE, json_pack("{s:I}", "limit", (json_int_t)box->max_collect),
+                                 "The response body is longer than %zu bytes", box->max_collect);
+    skl_finish(&box->target, SKL_EV_LIFECYCLE, err, box->scope);
+    sk_error_free(err);
+}
+
 static void on_size(void *ud, size_t len)
 {
     op_box *box = ud;
-    if (!box->collect || len == 0 || len > COLLECT_PRESIZE_MAX)
+    if (!box->collect || box->too_large || len == 0)
+        return;
+    if (box->max_collect && len > box->max_collect) {
+        too_large(box);
+        return;
+    }
+    if (len > COLLECT_PRESIZE_MAX)
         return;
     body_free(&box->body); /* output before the size (none today) is not this one's */
     (void)body_resize(&box->body, len); /* else grown as bytes arrive */
@@ -112,8 +138,12 @@ static void on_size(void *ud, size_t len)
 static void on_output(void *ud, int stream, const char *data, size_t len)
 {
     op_box *box = ud;
+    if (box->too_large)
+        return;
     if (!box->collect || stream != 1)
         skl_emit(&box->target, stream, data, len);
+    else if (box->max_collect && len > box->max_collect - box->body.len)
+        too_large(box);
     else if (!box->oom && body_append(&box->body, data, len) != 0) {
         box->oom = true;
         body_free(&box->body);
@@ -124,15 +154,12 @@ static void on_done(void *ud, const sk_error *err)
 {
     op_box *box = ud;
     box->op = NULL; /* freed when this returns */
+    if (box->too_large)
+        return; /* finished already */
     if (!err && box->oom)
         box->target.lost = true; /* skl_finish reports it */
-    else if (!err && box->collect && box->body.len) {
-        size_t len = box->body.len;
-        char *data = box->body.data;
-        box->body = (collected){ 0 };
-        skl_emit_take(&box->target, 1, data, len);
-    }
-    body_free(&box->body);
+    if (err || box->oom || !box->collect)
+        body_free(&box->body); /* else kept for core.fs_body */
     skl_finish(&box->target, SKL_EV_LIFECYCLE, err, box->scope);
 }
 
@@ -222,12 +249,16 @@ int skl_fs_op(lua_State *L)
     luaL_argcheck(L, fs->ops != NULL, 1, "closed filesystem");
     lua_getfield(L, 2, "collect");
     bool collect = lua_toboolean(L, -1);
-    lua_pop(L, 1);
+    lua_getfield(L, 2, "max_collect");
+    lua_Integer max_collect = luaL_optinteger(L, -1, 0);
+    luaL_argcheck(L, max_collect >= 0, 2, "max_collect must be >= 0");
+    lua_pop(L, 2);
     op_box *box = lua_newuserdatauv(L, sizeof *box, 2);
     memset(box, 0, sizeof *box);
     box->ops = fs->ops;
     box->scope = fs->scope;
     box->collect = collect;
+    box->max_collect = (size_t)max_collect;
     skl_push_cancel_meta(L, FS_OP_NAME, op_cancel, op_cancel);
     lua_setmetatable(L, -2);
     lua_pushvalue(L, 1);
@@ -246,4 +277,17 @@ int skl_fs_op(lua_State *L)
         return lua_error(L);
     }
     return 1;
+}
+
+int skl_fs_body(lua_State *L)
+{
+    op_box *box = luaL_checkudata(L, 1, FS_OP_NAME);
+    luaL_argcheck(L, !box->op, 1, "the operation is still running");
+    int rc = skl_push_lstring_protected(L, box->body.data, box->body.len);
+    body_free(&box->body);
+    if (rc == 0)
+        return 1;
+    lua_pushnil(L);
+    lua_pushliteral(L, "out of memory for the response body");
+    return 2;
 }

@@ -85,54 +85,42 @@ int skl_process_push(lua_State *L, sk_process *p)
     return 0;
 }
 
-/* spawn(sb, command, opts, tracked, token) -> Process | nil, err | false
- * when the sandbox is not running. opts: the command's options as
- * exec/spawn validated them (cwd, env, timeout, stdin, capture,
- * max_output_bytes, on_*), read here in one pass; the sandbox's timeout
- * and max_output_bytes stand in for absent ones. A tracked (background)
- * process keeps its stdin open. */
+/* spawn(sb, command, tracked, token, cwd, env, timeout_ms, max_output,
+ * stdin, capture, stream) -> Process | nil, err | false when the sandbox is
+ * not running. The command's options arrive checked and resolved by
+ * sandbox.lua (options.exec, the sandbox's defaults applied), one argument
+ * each: cwd and stdin strings or nil, env a table or nil, timeout_ms and
+ * max_output whole numbers (0: none, the default cap), capture true, false
+ * or "buffer", stream whether anyone takes the output as it comes. A
+ * tracked (background) process keeps its stdin open. */
 int skl_process_spawn(lua_State *L)
 {
     skl_sandbox *s = luaL_checkudata(L, 1, SKL_SANDBOX);
     size_t clen;
     const char *command = luaL_checklstring(L, 2, &clen);
     luaL_argcheck(L, !memchr(command, '\0', clen), 2, "command contains a NUL byte");
-    luaL_checktype(L, 3, LUA_TTABLE);
-    int tracked = lua_toboolean(L, 4);
-    lua_Integer token = luaL_checkinteger(L, 5);
+    int tracked = lua_toboolean(L, 3);
+    lua_Integer token = luaL_checkinteger(L, 4);
     if (!s->sb || sk_sandbox_status(s->sb) != SK_RUNNING) { /* closed: status "destroyed" */
         lua_pushboolean(L, 0);
         return 1;
     }
-
-    sk_spawn_opts o = { .command = command, .capture = true, .keep_stdin_open = tracked };
-    lua_Number timeout = s->timeout_ms, max_output = s->max_output;
-    bool stream = false, has_env = false, capture_buffer = false;
-    lua_pushnil(L);
-    while (lua_next(L, 3)) {
-        /* strings, values and keys, stay anchored in the options table */
-        const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
-        if (strcmp(k, "cwd") == 0)
-            o.cwd = lua_tostring(L, -1);
-        else if (strcmp(k, "timeout") == 0)
-            timeout = lua_tonumber(L, -1);
-        else if (strcmp(k, "max_output_bytes") == 0)
-            max_output = lua_tonumber(L, -1);
-        else if (strcmp(k, "stdin") == 0 && lua_type(L, -1) == LUA_TSTRING) {
-            o.stdin_data = lua_tolstring(L, -1, &o.stdin_len);
-            o.has_stdin = true;
-        } else if (strcmp(k, "capture") == 0) {
-            o.capture = lua_toboolean(L, -1);
-            capture_buffer = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "buffer") == 0;
-        } else if (strcmp(k, "env") == 0)
-            has_env = lua_istable(L, -1);
-        else if (strncmp(k, "on_", 3) == 0)
-            stream = stream || !lua_isnil(L, -1);
-        lua_pop(L, 1);
-    }
-    o.timeout_ms = (int64_t)timeout;
+    /* strings stay anchored in the arguments */
+    sk_spawn_opts o = { .command = command,
+                        .cwd = luaL_optstring(L, 5, NULL),
+                        .timeout_ms = (int64_t)luaL_optinteger(L, 7, 0),
+                        .capture = lua_toboolean(L, 10),
+                        .keep_stdin_open = tracked };
+    bool has_env = lua_istable(L, 6);
+    lua_Integer max_output = luaL_optinteger(L, 8, 0);
     if (max_output >= 1)
-        o.max_output = max_output >= (lua_Number)(SIZE_MAX / 2) ? SIZE_MAX / 2 : (size_t)max_output;
+        o.max_output = (uint64_t)max_output >= SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)max_output;
+    if (lua_type(L, 9) == LUA_TSTRING) {
+        o.stdin_data = lua_tolstring(L, 9, &o.stdin_len);
+        o.has_stdin = true;
+    }
+    bool capture_buffer = lua_type(L, 10) == LUA_TSTRING;
+    bool stream = lua_toboolean(L, 11);
 
     /* Everything that may raise comes before the env JSON exists. */
     skl_process *box = lua_newuserdatauv(L, sizeof *box, 2);
@@ -149,11 +137,8 @@ int skl_process_spawn(lua_State *L)
     lua_newtable(L);
     lua_setiuservalue(L, -2, 2);
     json_t *env = NULL;
-    if (has_env) {
-        lua_getfield(L, 3, "env");
-        env = skl_to_json(L, -1, "env");
-        lua_pop(L, 1);
-    }
+    if (has_env)
+        env = skl_to_json(L, 6, "the command's env");
     o.env = env;
 
     sk_error *err = NULL;
@@ -225,6 +210,10 @@ static int process_result_table(lua_State *L)
         lua_pushboolean(L, 1);
         lua_setfield(L, -2, "cancelled");
     }
+    if (r->oom_killed) {
+        lua_pushboolean(L, 1);
+        lua_setfield(L, -2, "oom_killed");
+    }
     lua_pushstring(L, sk_process_command(p));
     lua_setfield(L, -2, "command");
     return 1;
@@ -260,7 +249,7 @@ static void process_push_result(lua_State *L, int idx, skl_process *box, const s
         lua_error(L);
     lua_pop(L, 1);
     /* the partial copies are garbage now: the error object fits */
-    sk_error *err = sk_error_new("OutOfMemoryError",
+    sk_error *err = sk_error_new(SK_ERR_OUT_OF_MEMORY,
                                  json_pack("{s:I,s:I}", "stdout_bytes", (json_int_t)sk_process_capture(p, 1)->len,
                                            "stderr_bytes", (json_int_t)sk_process_capture(p, 2)->len),
                                  "out of memory copying the command's output into Lua (lower "
@@ -326,40 +315,40 @@ static int process_untrack(lua_State *L)
     return 0;
 }
 
-static int process_state(lua_State *L)
-{
-    luaL_checkudata(L, 1, SKL_PROCESS);
-    lua_getiuservalue(L, 1, 2);
-    return 1;
-}
+static int process_state(lua_State *L) { return skl_push_state(L, SKL_PROCESS, 2); }
+
+enum { PROCESS_PID, PROCESS_COMMAND, PROCESS_EXIT_CODE, PROCESS_STDOUT, PROCESS_STDERR, PROCESS_RUNNING };
+static const char *const process_fields[] = {
+    [PROCESS_PID] = "pid",       [PROCESS_COMMAND] = "command", [PROCESS_EXIT_CODE] = "exit_code",
+    [PROCESS_STDOUT] = "stdout", [PROCESS_STDERR] = "stderr",   [PROCESS_RUNNING] = "running",
+    NULL,
+};
 
 static int process_index(lua_State *L)
 {
     skl_process *box = luaL_checkudata(L, 1, SKL_PROCESS);
-    lua_pushvalue(L, 2);
-    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
-        return 1;
-    lua_pop(L, 1);
-    const char *key = lua_tostring(L, 2);
+    int field = skl_index(L, process_fields);
     sk_process *p = box->p;
-    if (!key || !p)
-        return 0;
-    if (strcmp(key, "pid") == 0)
+    if (field < 0 || !p)
+        return field == -1;
+    switch (field) {
+    case PROCESS_PID:
         lua_pushstring(L, sk_process_pid(p));
-    else if (strcmp(key, "command") == 0)
+        break;
+    case PROCESS_COMMAND:
         lua_pushstring(L, sk_process_command(p));
-    else if (strcmp(key, "exit_code") == 0) {
+        break;
+    case PROCESS_EXIT_CODE:
         if (!sk_process_exited(p) || sk_process_error(p))
             return 0;
         lua_pushinteger(L, sk_process_result(p)->exit_code);
-    } else if (strcmp(key, "stdout") == 0)
-        process_push_output(L, 1, box, 1);
-    else if (strcmp(key, "stderr") == 0)
-        process_push_output(L, 1, box, 2);
-    else if (strcmp(key, "running") == 0)
+        break;
+    case PROCESS_RUNNING:
         lua_pushboolean(L, !sk_process_exited(p));
-    else
-        return 0;
+        break;
+    default: /* stdout, stderr */
+        process_push_output(L, 1, box, field == PROCESS_STDOUT ? 1 : 2);
+    }
     return 1;
 }
 

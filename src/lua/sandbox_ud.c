@@ -45,11 +45,6 @@ int skl_new_sandbox(lua_State *L)
     skl_sandbox *s = lua_newuserdatauv(L, sizeof *s, 1);
     s->sb = NULL;
     s->st = st;
-    lua_getfield(L, 2, "timeout");
-    s->timeout_ms = lua_tonumber(L, -1);
-    lua_getfield(L, 2, "max_output_bytes");
-    s->max_output = lua_tonumber(L, -1);
-    lua_pop(L, 2);
     luaL_setmetatable(L, SKL_SANDBOX);
     lua_newtable(L);
     lua_pushboolean(L, sk_provider_stops_when_idle(prov));
@@ -94,12 +89,7 @@ static int sandbox_mark_error(lua_State *L)
     return 0;
 }
 
-static int sandbox_state(lua_State *L)
-{
-    luaL_checkudata(L, 1, SKL_SANDBOX);
-    lua_getiuservalue(L, 1, 1);
-    return 1;
-}
+static int sandbox_state(lua_State *L) { return skl_push_state(L, SKL_SANDBOX, 1); }
 
 static int sandbox_info(lua_State *L)
 {
@@ -183,39 +173,45 @@ static int sandbox_list(lua_State *L)
     return 1;
 }
 
+enum { SANDBOX_ID, SANDBOX_NAME, SANDBOX_PROVIDER, SANDBOX_STATUS, SANDBOX_PROCESSES, SANDBOX_FS };
+static const char *const sandbox_fields[] = {
+    [SANDBOX_ID] = "id",         [SANDBOX_NAME] = "name",           [SANDBOX_PROVIDER] = "provider",
+    [SANDBOX_STATUS] = "status", [SANDBOX_PROCESSES] = "processes", [SANDBOX_FS] = "fs",
+    NULL,
+};
+
 static int sandbox_index(lua_State *L)
 {
     skl_sandbox *s = luaL_checkudata(L, 1, SKL_SANDBOX);
-    /* methods first (upvalue 1) */
-    lua_pushvalue(L, 2);
-    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
+    int field = skl_index(L, sandbox_fields);
+    if (field < 0)
+        return field == -1;
+    sk_sandbox *sb = s->sb;
+    if (!sb) { /* closed */
+        if (field != SANDBOX_STATUS)
+            return 0;
+        lua_pushliteral(L, "destroyed");
         return 1;
-    lua_pop(L, 1);
-    const char *key = lua_tostring(L, 2);
-    if (!key)
-        return 0;
-    if (!s->sb) {
-        if (strcmp(key, "status") == 0) {
-            lua_pushliteral(L, "destroyed");
-            return 1;
-        }
-        return 0;
     }
-    if (strcmp(key, "id") == 0)
-        lua_pushstring(L, sk_sandbox_id(s->sb));
-    else if (strcmp(key, "name") == 0)
-        lua_pushstring(L, sk_sandbox_name(s->sb));
-    else if (strcmp(key, "provider") == 0)
-        lua_pushstring(L, sk_provider_id(sk_sandbox_provider(s->sb)));
-    else if (strcmp(key, "status") == 0)
-        lua_pushstring(L, sk_status_name(sk_sandbox_status(s->sb)));
-    else if (strcmp(key, "processes") == 0 || strcmp(key, "fs") == 0) {
+    switch (field) {
+    case SANDBOX_ID:
+        lua_pushstring(L, sk_sandbox_id(sb));
+        break;
+    case SANDBOX_NAME:
+        lua_pushstring(L, sk_sandbox_name(sb));
+        break;
+    case SANDBOX_PROVIDER:
+        lua_pushstring(L, sk_provider_id(sk_sandbox_provider(sb)));
+        break;
+    case SANDBOX_STATUS:
+        lua_pushstring(L, sk_status_name(sk_sandbox_status(sb)));
+        break;
+    default:
         /* the process manager and the filesystem are Lua objects kept in
          * the state table */
         lua_getiuservalue(L, 1, 1);
-        lua_getfield(L, -1, key);
-    } else
-        return 0;
+        lua_getfield(L, -1, sandbox_fields[field]);
+    }
     return 1;
 }
 

@@ -37,4 +37,22 @@ function M.FilesystemError(path, code, message)
   return errors.new("FilesystemError", ("%s: %s"):format(message, path), { path = path, code = code })
 end
 
+--- read_file of a file larger than its max_bytes (`limit`).
+function M.TooLarge(path, limit)
+  return errors.new("FilesystemError",
+    ("File is larger than max_bytes (%d bytes): %s; raise max_bytes or read it with on_chunk"):format(limit, path),
+    { path = path, code = "EFBIG", limit = limit })
+end
+
+--- A FIFO, socket or device where a regular file was expected: never read.
+function M.NotRegular(path)
+  return M.FilesystemError(path, "EINVAL", "Not a regular file or directory")
+end
+
+--- No memory for the data of `path` (never a raise: docs/security.md).
+function M.OutOfMemory(path, op)
+  return errors.new("OutOfMemoryError", ("out of memory for the %s of %s"):format(op, path),
+    { path = path, operation = op })
+end
+
 return M

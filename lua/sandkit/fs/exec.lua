@@ -5,7 +5,12 @@
 -- one stderr line "sandkit-fs: <Kind> <which>" (which: 1 or 2 = the first or
 -- second path, p = the first path's parent). Writes go in pieces of at most
 -- PIECE bytes (the first creates or truncates, the rest append), reads in
--- pieces too, so neither side ever holds a whole large file.
+-- pieces too, so neither side ever holds a whole large file. Nothing but a
+-- regular file is ever opened: a FIFO, socket or device is refused
+-- (NotRegular) before any read, write or copy, and listings take sizes from
+-- stat or find, never from reading (opening a FIFO blocks until a writer
+-- comes: a listing used to hang for the whole command timeout). A whole
+-- read checks the size (stat) against max_bytes before it reads a byte.
 local core = require "sandkit.core"
 local errors = require "sandkit.errors"
 local fs = require "sandkit.fs"
@@ -21,13 +26,24 @@ local PIECE_TIMEOUT_MS = 600000
 
 local PRELUDE = [[e(){ printf 'sandkit-fs: %s %s\n' "$1" "$2" >&2; exit 3; }; ]]
 
+-- "$1" is a regular file (symlinks followed) of at most "$2" bytes ("$2"
+-- empty: any size); the size comes from stat, else from a read of what is
+-- a regular file.
+local REGULAR = [[[ -e "$1" ] || e FileNotFoundError 1; [ -d "$1" ] && e IsDirectoryError 1
+[ -f "$1" ] || e NotRegular 1
+if [ -n "$2" ]; then s=$(stat -Lc %s -- "$1" 2>/dev/null) || s=$(($(wc -c < "$1")))
+if [ "$s" -gt "$2" ]; then e TooLarge 1; fi; fi
+]]
+
 local SCRIPTS = {
-  read = [[[ -e "$1" ] || e FileNotFoundError 1; [ -d "$1" ] && e IsDirectoryError 1
-tail -c "+$2" -- "$1" | head -c "$3"]],
+  probe = REGULAR,
+  -- $3: offset (from 1), $4: bytes; $2 as in REGULAR
+  read = REGULAR .. [[tail -c "+$3" -- "$1" | head -c "$4"]],
   write = [[d=$(dirname -- "$1")
 if [ "$3" = 1 ]; then mkdir -p -- "$d" 2>/dev/null || e NotDirectoryError p
 else [ -d "$d" ] || { [ -e "$d" ] && e NotDirectoryError p; e DirectoryNotFoundError p; }; fi
 [ -d "$1" ] && e IsDirectoryError 1
+[ -e "$1" ] && [ ! -f "$1" ] && e NotRegular 1
 case $2 in
 x) set -C; cat > "$1" 2>/dev/null || { [ -e "$1" ] && e FileExistsError 1; exit 1; } ;;
 w) cat > "$1" ;;
@@ -48,29 +64,40 @@ exec mkdir -- "$1"]],
   copy = [[[ -e "$1" ] || e FileNotFoundError 1
 if [ -d "$1" ]; then [ "$4" = 1 ] || e IsDirectoryError 1; mkdir -p -- "$2" || exit 1
   [ "$3" = 1 ] && exec cp -R -- "$1"/. "$2"/; exec cp -Rn -- "$1"/. "$2"/; fi
+[ -f "$1" ] || e NotRegular 1
 [ -d "$2" ] && e IsDirectoryError 2
+[ -e "$2" ] && [ ! -f "$2" ] && e NotRegular 2
 [ "$3" = 1 ] || { [ -e "$2" ] && e FileExistsError 2; }
 mkdir -p -- "$(dirname -- "$2")" && exec cp -- "$1" "$2"]],
   move = [[[ -e "$1" ] || [ -L "$1" ] || e FileNotFoundError 1
 [ -d "$2" ] && [ ! -d "$1" ] && e IsDirectoryError 2
 [ "$3" = 1 ] || { [ -e "$2" ] && e FileExistsError 2; }
 mkdir -p -- "$(dirname -- "$2")" && exec mv -f -- "$1" "$2"]],
-  -- records "<type> <size> <name>\0"; type f, d, lf or ld (l = symlink)
+  -- records "<y><Y> <size> <name>\0" as find's %y%Y: the entry's type
+  -- (f file, d directory, l symlink, p, s, c, b ...) and its target's; the
+  -- size from stat. GNU find does it in one process; elsewhere a walk with
+  -- test(1) and stat(1) per entry. Neither opens an entry.
   readdir = [[[ -e "$1" ] || e DirectoryNotFoundError 1
 [ -d "$1" ] || e NotDirectoryError 1
+cd -- "$1" || exit 1
+find . -mindepth 1 -maxdepth $(($2 + 1)) -printf '%y%Y %s %P\0' 2>/dev/null && exit 0
+[ -n "$(find . -maxdepth 0 -printf x 2>/dev/null)" ] && exit 0
 walk(){ for f in "$1"/* "$1"/.*; do b=${f##*/}
   { [ "$b" = . ] || [ "$b" = .. ]; } && continue
   [ -e "$f" ] || [ -L "$f" ] || continue
-  l=; [ -L "$f" ] && l=l
-  if [ -d "$f" ]; then t=d; s=0; else t=f; s=$(wc -c < "$f" 2>/dev/null || echo 0); fi
-  printf '%s%s %s %s\0' "$l" "$t" "$s" "$2$b"
-  if [ "$3" -gt 0 ] && [ "$t" = d ] && [ -z "$l" ]; then walk "$f" "$2$b/" $(($3 - 1)); fi
+  if [ -d "$f" ]; then t=d; elif [ -f "$f" ]; then t=f; else t=o; fi
+  y=$t; [ -L "$f" ] && y=l
+  s=0; [ "$y" = f ] && { s=$(stat -c %s -- "$f" 2>/dev/null) || s=$(($(wc -c < "$f"))); }
+  printf '%s%s %s %s\0' "$y" "$t" "$s" "$2$b"
+  if [ "$3" -gt 0 ] && [ "$y" = d ]; then walk "$f" "$2$b/" $(($3 - 1)); fi
 done; }
-walk "$1" "" "$2"]],
+walk . "" "$2"]],
+  -- "<type> <size> <mtime>", from stat (symlinks followed), never a read
   stat = [[[ -e "$1" ] || e FileNotFoundError 1
-if [ -d "$1" ]; then t=directory; s=0; else t=file; s=$(wc -c < "$1"); fi
-m=$(stat -c %Y -- "$1" 2>/dev/null || date -r "$1" +%s 2>/dev/null || echo 0)
-printf '%s %s %s' "$t" "$s" "$m"]],
+x=$(stat -Lc '%s %Y' -- "$1" 2>/dev/null) || x=
+if [ -z "$x" ]; then s=0; [ -f "$1" ] && s=$(($(wc -c < "$1")))
+x="$s $(date -r "$1" +%s 2>/dev/null || echo 0)"; fi
+if [ -d "$1" ]; then printf 'directory 0 %s' "${x#* }"; else printf 'file %s' "$x"; fi]],
   exists = [[if [ -e "$1" ]; then echo yes; else echo no; fi]],
 }
 
@@ -88,9 +115,9 @@ local function fix(path)
   return path
 end
 
--- Runs script `name` with the paths/flags in `args`; returns the result or
--- nil, typed error.
-function Backend:run(name, args, paths, opts)
+-- Starts script `name` with the paths/flags in `args`; returns a function
+-- that waits for it and returns the result or nil, typed error.
+function Backend:start(name, args, paths, opts)
   local line = COMMANDS[name]
   for _, a in ipairs(args) do line = line .. " " .. core.quote(a) end
   opts = opts or {}
@@ -102,7 +129,19 @@ function Backend:run(name, args, paths, opts)
     -- output is streamed, not kept: keep stderr (the failure report) here
     opts.on_stderr = function(c) if #stderr < 64 then stderr[#stderr + 1] = c end end
   end
-  local r, err = self.sb:exec(line, nil, opts)
+  local op = self.sb:exec_async(line, nil, opts)
+  return function()
+    local r, err = op:wait()
+    return self:outcome(name, args, paths, r, err, stderr)
+  end
+end
+
+function Backend:run(name, args, paths, opts)
+  return self:start(name, args, paths, opts)()
+end
+
+-- A finished script as its result, or nil, the typed error it reported.
+function Backend:outcome(name, args, paths, r, err, stderr)
   if not r then return nil, err end
   if r.exit_code == 0 then return r end
   if r.timed_out then
@@ -111,38 +150,62 @@ function Backend:run(name, args, paths, opts)
   end
   if #stderr > 0 then r.stderr = table.concat(stderr) end
   local kind, which = (r.stderr or ""):match("sandkit%-fs: (%a+) ([12p])")
-  if kind and fserrors[kind] then
-    local p = which == "2" and paths[2] or paths[1]
-    if which == "p" then p = pathmod.dirname(p) end
-    return nil, fserrors[kind](p)
-  end
+  local p = which == "2" and paths[2] or paths[1]
+  if which == "p" then p = pathmod.dirname(p) end
+  -- the scripts that check a size get it as their second argument
+  if kind == "TooLarge" then return nil, fserrors.TooLarge(p, tonumber(args[2])) end
+  if kind and fserrors[kind] then return nil, fserrors[kind](p) end
   local msg = ((r.stderr or ""):gsub("%s+$", ""))
   if msg == "" then msg = ("%s failed (exit %d)"):format(name, r.exit_code) end
   return nil, fserrors.FilesystemError(paths[1], "EIO", msg)
 end
 
+--- Starts asking whether `path` is a regular file of at most `max` bytes
+-- (nil: any size); the function returned waits for the answer: true, or
+-- nil, the typed error (NotRegular, TooLarge, FileNotFoundError, ...).
+function Backend:probe(path, max)
+  local finish = self:start("probe", { fix(path), max and tostring(max) or "" }, { path })
+  return function()
+    local r, err = finish()
+    return r and true, err
+  end
+end
+
 -- Reads in pieces (one command each) until a short piece: bounded output
--- per command, and each piece streams to on_chunk.
+-- per command. With on_chunk each piece streams to it; a whole read is
+-- captured (the capture's limit is the piece) and stops past max_bytes.
 function Backend:read_file(path, opts)
   local p = fix(path)
-  local piece = READ_PIECE
-  local parts = {}
-  local emit = opts.on_chunk or function(c) parts[#parts + 1] = c end
-  local offset = 0
+  local max = opts.max_bytes
+  local parts, offset = {}, 0
   while true do
+    -- the first piece checks the type and the size; the rest only read
+    local limit = offset == 0 and max and tostring(max) or ""
+    local piece = max and math.min(READ_PIECE, max + 1 - offset) or READ_PIECE
+    local args = { p, limit, tostring(offset + 1), tostring(piece) }
     local got, cb_err = 0, nil
-    local r, err = self:run("read", { p, tostring(offset + 1), tostring(piece) }, { path }, {
-      capture = false,
-      on_stdout = function(chunk)
-        if cb_err then return end
-        got = got + #chunk
-        local ok, e = pcall(emit, chunk)
-        if not ok then cb_err = e; error(e, 0) end
-      end,
-    })
-    if cb_err then error(cb_err, 0) end
+    local r, err
+    if opts.on_chunk then
+      r, err = self:run("read", args, { path }, {
+        capture = false,
+        on_stdout = function(chunk)
+          if cb_err then return end
+          got = got + #chunk
+          local ok, e = pcall(opts.on_chunk, chunk)
+          if not ok then cb_err = e; error(e, 0) end
+        end,
+      })
+      if cb_err then error(cb_err, 0) end
+    else
+      r, err = self:run("read", args, { path }, { max_output_bytes = piece })
+      if r then
+        got = #r.stdout
+        parts[#parts + 1] = r.stdout
+      end
+    end
     if not r then return nil, err end
     offset = offset + got
+    if max and offset > max then return nil, fserrors.TooLarge(path, max) end
     if got < piece then break end
   end
   if opts.on_chunk then return true end
@@ -211,12 +274,12 @@ function Backend:readdir(path, opts)
   if not r then return nil, err end
   local out = {}
   for rec in r.stdout:gmatch("([^%z]*)%z") do
-    local t, size, name = rec:match("^(%a+) (%d+) (.*)$")
-    if t then
-      local link = t:sub(1, 1) == "l"
-      local e = { name = name, type = t:sub(-1) == "d" and "directory" or "file" }
+    local y, t, size, name = rec:match("^(%a)(%S) (%d+) (.*)$")
+    if y then
+      local link = y == "l"
+      local e = { name = name, type = t == "d" and "directory" or "file" }
       if link then e.is_symlink = true end
-      if e.type == "file" and not link then e.size = tonumber(size) end
+      if e.type == "file" and not link then e.size = y == "f" and tonumber(size) or 0 end
       if e.type ~= "file" or fs.extension_matches(pathmod.basename(name), opts.extension) then
         out[#out + 1] = e
       end

@@ -4,20 +4,23 @@
 -- calls, the Platform HTTP routes, or commands in a sandbox), which returns
 -- results or nil, err with the kinds of sandkit.fs.errors.
 local core = require "sandkit.core"
+local errors = require "sandkit.errors"
 local fserrors = require "sandkit.fs.errors"
+local options = require "sandkit.options"
 
 local M = {}
+
+--- read_file's default max_bytes (64 MiB, as exec's max_output_bytes).
+M.DEFAULT_MAX_READ_BYTES = 64 << 20
 
 local Filesystem = { __name = "sandkit.Filesystem" }
 Filesystem.__index = Filesystem
 
-local function argerror(n, fname, msg)
-  error(("bad argument #%d to '%s' (%s)"):format(n, fname, msg), 3)
-end
+local argerror = errors.argument
 
 local function check_self(self, fname)
   if getmetatable(self) ~= Filesystem then
-    error(("bad argument #1 to '%s' (sandkit.Filesystem expected, got %s)"):format(fname, type(self)), 3)
+    argerror(1, fname, "sandkit.Filesystem expected, got " .. type(self))
   end
 end
 
@@ -27,43 +30,37 @@ local function check_path(n, fname, p)
   return p
 end
 
--- Options by method: name -> expected type.
+local BOOLEAN = { type = "boolean" }
+local function extensions(v)
+  if type(v) == "table" then
+    for _, e in ipairs(v) do
+      if type(e) ~= "string" then return "must hold strings" end
+    end
+  end
+end
+
+-- Options by method (options.check schemas).
 local OPTS = {
-  read_file = { on_chunk = "function", encoding = "string", chunk_size = "number" },
-  write_file = { overwrite = "boolean", mime_type = "string", recursive = "boolean" },
+  read_file = { on_chunk = { type = "function" }, encoding = { type = "string" },
+    chunk_size = { type = "integer", min = 1, expect = "a positive integer" },
+    max_bytes = { type = "integer", min = 1, expect = "a whole number of bytes >= 1" } },
+  write_file = { overwrite = BOOLEAN, mime_type = { type = "string" }, recursive = BOOLEAN },
   append_file = {},
-  delete_file = { force = "boolean", recursive = "boolean" },
-  copy_file = { overwrite = "boolean", recursive = "boolean" },
-  move_file = { overwrite = "boolean" },
-  mkdir = { recursive = "boolean" },
-  rmdir = { force = "boolean", recursive = "boolean" },
-  readdir = { recursive = "boolean", extension = { string = true, table = true }, max_depth = "number" },
+  delete_file = { force = BOOLEAN, recursive = BOOLEAN },
+  copy_file = { overwrite = BOOLEAN, recursive = BOOLEAN },
+  move_file = { overwrite = BOOLEAN },
+  mkdir = { recursive = BOOLEAN },
+  rmdir = { force = BOOLEAN, recursive = BOOLEAN },
+  readdir = { recursive = BOOLEAN, extension = { type = { "string", "table" }, check = extensions },
+    max_depth = { type = "number", min = 0 } },
 }
+for name, spec in pairs(OPTS) do OPTS[name] = { name = name, options = spec } end
+OPTS.read_file.validate = function(o, fail)
+  if o.max_bytes and o.on_chunk then fail("max_bytes", "bounds a whole read: with 'on_chunk' nothing is kept") end
+end
 
 local function check_opts(n, fname, opts)
-  if opts == nil then return {} end
-  if type(opts) ~= "table" then argerror(n, fname, "options table expected, got " .. type(opts)) end
-  local spec = OPTS[fname]
-  for k, v in pairs(opts) do
-    local want = spec[k]
-    if want == nil then argerror(n, fname, ("unknown option '%s'"):format(tostring(k))) end
-    local ok = type(want) == "table" and want[type(v)] or type(v) == want
-    if not ok then
-      argerror(n, fname, ("option '%s' has the wrong type (%s)"):format(k, type(v)))
-    end
-  end
-  if opts.chunk_size and (math.type(opts.chunk_size) ~= "integer" or opts.chunk_size < 1) then
-    argerror(n, fname, "option 'chunk_size' must be a positive integer")
-  end
-  if opts.max_depth and (opts.max_depth ~= opts.max_depth or opts.max_depth < 0) then
-    argerror(n, fname, "option 'max_depth' must be a number >= 0")
-  end
-  if type(opts.extension) == "table" then
-    for _, e in ipairs(opts.extension) do
-      if type(e) ~= "string" then argerror(n, fname, "option 'extension' must hold strings") end
-    end
-  end
-  return opts
+  return options.check(OPTS[fname], opts, n)
 end
 
 local function check_content(n, fname, content)
@@ -114,8 +111,31 @@ end
 
 --- read_file(path, opts): the whole file as a string, or with
 -- `opts.on_chunk` each chunk passed to it in order (then returns true): a
--- large file never sits whole in memory.
+-- large file never sits whole in memory. A whole read holds at most
+-- `opts.max_bytes` (default M.DEFAULT_MAX_READ_BYTES): a larger file is
+-- nil, FilesystemError (code EFBIG, `limit`), found before it is read
+-- where the size is known. Out of memory is nil, OutOfMemoryError: a
+-- memory error raised while reading (a Lua string, a table of pieces) is
+-- turned into one, any other error raised (by on_chunk) goes on up.
 define("read_file", { "path", "opts" })
+local backend_read = Filesystem.read_file
+
+local function read_outcome(path, ok, ...)
+  if ok then return ... end
+  local e = ...
+  if e == "not enough memory" then return nil, fserrors.OutOfMemory(path, "read") end
+  error(e, 0)
+end
+
+function Filesystem:read_file(path, opts)
+  local arg = opts -- anything but a table or nil: the check raises
+  if opts == nil or type(opts) == "table" then
+    arg = {}
+    for k, v in pairs(opts or {}) do arg[k] = v end
+    if not arg.on_chunk and arg.max_bytes == nil then arg.max_bytes = M.DEFAULT_MAX_READ_BYTES end
+  end
+  return read_outcome(path, pcall(backend_read, self, path, arg))
+end
 
 --- write_file(path, content, opts) writes a string or the chunks of a source
 -- function. Options: overwrite (default true), recursive (create parents,

@@ -6,6 +6,7 @@ local core = require "sandkit.core"
 local errors = require "sandkit.errors"
 local fs = require "sandkit.fs"
 local fserrors = require "sandkit.fs.errors"
+local options = require "sandkit.options"
 local pathmod = require "sandkit.fs.path"
 
 local M = {}
@@ -25,9 +26,8 @@ local function map(code, msg, path, op, notfound)
   if code == "EXDEV" or code == "EACCES" or code == "EPERM" or code == "EROFS" then
     return fserrors.PermissionError(path, op)
   end
-  if code == "EINVAL" and op ~= "rename" then
-    return fserrors.FilesystemError(path, code, "Not a regular file or directory")
-  end
+  if code == "EINVAL" and op ~= "rename" then return fserrors.NotRegular(path) end
+  if code == "ENOMEM" then return fserrors.OutOfMemory(path, op) end
   return fserrors.FilesystemError(path, code, msg)
 end
 
@@ -46,7 +46,8 @@ function Backend:read_file(path, opts)
   local size = code
   local file <close> = f
   if not opts.on_chunk then
-    local data, c2, m2 = file:read_all(size)
+    local data, c2, m2 = file:read_all(size, opts.max_bytes)
+    if c2 == "EFBIG" then return nil, fserrors.TooLarge(path, opts.max_bytes) end
     if not data then return nil, map(c2, m2, path, "read") end
     return data
   end
@@ -250,8 +251,8 @@ function Backend:copy_file(src, dest, opts)
   if relb == "" then return nil, fserrors.IsDirectoryError(dest) end
   local ok, err = mkdir_p(rb, parent_of(relb), dest)
   if not ok then return nil, err end
-  if ra ~= rb then return copy_across(ra, rela, src, rb, relb, dest, opts.overwrite == false) end
-  local c, c2, m2 = ra:copy(rela, relb, opts.overwrite == false)
+  if not ra:shares(rb) then return copy_across(ra, rela, src, rb, relb, dest, opts.overwrite == false) end
+  local c, c2, m2 = ra:copy(rela, relb, opts.overwrite == false, rb)
   if not c then
     if c2 == "ENOENT" then return nil, fserrors.FileNotFoundError(src) end
     if c2 == "EEXIST" then return nil, fserrors.FileExistsError(dest) end
@@ -270,8 +271,8 @@ function Backend:move_file(src, dest, opts)
   if not st then return nil, map(code, msg, src, "move") end
   local ok, err = mkdir_p(rb, parent_of(relb), dest)
   if not ok then return nil, err end
-  if ra == rb then
-    local r, c2, m2 = ra:rename(rela, relb, opts.overwrite == false)
+  if ra:shares(rb) then
+    local r, c2, m2 = ra:rename(rela, relb, opts.overwrite == false, rb)
     if r then return true end
     if c2 == "EEXIST" then return nil, fserrors.FileExistsError(dest) end
     if c2 == "ENOENT" then return nil, fserrors.FileNotFoundError(src) end
@@ -359,19 +360,13 @@ local function absolute(p)
   return pathmod.normalize(p)
 end
 
+local OPTIONS = { name = "LocalFilesystem", provider = "local", options = {
+  base_path = { type = "string" }, read_only = { type = "boolean" }, id = { type = "string" } } }
+
 --- sandkit.LocalFilesystem { base_path, read_only?, id? }: workspace paths
 -- ("/a" and "a" alike) live under base_path, created on first use.
 function M.LocalFilesystem(opts)
-  if type(opts) ~= "table" then
-    error(errors.new("ConfigError", "LocalFilesystem options table expected", { provider = "local" }), 2)
-  end
-  for k, v in pairs(opts) do
-    local want = ({ base_path = "string", read_only = "boolean", id = "string" })[k]
-    if not want then errors.config("local", tostring(k), ("LocalFilesystem has no option '%s'"):format(tostring(k))) end
-    if type(v) ~= want then
-      errors.config("local", k, ("LocalFilesystem option '%s' must be a %s, got %s"):format(k, want, type(v)))
-    end
-  end
+  opts = options.check(OPTIONS, opts, 1)
   if not opts.base_path or opts.base_path == "" or opts.base_path:find("\0", 1, true) then
     errors.config("local", "base_path", "LocalFilesystem option 'base_path' is required (a directory path)")
   end

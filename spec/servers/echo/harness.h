@@ -75,23 +75,8 @@ static int echo_start(echo_server *s)
     close(out[1]);
     s->in_fd = in[1];
     char buf[2048];
-    size_t len = 0;
-    int lines = 0;
-    while (lines < 2 && len < sizeof buf - 1) {
-        struct pollfd p = { .fd = out[0], .events = POLLIN };
-        if (poll(&p, 1, 20000) <= 0)
-            break;
-        ssize_t n = read(out[0], buf + len, sizeof buf - 1 - len);
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-        buf[len] = '\0';
-        lines = 0;
-        for (char *c = buf; (c = strchr(c, '\n')); c++)
-            lines++;
-    }
+    int lines = tap_read_lines(out[0], buf, sizeof buf, 2);
     close(out[0]);
-    buf[len] = '\0';
     if (lines < 2 || sscanf(buf, "LISTENING %d\nTLS %d %511s", &s->port, &s->tls_port, s->ca_file) != 3) {
         fprintf(stderr, "echo server did not start (output: %s)\n", buf);
         kill(s->pid, SIGKILL);
@@ -102,6 +87,15 @@ static int echo_start(echo_server *s)
     snprintf(s->base, sizeof s->base, "http://127.0.0.1:%d", s->port);
     snprintf(s->tls_base, sizeof s->tls_base, "https://127.0.0.1:%d", s->tls_port);
     return 0;
+}
+
+/* echo_start, reported as a failed test when the server does not start. */
+static int echo_start_tap(echo_server *s)
+{
+    if (echo_start(s) == 0)
+        return 0;
+    tap(false, "start the echo server (node spec/servers/echo/server.mjs; npm ci there)");
+    return -1;
 }
 
 static void echo_stop(echo_server *s)

@@ -9,7 +9,9 @@
 //
 // Layout of the state dir:
 //   sandboxes/<sb-id>/fs   the sandbox filesystem: the root its processes see
+//                          and the upper layers of its system directories
 //                          (view.mjs), default cwd /
+//   sandboxes/<sb-id>/ovl  the overlays' work directories; fstab: its mounts
 //   images/<im-id>         filesystem snapshots (copies of a sandbox fs)
 
 import { spawn, execFile } from 'node:child_process';
@@ -23,7 +25,9 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import grpc from '@grpc/grpc-js';
 import protoLoader from '@grpc/proto-loader';
-import { checkLauncher, ensureDir, findExecutable, launchArgv, prepareRoot } from './view.mjs';
+import {
+  checkLauncher, findExecutable, launchArgv, prepareRoot, removeSandboxDir, startView, stopSpare, stopView, unlockOverlayWork,
+} from './view.mjs';
 
 const execFileP = promisify(execFile);
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -108,7 +112,7 @@ const stateDir = opts.stateDir
 fs.mkdirSync(path.join(stateDir, 'sandboxes'), { recursive: true });
 fs.mkdirSync(path.join(stateDir, 'images'), { recursive: true });
 {
-  const why = checkLauncher(opts.isolation, stateDir);
+  const why = await checkLauncher(opts.isolation, stateDir);
   if (why) {
     process.stderr.write(`modal server: --isolation ${opts.isolation}: ${why}\n`);
     if (ownStateDir) fs.rmSync(stateDir, { recursive: true, force: true });
@@ -557,17 +561,15 @@ function secretEnv(ids) {
 }
 
 // A workdir is a path of the sandbox's own filesystem (relative: to the
-// sandbox's cwd); it is created when missing, as Modal does.
+// sandbox's cwd); the launcher creates it when missing, as Modal does.
 function resolveWorkdir(sb, wd) {
   if (!wd) return sb.cwd;
-  const abs = path.posix.resolve(sb.cwd, wd);
-  ensureDir(sb.fsDir, abs);
-  return abs;
+  return path.posix.resolve(sb.cwd, wd);
 }
 
 function spawnIn(sb, argv, { cwd, env, stdin, stdout, stderr, mergeStderr }) {
   let cmd = argv;
-  if (!findExecutable(sb.fsDir, cwd, argv[0], env.PATH)) {
+  if (!findExecutable(sb.view, cwd, argv[0], env.PATH)) {
     // What a shell says (exit 127), in both isolation modes; a launcher
     // would report its own execvp failure instead.
     cmd = ['/bin/sh', '-c', 'printf "%s: command not found\\n" "$1" >&2; exit 127', 'sh', argv[0]];
@@ -575,7 +577,7 @@ function spawnIn(sb, argv, { cwd, env, stdin, stdout, stderr, mergeStderr }) {
     return spawn(cmd[0], cmd.slice(1), { cwd: '/', env, detached: true, stdio: [stdin, stdout, stderr] });
   }
   if (mergeStderr) cmd = ['/bin/sh', '-c', 'exec "$@" 2>&1', 'sh', ...argv];
-  cmd = launchArgv(opts.isolation, sb.fsDir, cwd, cmd);
+  cmd = launchArgv(opts.isolation, sb.view, cwd, cmd);
   return spawn(cmd[0], cmd.slice(1), { cwd: '/', env, detached: true, stdio: [stdin, stdout, stderr] });
 }
 
@@ -590,11 +592,12 @@ function finishSandbox(sb, result) {
   }
   killGroup(sb.entry);
   for (const ex of sb.execs.values()) killGroup(ex.child);
+  stopView(sb.view);
   sb.cond.notify();
   log(`sandbox ${sb.id} finished: status ${result.status}`);
   // Drop the filesystem once its processes are gone.
   const dir = path.join(stateDir, 'sandboxes', sb.id);
-  setTimeout(() => fs.rm(dir, { recursive: true, force: true }, () => {}), 200).unref();
+  setTimeout(() => removeSandboxDir(dir, () => {}), 200).unref();
 }
 
 function touchIdle(sb) {
@@ -625,7 +628,7 @@ async function createSandbox(req) {
     id: newId('sb'), taskId: newId('ta'), appId: app.id, appName: app.name, env: app.env, name,
     imageId: image.id, createdMs: Date.now(), result: null, execs: new Map(), cond: new Cond(),
     timeoutSecs: def.timeout_secs || 300, idleSecs: def.idle_timeout_secs ?? null,
-    entry: null, timeoutTimer: null, idleTimer: null,
+    entry: null, timeoutTimer: null, idleTimer: null, view: null,
   };
   sb.fsDir = sandboxFsDir(sb);
   sb.secretEnv = secretEnv(def.secret_ids);
@@ -636,8 +639,10 @@ async function createSandbox(req) {
     fs.mkdirSync(sb.fsDir, { recursive: true });
     if (image.kind === 'snapshot') await execFileP('cp', ['-a', `${image.dir}/.`, sb.fsDir]);
     prepareRoot(sb.fsDir);
-    sb.cwd = '/';
-    if (def.workdir) sb.cwd = resolveWorkdir(sb, def.workdir);
+    sb.view = await startView(opts.isolation, path.dirname(sb.fsDir), sb.fsDir);
+    if (sb.result) stopView(sb.view); // terminated while its view was being built
+    // the launcher creates it at first use (an exec or a file operation)
+    sb.cwd = def.workdir ? resolveWorkdir(sb, def.workdir) : '/';
   } catch (e) {
     finishSandbox(sb, { status: GS.INIT_FAILURE, exception: String(e.message) });
     throw e;
@@ -1237,7 +1242,10 @@ const admin = http.createServer(async (req, res) => {
       callLog = [];
       resetFaults(null);
       revokedBeforeMs = 0;
-      if (body.sandboxes) for (const sb of sandboxes.values()) finishSandbox(sb, { status: GS.TERMINATED });
+      if (body.sandboxes) {
+        for (const sb of sandboxes.values()) finishSandbox(sb, { status: GS.TERMINATED });
+        stopSpare(); // no process of ours is left (the next create starts one again)
+      }
       return send(200, { ok: true });
     }
     if (req.method === 'GET' && p === '/__admin/sandboxes') return send(200, [...sandboxes.values()].map(sandboxInfo));
@@ -1278,11 +1286,14 @@ function shutdown(why) {
   for (const sb of sandboxes.values()) {
     killGroup(sb.entry);
     for (const ex of sb.execs.values()) killGroup(ex.child);
+    stopView(sb.view);
   }
+  stopSpare();
   server.forceShutdown();
   admin.close();
   admin.closeAllConnections?.();
   if (ownStateDir) {
+    for (const sb of sandboxes.values()) unlockOverlayWork(path.dirname(sb.fsDir));
     try { fs.rmSync(stateDir, { recursive: true, force: true }); } catch { /* best effort */ }
   }
   setTimeout(() => process.exit(0), 50).unref();

@@ -191,11 +191,49 @@ test('sandbox view: its own root, any workdir, a private /tmp, HOME, 127 for a m
   assert.deepEqual(await run(sb, ['no-such-command-xyz']),
     { stdout: '', stderr: 'no-such-command-xyz: command not found\n', code: 127 });
   assert.equal((await run(sb, ['/workspace/nope'])).code, 127);
-  // the system is the host's, read-only
-  assert.notEqual((await run(sb, ['sh', '-c', 'echo x > /usr/sandkit-write-test'])).code, 0);
-  assert.equal(fs.existsSync('/usr/sandkit-write-test'), false);
   await sb.terminate();
   await other.terminate();
+});
+
+// A Modal image owns /opt, /usr, /etc: each sandbox writes its own copy of
+// them (the server's overlays), never the host's or another sandbox's.
+test('sandbox view: /opt, /usr and /etc are the sandbox\'s own and writable, workdir /opt/x, kept by a snapshot', async () => {
+  const mc = new modal.ModalClient();
+  const app = await mc.apps.fromName('mastra', { createIfMissing: true });
+  const tag = `sandkit-${process.pid}-${++seq}`;
+  const sb = await newSandbox(mc, { workdir: `/opt/${tag}` });
+  try {
+    assert.deepEqual(await run(sb, ['pwd']), { stdout: `/opt/${tag}\n`, stderr: '', code: 0 });
+    assert.equal((await run(sb, ['sh', '-c', 'echo built > out && cat /opt/*/out'])).stdout, 'built\n');
+    // unprivileged, the host's own subdirectories (/usr/local) stay read-only
+    // to the sandbox (view.mjs); the top levels are its own either way
+    const usr = process.getuid() === 0 ? `/usr/local/${tag}` : `/usr/${tag}`;
+    for (const dir of [usr, `/etc/${tag}`]) {
+      assert.deepEqual(await run(sb, ['sh', '-c', 'pwd; echo x > f; cat f'], { workdir: dir }),
+        { stdout: `${dir}\nx\n`, stderr: '', code: 0 });
+    }
+    assert.equal((await run(sb, ['sh', '-c', `echo conf > /etc/${tag}.conf && rm /etc/hostname`])).code, 0);
+    assert.equal((await run(sb, ['test', '-e', '/etc/hostname'])).code, 1);
+    // the host's own files are unchanged, and the new paths are not the host's
+    for (const p of [`/opt/${tag}`, usr, `/etc/${tag}`, `/etc/${tag}.conf`]) {
+      assert.equal(fs.existsSync(p), false, p);
+    }
+    assert.equal(fs.existsSync('/etc/hostname'), true);
+    // nor another sandbox's
+    const other = await newSandbox(mc);
+    assert.equal((await run(other, ['ls', `/opt/${tag}`])).code, 2);
+    assert.equal((await run(other, ['test', '-e', '/etc/hostname'])).code, 0);
+    await other.terminate();
+    // a snapshot keeps what the sandbox changed there, deletions included
+    const snap = await sb.snapshotFilesystem();
+    const sb2 = await mc.sandboxes.create(app, snap, { name: uniq('sb') });
+    assert.deepEqual(await run(sb2, ['cat', `/opt/${tag}/out`, `/etc/${tag}.conf`]),
+      { stdout: 'built\nconf\n', stderr: '', code: 0 });
+    assert.equal((await run(sb2, ['test', '-e', '/etc/hostname'])).code, 1);
+    await sb2.terminate();
+  } finally {
+    await sb.terminate();
+  }
 });
 
 test('sandbox lifetime: entrypoint exit code and timeout', async () => {

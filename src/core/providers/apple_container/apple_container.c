@@ -112,7 +112,7 @@ static sk_error *ac_error(const ac_op *op, const ac_strv *argv, int exit_code, c
     }
     if (fields && argv)
         json_object_set_new(fields, "argv", ac_argv_json(argv));
-    sk_error *e = sk_error_new("ContainerCliError", fields, "%s", msg ? msg : "Apple container operation failed");
+    sk_error *e = sk_error_new(SK_ERR_CONTAINER_CLI, fields, "%s", msg ? msg : "Apple container operation failed");
     free(msg);
     return e;
 }
@@ -629,7 +629,7 @@ static int exec_env_flags(sk_sandbox *sb, const json_t *per_command, ac_strv *ar
             if (g == 1 && json_object_get(sb->env, k))
                 continue;
             if (!sk_ac_env_name_ok(k)) {
-                *err = sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", "apple-container", "key", "env"),
+                *err = sk_error_new(SK_ERR_CONFIG, json_pack("{s:s,s:s}", "provider", "apple-container", "key", "env"),
                                     "Invalid environment variable name for Apple container command: %s", k);
                 free(keys);
                 return -1;
@@ -697,12 +697,12 @@ static int ac_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_er
     x->cli = sk_ac_cli_run(sb->loop, &co, &exec_cli_callbacks, x, &uv_err);
     if (!x->cli) {
         if (uv_err == UV_ENOENT)
-            *err = sk_error_new("ContainerCliError",
+            *err = sk_error_new(SK_ERR_CONTAINER_CLI,
                                 json_pack("{s:i,s:s,s:s,s:s}", "exit_code", 127, "stdout", "", "stderr",
                                           uv_strerror(uv_err), "sandbox_id", as->cfg.id),
                                 "Apple container CLI not found: %s", as->cfg.binary);
         else
-            *err = sk_error_new("ContainerCliError", json_pack("{s:i,s:s}", "exit_code", 1, "sandbox_id", as->cfg.id),
+            *err = sk_error_new(SK_ERR_CONTAINER_CLI, json_pack("{s:i,s:s}", "exit_code", 1, "sandbox_id", as->cfg.id),
                                 "Cannot run the Apple container CLI %s: %s", as->cfg.binary, uv_strerror(uv_err));
         goto done;
     }
@@ -738,7 +738,7 @@ static int ac_write_stdin(sk_process *p, const char *data, size_t len, sk_error 
     ac_exec *x = p->impl;
     int rc = x ? sk_ac_cli_write(x->cli, data, len) : UV_EPIPE;
     if (rc != 0) {
-        *err = sk_error_new("ProcessExitedError", NULL, "Cannot write to stdin of process %s: %s", p->pid,
+        *err = sk_error_new(SK_ERR_PROCESS_EXITED, NULL, "Cannot write to stdin of process %s: %s", p->pid,
                             rc == UV_EPIPE ? "stdin is closed" : uv_strerror(rc));
         return -1;
     }
@@ -816,8 +816,9 @@ const sk_provider sk_provider_apple_container = {
     .id = "apple-container",
     .name = "AppleContainerSandbox",
     .handles_timeout = true,
-    /* upstream runs every stop(): a container of this name left by another
-     * process is stopped, and a refused one is refused again (docs/protocols/apple-container.md §4.4) */
+    /* upstream's stop() acts from pending and error too: a container of this
+     * name left by another process is stopped, and a refused one is refused
+     * again; from stopped it runs nothing (docs/protocols/apple-container.md §4.4) */
     .stop_when_idle = true,
     .init = ac_init,
     .start = ac_start,

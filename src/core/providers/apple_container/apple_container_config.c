@@ -291,7 +291,7 @@ static sk_error *config_error(const char *key, const char *fmt, ...)
     if (vasprintf(&msg, fmt, ap) < 0)
         msg = NULL;
     va_end(ap);
-    sk_error *e = sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", "apple-container", "key", key),
+    sk_error *e = sk_error_new(SK_ERR_CONFIG, json_pack("{s:s,s:s}", "provider", "apple-container", "key", key),
                                "%s", msg ? msg : "invalid option");
     free(msg);
     return e;

@@ -9,7 +9,6 @@
 -- hold (no `container_binary`); `editor.options(config)` checks a stored
 -- configuration against it and returns the options for
 -- sandkit.new("apple-container", ...).
-local errors = require "sandkit.errors"
 local options = require "sandkit.options"
 
 local DEFAULT_TIMEOUT = 300000
@@ -46,7 +45,7 @@ local specific = {
   working_dir = { type = "string", default = "/workspace",
     description = "Working directory inside the container (deprecated alias of working_directory)" },
   timeout = { type = "integer", ms = true, zero = "no timeout", default = DEFAULT_TIMEOUT,
-    description = "Default command timeout in milliseconds (0: none), enforced inside the container (124 on expiry); also bounds each lifecycle CLI call" },
+    description = "Timeout of each command that gives none, in milliseconds (0: none), enforced inside the container (124 on expiry); also bounds each lifecycle CLI call" },
   delete_on_destroy = { type = "boolean", default = true, description = "Delete the Apple container on destroy" },
   container_binary = { type = "string", default = "container", non_empty = true,
     description = "Path or name for the Apple container CLI" },
@@ -108,20 +107,15 @@ desc.editor = {
   config_schema = { type = "object", additional_properties = false, properties = properties },
 }
 
+-- The stored configuration's keys, any value (the constructor checks them).
+local EDITOR_CHECK = { name = desc.label, provider = desc.id, options = {} }
+for k in pairs(properties) do EDITOR_CHECK.options[k] = {} end
+
 --- Checks a stored editor configuration (only the schema's keys) and returns
 -- a copy to pass to sandkit.new("apple-container", ...).
 function desc.editor.options(config)
-  if type(config) ~= "table" then
-    error(("bad argument #1 to 'options' (table expected, got %s)"):format(type(config)), 2)
-  end
   local out = {}
-  for k, v in pairs(config) do
-    if not properties[k] then
-      error(errors.new("ConfigError", ("Unknown option '%s' for %s"):format(tostring(k), desc.label),
-        { provider = desc.id, key = tostring(k) }), 2)
-    end
-    out[k] = v
-  end
+  for k, v in pairs(options.check(EDITOR_CHECK, config, 1)) do out[k] = v end
   return out
 end
 

@@ -263,7 +263,7 @@ static void op_on_reply(const dk_reply *r, const sk_error *err, void *ud)
             op_end(op, op_api_error(op, r, "Inspecting the Docker image"));
         } else if (ds->cfg.pull == DK_PULL_NEVER) {
             sk_error *e = op_api_error(op, r, "Inspecting the Docker image");
-            sk_error *e2 = sk_error_new("DockerApiError", e ? json_incref(e->fields) : NULL,
+            sk_error *e2 = sk_error_new(SK_ERR_DOCKER_API, e ? json_incref(e->fields) : NULL,
                                         "Docker image '%s' is not present locally and the pull option is \"never\"",
                                         ds->cfg.image);
             sk_error_set(e2, "image", json_string(ds->cfg.image));
@@ -280,7 +280,7 @@ static void op_on_reply(const dk_reply *r, const sk_error *err, void *ud)
              * report it in a 200 stream */
             const char *why = r->stream_error ? r->stream_error : sk_dk_reply_message(r);
             sk_error *e = op_api_error(op, r, "Pulling the Docker image");
-            sk_error *e2 = sk_error_new("DockerApiError", e ? json_incref(e->fields) : NULL,
+            sk_error *e2 = sk_error_new(SK_ERR_DOCKER_API, e ? json_incref(e->fields) : NULL,
                                         "Failed to pull Docker image '%s': %.4096s", ds->cfg.image, why);
             sk_error_set(e2, "image", json_string(ds->cfg.image));
             sk_error_set(e2, "reason", json_string("image_pull_failed"));

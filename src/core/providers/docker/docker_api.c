@@ -65,7 +65,7 @@ static sk_error *dk_config_error(const char *fmt, const char *host, const char *
 {
     char shown[80];
     snprintf(shown, sizeof shown, "%.64s%s", host, strlen(host) > 64 ? "..." : "");
-    return sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", "docker", "key", "docker_host"), fmt, shown,
+    return sk_error_new(SK_ERR_CONFIG, json_pack("{s:s,s:s}", "provider", "docker", "key", "docker_host"), fmt, shown,
                         source);
 }
 
@@ -273,7 +273,7 @@ sk_error *sk_dk_api_error(const dk_api *api, const char *method, const char *pat
     json_object_set_new(fields, "path", json_string(path));
     json_object_set_new(fields, "docker_host", json_string(api->host));
     json_object_set_new(fields, "docker_message", json_stringn_nocheck(msg, cut ? DK_MESSAGE_MAX : len));
-    return sk_error_new("DockerApiError", fields, "%s failed (%s %s, status %d): %.*s%s", what, method, path,
+    return sk_error_new(SK_ERR_DOCKER_API, fields, "%s failed (%s %s, status %d): %.*s%s", what, method, path,
                         r->status, (int)(cut ? DK_MESSAGE_MAX : len), msg, cut ? "..." : "");
 }
 
@@ -287,11 +287,11 @@ sk_error *sk_dk_api_transport_error(const dk_api *api, const char *method, const
                            : api->host_source;
     if (timed_out) {
         json_object_set_new(fields, "timeout_ms", json_integer(api->timeout_ms));
-        return sk_error_new("TimeoutError", fields,
+        return sk_error_new(SK_ERR_TIMEOUT, fields,
                             "Docker daemon at %s (%s) did not answer %s %s within %ld ms", api->host, hint, method,
                             path, api->timeout_ms);
     }
-    return sk_error_new("NetworkError", fields, "Cannot reach the Docker daemon at %s (%s): %s %s: %s", api->host,
+    return sk_error_new(SK_ERR_NETWORK, fields, "Cannot reach the Docker daemon at %s (%s): %s %s: %s", api->host,
                         hint, method, path, detail ? detail : "transport error");
 }
 
@@ -365,7 +365,7 @@ static void call_on_done(sk_http *req, const sk_http_result *res, void *ud)
         const char *shown = vpath ? vpath : c->path;
         sk_error *err;
         if (res->err == SK_HTTP_ERR_TOO_LARGE) {
-            err = sk_error_new("ResponseTooLargeError",
+            err = sk_error_new(SK_ERR_RESPONSE_TOO_LARGE,
                                json_pack("{s:s,s:s,s:s,s:I}", "provider", "docker", "method", c->method, "path",
                                          shown, "limit", (json_int_t)res->limit),
                                "Docker daemon's response to %s %s: %s larger than the limit of %zu bytes", c->method,
@@ -427,7 +427,7 @@ static void call_on_done(sk_http *req, const sk_http_result *res, void *ud)
         sk_error *err = NULL;
         if (res->status != 200 || !v || sscanf(v, "%d.%d", &maj, &min) != 2) {
             err = res->status != 200 ? sk_dk_api_error(api, "GET", "/version", &reply, "Docker API version check")
-                                     : sk_error_new("DockerApiError",
+                                     : sk_error_new(SK_ERR_DOCKER_API,
                                                     json_pack("{s:i,s:s,s:s,s:s}", "status", res->status, "method",
                                                               "GET", "path", "/version", "docker_host", api->host),
                                                     "Docker daemon at %s answered GET /version without an ApiVersion",
@@ -436,7 +436,7 @@ static void call_on_done(sk_http *req, const sk_http_result *res, void *ud)
             sscanf(DK_API_VERSION_MAX, "%d.%d", &cmaj, &cmin);
             sscanf(DK_API_VERSION_MIN, "%d.%d", &lmaj, &lmin);
             if (maj < lmaj || (maj == lmaj && min < lmin))
-                err = sk_error_new("DockerApiError",
+                err = sk_error_new(SK_ERR_DOCKER_API,
                                    json_pack("{s:i,s:s,s:s,s:s,s:s}", "status", res->status, "method", "GET", "path",
                                              "/version", "docker_host", api->host, "api_version", v),
                                    "Docker daemon at %s speaks API %s; sandkit needs %s or newer", api->host, v,

@@ -113,7 +113,7 @@ static sk_error *x_error_fields(dk_exec *x, sk_error *e)
 
 static sk_error *x_malformed(dk_exec *x, const char *fmt, const char *detail)
 {
-    sk_error *e = sk_error_new("DockerApiError",
+    sk_error *e = sk_error_new(SK_ERR_DOCKER_API,
                                json_pack("{s:b,s:s}", "malformed", 1, "docker_host", x->ds->api.host), fmt, detail);
     return x_error_fields(x, e);
 }
@@ -424,7 +424,7 @@ static void x_conn_closed(dk_conn *c, const char *error, void *ud)
         return;
     case X_STREAM:
         if (x->syserr.len) {
-            sk_error *e = sk_error_new("DockerApiError", json_pack("{s:s%}", "docker_message", x->syserr.data, x->syserr.len),
+            sk_error *e = sk_error_new(SK_ERR_DOCKER_API, json_pack("{s:s%}", "docker_message", x->syserr.data, x->syserr.len),
                                        "Docker daemon reported an error in the exec stream: %.*s", (int)x->syserr.len,
                                        x->syserr.data);
             x->stream_err = x_error_fields(x, e);
@@ -715,7 +715,7 @@ int sk_dk_write_stdin(sk_process *p, const char *data, size_t len, sk_error **er
             rc = sk_buf_append(&x->stdin_q, data, len);
     }
     if (closed || rc != 0) {
-        *err = sk_error_new("ProcessExitedError", NULL, "Cannot write to stdin of process %s: %s", p->pid,
+        *err = sk_error_new(SK_ERR_PROCESS_EXITED, NULL, "Cannot write to stdin of process %s: %s", p->pid,
                             closed ? "stdin is closed" : "out of memory");
         return -1;
     }

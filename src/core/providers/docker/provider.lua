@@ -31,7 +31,7 @@ end
 local specific = {
   name = { type = "string", description = "Container name (sanitised as upstream). Defaults to the sandbox ID." },
   image = { type = "string", default = "node:22-slim", non_empty = true,
-    flag = { name = "image", arg = "IMAGE", help = "the container's image (default: node:22-slim)" },
+    flag = { name = "image", arg = "IMAGE", help = "the container's image" },
     description = "Docker image to use" },
   command = { type = "array", default = { "sleep", "infinity" },
     description = "Container command; it must keep the container running (commands run through exec)." },
@@ -41,7 +41,7 @@ local specific = {
     description = "Working directory inside the container (upstream's workingDir)" },
   privileged = { type = "boolean", default = false, description = "Run in privileged mode" },
   timeout = { type = "integer", ms = true, zero = "no timeout", default = DEFAULT_TIMEOUT,
-    description = "Default command timeout in milliseconds (0: none)" },
+    description = "Timeout of each command that gives none, in milliseconds (0: none)" },
   volumes = { type = "map", description = "Host-to-container bind mounts (host path -> container path)" },
   network = { type = "string", description = "Docker network to join (HostConfig.NetworkMode)" },
   memory = int("Memory limit in bytes", 0),

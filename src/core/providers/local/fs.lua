@@ -1,11 +1,12 @@
 --- sb.fs of a LocalSandbox (the descriptor's filesystem = "own"): the
 -- sandbox's files as its commands see them, through confined system calls
--- on the host (the working directory and, under bwrap, the private /tmp
--- and the read_write_paths / read_only_paths binds). Relative paths start
--- at the working directory. When the sandbox's commands run as another
--- user than the caller (a root caller under bwrap: metadata.sandbox_user),
--- sb.fs acts as that user: what it creates is theirs, and it can read and
--- write only what they can (src/lua/fs_ud.c says how).
+-- on the host in a view of the descriptors its start pinned (the working
+-- directory and, under bwrap, the private /tmp and the read_write_paths /
+-- read_only_paths binds). Relative paths start at the working directory.
+-- When the sandbox's commands run as another user than the caller (a root
+-- caller under bwrap: metadata.sandbox_user), sb.fs acts as that user: what
+-- it creates is theirs, and it can read and write only what they can
+-- (src/lua/fs_ud.c says how).
 local core = require "sandkit.core"
 local fserrors = require "sandkit.fs.errors"
 local pathmod = require "sandkit.fs.path"
@@ -19,75 +20,46 @@ local function under(abs, dir)
   return nil
 end
 
--- Operations that change the file system (a read-only bind refuses them).
-local WRITES = { write = true, delete = true, mkdir = true, rmdir = true, move = true }
-
-local function host_abs(p)
-  if p:sub(1, 1) ~= "/" then p = core.fs_getcwd() .. "/" .. p end
-  return pathmod.normalize(p)
-end
-
--- What the sandbox's commands may touch, as { dir (as they see it), host
--- directory, ro }: the working directory, and under bwrap its /tmp and the
--- read_write_paths / read_only_paths binds.
-local function binds_of(meta, o)
-  local wd = pathmod.normalize(meta.working_directory)
-  local list = { { dir = wd, host = wd, ro = false } }
-  if meta.isolation == "bwrap" then
-    if meta.tmp_directory then list[#list + 1] = { dir = "/tmp", host = meta.tmp_directory, ro = false } end
-    for _, p in ipairs(o.read_write_paths or {}) do
-      local a = host_abs(p)
-      list[#list + 1] = { dir = a, host = a, ro = false }
-    end
-    for _, p in ipairs(o.read_only_paths or {}) do
-      local a = host_abs(p)
-      list[#list + 1] = { dir = a, host = a, ro = true }
-    end
-  end
-  return list
-end
-
---- The backend of sandbox `sb` with options `o` (no I/O until used).
-local function local_backend(sb, o)
-  local roots = {} -- host directory -> root userdata
-  local function root_for(dir, path, op, user)
-    local r = roots[dir]
-    if r then return r end
-    local root, code, msg
-    if user then
-      root, code, msg = core.fs_root(dir, false, user.uid, user.gid)
-    else
-      root, code, msg = core.fs_root(dir, false)
-    end
-    if not root then
-      return nil, require("sandkit.fs.local").map(code, msg, path, op, fserrors.DirectoryNotFoundError)
-    end
-    roots[dir] = root
-    return root
-  end
+-- A LocalSandbox's sb.fs works in a view (src/core/fs_local.h) over the
+-- descriptors its start pinned: the working directory, the private /tmp
+-- and each read_only_paths/read_write_paths bind, at the paths the
+-- commands see them (with isolation "none", the working directory's path,
+-- where its commands run; docs/security.md §"sb.fs: the pinned view"). A path is
+-- resolved in that view by the core, a component at a time: a symlink
+-- leads where it leads the commands, and read-only is decided by the mount
+-- it resolves into. Each path is handed to the root of the deepest mount
+-- it is spelled under, so that "the root of a mount" (which cannot be
+-- written as a file, deleted or moved) stays visible as rel == "".
+local function local_backend(sb)
+  local view, roots, mounts, wd -- of the pins current at the last call
   local function resolve(path, op)
     local ok, err = sb:ensure_running()
     if not ok then return nil, err end
-    local meta = sb:info().metadata
-    local binds = binds_of(meta, o)
+    local v, code, msg = core.local_fs_view(sb, view)
+    if not v then
+      return nil, fserrors.FilesystemError(path, code, "The sandbox's files cannot be reached (" .. msg .. ")")
+    end
+    if v ~= view then
+      view, roots, mounts, wd = v, {}, v:mounts(), pathmod.normalize(v:working_directory())
+    end
     local abs
     if path:sub(1, 1) == "/" then
       abs = pathmod.normalize(path)
     else
       local segs, escaped = pathmod.segments(path)
       if escaped then return nil, fserrors.PermissionError(path, op) end
-      abs = pathmod.normalize(binds[1].dir .. "/" .. table.concat(segs, "/"))
+      abs = pathmod.normalize(wd .. "/" .. table.concat(segs, "/"))
     end
-    -- the innermost bind wins (bwrap mounts nested binds over outer ones;
-    -- the same path given read-only and writable ends up read-only)
-    local best, rel
-    for _, b in ipairs(binds) do
-      local r = under(abs, b.dir)
-      if r and (not best or #b.dir > #best.dir or (#b.dir == #best.dir and b.ro)) then best, rel = b, r end
+    local base, rel = "/", abs:sub(2)
+    for _, m in ipairs(mounts) do
+      local r = under(abs, m.path)
+      if r and (base == "/" or #m.path > #base) then base, rel = m.path, r end
     end
-    if not best or (best.ro and WRITES[op]) then return nil, fserrors.PermissionError(path, op) end
-    local root, rerr = root_for(best.host, path, op, meta.sandbox_user)
-    if not root then return nil, rerr end
+    local root = roots[base]
+    if not root then
+      root = view:root(base)
+      roots[base] = root
+    end
     return root, rel, abs
   end
   local b = require("sandkit.fs.local").backend(resolve)
@@ -103,6 +75,8 @@ local function local_backend(sb, o)
   return b
 end
 
-M.backend = local_backend
+--- The backend of sandbox `sb` (no I/O until used; its options are in the
+-- pinned view).
+function M.backend(sb) return local_backend(sb) end
 
 return M

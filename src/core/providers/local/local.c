@@ -30,6 +30,7 @@
 #include "../../fs_local.h"
 #include "../../proc.h"
 #include "../../provider.h"
+#include "local_fs.h"
 #include "local_state.h"
 
 /* Default sandbox user for a root caller: nobody/nogroup, present on every
@@ -41,6 +42,15 @@ enum { LOCAL_REAP_TIMEOUT_MS = 10000 };
 
 /* How long destroy waits for killed processes to leave the cgroup. */
 enum { LOCAL_CGROUP_WAIT_MS = 2000 };
+
+/* Processes and threads a sandbox may have at once where cgroups allow a
+ * limit and the option pids_limit is absent: a fork storm stays inside,
+ * while 1,000 commands in flight (bench/scale.lua), each a shell (three
+ * tasks under bwrap), and thread-heavy runtimes fit. */
+enum { LOCAL_DEFAULT_PIDS_LIMIT = 4096 };
+/* Docker's bounds for the same options. */
+#define LOCAL_MIN_MEMORY ((int64_t)6 * 1024 * 1024)
+enum { LOCAL_MIN_CPU_US = 1000, LOCAL_MAX_CPU_PERIOD_US = 1000000 };
 
 static char *local_path_join(const char *a, const char *b)
 {
@@ -135,6 +145,25 @@ static local_sandbox *local_live;
 static pid_t local_live_owner;
 static bool local_live_hooked;
 
+/* ---- removal off the loop ---------------------------------------------------
+ * A private /tmp may hold hundreds of thousands of files (seconds to
+ * remove), so it is removed on libuv's thread pool while the loop runs on.
+ * The job owns a copy of the path; the sandbox may be freed meanwhile
+ * (ls NULL: nobody is told). Listed for the exit handler, which waits for
+ * a job in flight and removes what is left (os.exit while a destroy
+ * runs). Under local_live_lock: the list, `finished`, `rc`, ls->removing. */
+struct local_rm_job {
+    sk_work work;
+    char *path;
+    int rc;                  /* the removal's errno; 0: gone */
+    bool finished;           /* the pool thread is done with it */
+    local_sandbox *ls;       /* NULL once detached */
+    sk_provider_done done;   /* destroy's, or NULL (a freed sandbox's /tmp) */
+    struct local_rm_job *next;
+};
+static local_rm_job *local_removals;
+static pthread_cond_t local_removal_done = PTHREAD_COND_INITIALIZER;
+
 /* Any signal may end a command (bwrap dies of SIGTERM and its PID
  * namespace with it), so its processes are listed first: once the group's
  * leader is reaped they are no longer ours to find. */
@@ -158,24 +187,43 @@ static void local_live_cleanup(void)
         /* one budget for all: exit must not wait 10 s per sandbox */
         double deadline = sk_now_ms() + LOCAL_REAP_TIMEOUT_MS;
         for (local_sandbox *ls = local_live; ls; ls = ls->next_live) {
+            if (ls->removing)
+                continue; /* its job, below */
             double left = deadline - sk_now_ms();
             sk_local_pidfds_wait(&ls->dying, left > 0 ? (int)left : 0);
             sk_local_rm_tree(ls->tmpdir);
+            sk_local_remove_relays(ls);
+        }
+        /* a removal in flight finishes (the pool thread lives until exit
+         * is done), then whatever it could not take is tried again */
+        for (local_rm_job *j = local_removals; j; j = j->next) {
+            while (!j->finished)
+                pthread_cond_wait(&local_removal_done, &local_live_lock);
+            if (j->rc != 0)
+                sk_local_rm_tree(j->path);
         }
     }
     local_live = NULL;
+    local_removals = NULL;
     pthread_mutex_unlock(&local_live_lock);
+}
+
+/* Under local_live_lock, before adding to the lists. */
+static void local_live_claim(void)
+{
+    if (local_live_owner != getpid()) {
+        local_live = NULL;     /* a fork's copy: not ours */
+        local_removals = NULL; /* nor are its pool threads */
+        local_live_owner = getpid();
+    }
+    if (!local_live_hooked)
+        local_live_hooked = atexit(local_live_cleanup) == 0;
 }
 
 static void local_live_add(local_sandbox *ls)
 {
     pthread_mutex_lock(&local_live_lock);
-    if (local_live_owner != getpid()) {
-        local_live = NULL;
-        local_live_owner = getpid();
-    }
-    if (!local_live_hooked)
-        local_live_hooked = atexit(local_live_cleanup) == 0;
+    local_live_claim();
     ls->next_live = local_live;
     local_live = ls;
     pthread_mutex_unlock(&local_live_lock);
@@ -194,21 +242,139 @@ static void local_live_remove(local_sandbox *ls)
     pthread_mutex_unlock(&local_live_lock);
 }
 
-/* 0, or the errno of what could not be removed. */
-static int local_rm_tmpdir(local_sandbox *ls)
+static void local_rm_job_run(sk_work *w)
 {
-    if (!ls->tmpdir)
-        return 0;
-    int rc = sk_local_rm_tree(ls->tmpdir);
-    if (rc == 0) {
-        local_live_remove(ls);
-        if (ls->tmp_fd >= 0)
-            close(ls->tmp_fd);
-        ls->tmp_fd = -1;
-        free(ls->tmpdir);
-        ls->tmpdir = NULL;
+    local_rm_job *j = (local_rm_job *)w;
+    int rc = sk_local_rm_tree(j->path);
+    pthread_mutex_lock(&local_live_lock);
+    j->rc = rc;
+    j->finished = true;
+    pthread_cond_broadcast(&local_removal_done);
+    pthread_mutex_unlock(&local_live_lock);
+}
+
+static void local_rm_job_done(sk_work *w)
+{
+    local_rm_job *j = (local_rm_job *)w;
+    pthread_mutex_lock(&local_live_lock);
+    for (local_rm_job **pp = &local_removals; *pp; pp = &(*pp)->next) {
+        if (*pp == j) {
+            *pp = j->next;
+            break;
+        }
     }
-    return rc;
+    local_sandbox *ls = j->ls;
+    if (ls)
+        ls->removing = NULL;
+    pthread_mutex_unlock(&local_live_lock);
+    if (ls) {
+        sk_error *err = NULL;
+        if (j->rc == 0) {
+            local_live_remove(ls);
+            if (ls->tmp_fd >= 0)
+                close(ls->tmp_fd);
+            ls->tmp_fd = -1;
+            free(ls->tmpdir);
+            ls->tmpdir = NULL;
+            sk_local_unpin(ls);
+        } else {
+            err = sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s}", "path", j->path),
+                               "Cannot remove the sandbox's /tmp (%s) completely: %s", j->path,
+                               strerror(j->rc));
+        }
+        j->done(ls->sb, err);
+    }
+    free(j->path);
+    free(j);
+}
+
+/* Queues the removal of path; ls (NULL: nobody waits) is told through done
+ * once it is over. -1 on ENOMEM (nothing queued). */
+static int local_rm_start(sk_loop *loop, local_sandbox *ls, const char *path, sk_provider_done done)
+{
+    local_rm_job *j = calloc(1, sizeof *j);
+    if (!j || !(j->path = strdup(path))) {
+        free(j);
+        return -1;
+    }
+    j->ls = ls;
+    j->done = done;
+    pthread_mutex_lock(&local_live_lock);
+    local_live_claim();
+    j->next = local_removals;
+    local_removals = j;
+    if (ls)
+        ls->removing = j;
+    pthread_mutex_unlock(&local_live_lock);
+    /* uv_queue_work fails only for a missing callback */
+    (void)sk_work_queue(loop, &j->work, local_rm_job_run, local_rm_job_done);
+    return 0;
+}
+
+/* The sandbox goes while its /tmp is being removed: the job finishes
+ * alone. Whether one was in flight. */
+static bool local_rm_detach(local_sandbox *ls)
+{
+    pthread_mutex_lock(&local_live_lock);
+    bool in_flight = ls->removing != NULL;
+    if (in_flight)
+        ls->removing->ls = NULL;
+    ls->removing = NULL;
+    pthread_mutex_unlock(&local_live_lock);
+    return in_flight;
+}
+
+/* ---- the cgroup off the loop -----------------------------------------------
+ * Removing a sandbox's cgroup directories waits until its killed processes
+ * have left them (seconds with thousands of processes): on the thread
+ * pool too. The kill itself is sent before destroy goes on. */
+struct local_cg_job {
+    sk_work work;
+    sk_cgroup_dirs *dirs;
+    local_sandbox *ls;       /* NULL once detached; read on the loop thread only */
+    sk_provider_done done;
+};
+
+static void local_destroy_wait_procs(local_sandbox *ls, sk_provider_done done);
+
+static void local_cg_job_run(sk_work *w)
+{
+    local_cg_job *j = (local_cg_job *)w;
+    sk_cgroup_remove(j->dirs, LOCAL_CGROUP_WAIT_MS); /* what stays is swept at exit */
+    j->dirs = NULL;
+}
+
+static void local_cg_job_done(sk_work *w)
+{
+    local_cg_job *j = (local_cg_job *)w;
+    local_sandbox *ls = j->ls;
+    if (ls) {
+        ls->cg_removing = NULL;
+        local_destroy_wait_procs(ls, j->done);
+    }
+    free(j);
+}
+
+/* Kills what is left in cg and removes it off the loop; ls (NULL: nobody)
+ * then goes on with its destroy. false when there was nothing to wait
+ * for (the tree was empty, or no memory: removed here). */
+static bool local_cg_remove(sk_loop *loop, sk_cgroup *cg, local_sandbox *ls, sk_provider_done done)
+{
+    sk_cgroup_dirs *dirs = sk_cgroup_retire(cg);
+    if (!dirs)
+        return false;
+    local_cg_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        sk_cgroup_remove(dirs, LOCAL_CGROUP_WAIT_MS);
+        return false;
+    }
+    j->dirs = dirs;
+    j->ls = ls;
+    j->done = done;
+    if (ls)
+        ls->cg_removing = j;
+    (void)sk_work_queue(loop, &j->work, local_cg_job_run, local_cg_job_done);
+    return true;
 }
 
 static void local_destroy_detach(local_sandbox *ls);
@@ -219,12 +385,17 @@ static void local_free(sk_sandbox *sb)
     if (!ls)
         return;
     local_destroy_detach(ls);
+    bool removing = local_rm_detach(ls);
+    if (ls->cg_removing)
+        ls->cg_removing->ls = NULL;
     local_live_remove(ls);
-    sk_cgroup_destroy(ls->cgroup, LOCAL_CGROUP_WAIT_MS);
+    local_cg_remove(sb->loop, ls->cgroup, NULL, NULL);
     if (ls->tmpdir) {
-        /* the sandbox has killed its processes: wait for them, then clean */
+        /* the sandbox has killed its processes: wait for them, then clean
+         * (off the loop; a job in flight for it already does) */
         sk_local_pidfds_wait(&ls->dying, LOCAL_REAP_TIMEOUT_MS);
-        sk_local_rm_tree(ls->tmpdir);
+        if (!removing && local_rm_start(sb->loop, NULL, ls->tmpdir, NULL) != 0)
+            sk_local_rm_tree(ls->tmpdir);
         free(ls->tmpdir);
     }
     if (ls->tmp_fd >= 0)
@@ -234,6 +405,8 @@ static void local_free(sk_sandbox *sb)
     free(ls->workdir);
     free(ls->bwrap_exe);
     free(ls->setpriv_exe);
+    free(ls->unshare_exe);
+    free(ls->mount_exe);
     local_free_list(ls->ro_paths);
     local_free_list(ls->rw_paths);
     local_free_list(ls->inherit);
@@ -243,7 +416,7 @@ static void local_free(sk_sandbox *sb)
 
 static sk_error *local_config_error(const char *key, const char *detail)
 {
-    return sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", "local", "key", key),
+    return sk_error_new(SK_ERR_CONFIG, json_pack("{s:s,s:s}", "provider", "local", "key", key),
                         "LocalSandbox option '%s' %s", key, detail);
 }
 
@@ -290,6 +463,114 @@ static int local_resolve_user(local_sandbox *ls, const json_t *user, sk_error **
     return 0;
 }
 
+/* ---- resource limits ------------------------------------------------------- */
+
+static bool local_has_limits(const sk_cgroup_limits *l)
+{
+    return l->memory > 0 || l->pids > 0 || l->cpu_quota > 0 || l->cpu_period > 0;
+}
+
+static const char *const local_limit_keys[SK_CGROUP_NCTL] = { "memory", "pids_limit", "cpu_quota" };
+
+/* A whole-number option in [min, max]; absent leaves *out as it is. */
+static int local_whole_option(const json_t *o, const char *key, int64_t min, int64_t max, const char *range,
+                              int64_t *out, bool *given, sk_error **err)
+{
+    const json_t *v = json_object_get(o, key);
+    if (!v)
+        return 0;
+    double d = json_number_value(v);
+    if (!json_is_number(v) || d != (double)(int64_t)d || d < (double)min || d > (double)max) {
+        *err = local_config_error(key, range);
+        return -1;
+    }
+    *out = (int64_t)d;
+    *given = true;
+    return 0;
+}
+
+/* memory, pids_limit, cpu_quota, cpu_period (Docker's names and bounds). */
+static int local_parse_limits(local_sandbox *ls, const json_t *o, sk_error **err)
+{
+    sk_cgroup_limits *l = &ls->limits;
+    bool mem = false, pids = false, quota = false, period = false;
+    l->pids = LOCAL_DEFAULT_PIDS_LIMIT;
+    if (local_whole_option(o, "memory", LOCAL_MIN_MEMORY, INT64_C(1) << 53,
+                           "must be a whole number of bytes, at least 6291456 (6 MiB)", &l->memory, &mem, err) ||
+        local_whole_option(o, "pids_limit", -1, INT32_MAX,
+                           "must be a whole number of processes, at least 1 (0 or -1: no limit)", &l->pids, &pids,
+                           err) ||
+        local_whole_option(o, "cpu_quota", LOCAL_MIN_CPU_US, INT64_C(1) << 53,
+                           "must be a whole number of microseconds, at least 1000", &l->cpu_quota, &quota, err) ||
+        local_whole_option(o, "cpu_period", LOCAL_MIN_CPU_US, LOCAL_MAX_CPU_PERIOD_US,
+                           "must be a whole number of microseconds from 1000 to 1000000", &l->cpu_period, &period,
+                           err))
+        return -1;
+    if (l->pids <= 0) { /* turned off */
+        l->pids = 0;
+        pids = false;
+    }
+    ls->limits_given = (mem ? 1u << SK_CGROUP_MEMORY : 0) | (pids ? 1u << SK_CGROUP_PIDS : 0) |
+                       (quota || period ? 1u << SK_CGROUP_CPU : 0);
+    return 0;
+}
+
+static bool local_limit_set(const sk_cgroup_limits *l, sk_cgroup_ctl c)
+{
+    return c == SK_CGROUP_MEMORY ? l->memory > 0 : c == SK_CGROUP_PIDS ? l->pids > 0
+                                                                       : l->cpu_quota > 0 || l->cpu_period > 0;
+}
+
+static void local_limit_clear(sk_cgroup_limits *l, sk_cgroup_ctl c)
+{
+    if (c == SK_CGROUP_MEMORY)
+        l->memory = 0;
+    else if (c == SK_CGROUP_PIDS)
+        l->pids = 0;
+    else
+        l->cpu_quota = l->cpu_period = 0;
+}
+
+/* The sandbox's cgroup with its limits. A limit given as an option that
+ * cannot be enforced here fails start; the default process limit is
+ * dropped where it cannot be (not root, no cgroups); without any limit
+ * the cgroup is best effort, as for killing alone. */
+static sk_error *local_make_cgroup(local_sandbox *ls)
+{
+    sk_cgroup_limits lim = ls->limits;
+    for (int c = 0; c < SK_CGROUP_NCTL; c++) {
+        const char *why = local_limit_set(&lim, c) ? sk_cgroup_unlimitable(c) : NULL;
+        if (!why)
+            continue;
+        if (ls->limits_given & (1u << c))
+            return sk_error_new(SK_ERR_ISOLATION_UNAVAILABLE,
+                                json_pack("{s:s,s:s,s:s}", "provider", "local", "key", local_limit_keys[c],
+                                          "backend", "cgroup"),
+                                "LocalSandbox option '%s' cannot be enforced on this machine: %s",
+                                local_limit_keys[c], why);
+        local_limit_clear(&lim, c);
+    }
+    int e = 0;
+    ls->cgroup = sk_cgroup_new(NULL, &lim, &e);
+    if (!ls->cgroup && ls->limits_given) {
+        int c = 0;
+        while (!(ls->limits_given & (1u << c)))
+            c++;
+        return sk_error_new(SK_ERR_ISOLATION_UNAVAILABLE,
+                            json_pack("{s:s,s:s,s:s}", "provider", "local", "key", local_limit_keys[c], "backend",
+                                      "cgroup"),
+                            "LocalSandbox option '%s' cannot be enforced: the sandbox's cgroup could not be made "
+                            "with its limits (%s)", local_limit_keys[c], e ? strerror(e) : "no cgroups here");
+    }
+    if (!ls->cgroup && local_has_limits(&lim))
+        ls->cgroup = sk_cgroup_new(NULL, NULL, &e); /* the default limit alone failed: kill only */
+    else if (ls->cgroup)
+        ls->enforced = lim;
+    if (ls->enforced.cpu_quota > 0 && !ls->enforced.cpu_period)
+        ls->enforced.cpu_period = 100000; /* written with the quota (cgroup.c) */
+    return NULL;
+}
+
 static int local_init(sk_sandbox *sb, const json_t *o, sk_error **err)
 {
     local_sandbox *ls = calloc(1, sizeof *ls);
@@ -300,7 +581,7 @@ static int local_init(sk_sandbox *sb, const json_t *o, sk_error **err)
     ls->wd_fd = ls->tmp_fd = -1;
     const char *wd = json_string_value(json_object_get(o, "working_directory"));
     if (wd && !*wd) {
-        *err = sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", "local", "key", "working_directory"),
+        *err = sk_error_new(SK_ERR_CONFIG, json_pack("{s:s,s:s}", "provider", "local", "key", "working_directory"),
                             "LocalSandbox option 'working_directory' must not be empty");
         return -1;
     }
@@ -309,7 +590,7 @@ static int local_init(sk_sandbox *sb, const json_t *o, sk_error **err)
         goto oom;
     const char *iso = json_string_value(json_object_get(o, "isolation"));
     if (iso && strcmp(iso, "none") != 0 && strcmp(iso, "bwrap") != 0) {
-        *err = sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", "local", "key", "isolation"),
+        *err = sk_error_new(SK_ERR_CONFIG, json_pack("{s:s,s:s}", "provider", "local", "key", "isolation"),
                             "LocalSandbox option 'isolation' must be \"none\" or \"bwrap\" (got \"%s\")", iso);
         return -1;
     }
@@ -336,19 +617,21 @@ static int local_init(sk_sandbox *sb, const json_t *o, sk_error **err)
     ls->inherit = local_json_list(json_object_get(o, "inherit_env"), false);
     if (!ls->ro_paths || !ls->rw_paths || !ls->inherit)
         goto oom;
+    if (local_parse_limits(ls, o, err) != 0)
+        return -1;
     struct stat exe_st;
     if (ls->bwrap && (ls->bwrap_exe = sk_find_executable("bwrap")))
         ls->bwrap_setuid = stat(ls->bwrap_exe, &exe_st) == 0 && (exe_st.st_mode & S_ISUID);
     if (ls->drop_ids)
         ls->setpriv_exe = sk_find_executable("setpriv");
     if (ls->bwrap && !ls->bwrap_exe) {
-        *err = sk_error_new("IsolationUnavailableError", json_pack("{s:s}", "backend", "bwrap"),
+        *err = sk_error_new(SK_ERR_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "backend", "bwrap"),
                             "bubblewrap (bwrap) is not installed; install it with: "
                             "apt-get install bubblewrap (or: dnf install bubblewrap)");
         return -1;
     }
     if (ls->drop_ids && !ls->setpriv_exe) {
-        *err = sk_error_new("IsolationUnavailableError", json_pack("{s:s}", "backend", "bwrap"),
+        *err = sk_error_new(SK_ERR_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "backend", "bwrap"),
                             "setpriv (util-linux) is needed to run bubblewrap as an unprivileged user; "
                             "install it with: apt-get install util-linux");
         return -1;
@@ -363,10 +646,10 @@ static sk_error *local_make_tmpdir(local_sandbox *ls)
 {
     char tmpl[] = "/tmp/sandkit-tmp-XXXXXX";
     if (!mkdtemp(tmpl))
-        return sk_error_new("SandboxError", NULL, "Cannot create the sandbox's /tmp: %s", strerror(errno));
+        return sk_error_new(SK_ERR_SANDBOX, NULL, "Cannot create the sandbox's /tmp: %s", strerror(errno));
     int fd = open(tmpl, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 || (ls->drop_ids && fchown(fd, ls->uid, ls->gid) != 0) || !(ls->tmpdir = strdup(tmpl))) {
-        sk_error *err = sk_error_new("SandboxError", NULL, "Cannot prepare the sandbox's /tmp (%s): %s", tmpl,
+        sk_error *err = sk_error_new(SK_ERR_SANDBOX, NULL, "Cannot prepare the sandbox's /tmp (%s): %s", tmpl,
                                      strerror(errno ? errno : ENOMEM));
         if (fd >= 0)
             close(fd);
@@ -385,19 +668,23 @@ static void local_start(sk_sandbox *sb, sk_provider_done done)
      * (local_open_trusted), never through a planted symlink */
     int mk = ls->bwrap ? 0 : sk_fs_mkdir_p(ls->workdir, 0755);
     if (mk != 0) {
-        done(sb, sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
+        done(sb, sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s}", "path", ls->workdir),
                               "Cannot create working directory %s: %s", ls->workdir, strerror(-mk)));
         return;
     }
     sk_error *err = NULL;
+    /* sb.fs's view (local_fs.h) follows what is pinned from now on */
+    bool repin = ls->bwrap && (!ls->pinned || !ls->tmpdir);
     if (!ls->bwrap)
         err = sk_local_check_paths(ls);
     else if (!ls->pinned)
         err = sk_local_pin(ls);
     if (!err && ls->bwrap && !ls->tmpdir)
         err = local_make_tmpdir(ls);
+    if (!err && repin)
+        ls->fs_gen++;
     if (!err && !ls->cgroup)
-        ls->cgroup = sk_cgroup_new(NULL); /* best effort: none where not allowed */
+        err = local_make_cgroup(ls);
     done(sb, err);
 }
 
@@ -430,24 +717,19 @@ static bool local_all_gone(local_sandbox *ls)
 
 static void local_destroy_finish(local_sandbox *ls, sk_provider_done done, bool gone)
 {
-    sk_error *err = NULL;
-    char *path = ls->tmpdir ? strdup(ls->tmpdir) : NULL;
     if (!gone) {
-        err = sk_error_new("SandboxError", json_pack("{s:s?}", "path", path),
-                           "Processes of the sandbox were still running %d s after SIGKILL; "
-                           "its /tmp (%s) was left in place", LOCAL_REAP_TIMEOUT_MS / 1000,
-                           path ? path : "?");
+        done(ls->sb, sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s?}", "path", ls->tmpdir),
+                                  "Processes of the sandbox were still running %d s after SIGKILL; "
+                                  "its /tmp (%s) was left in place", LOCAL_REAP_TIMEOUT_MS / 1000,
+                                  ls->tmpdir ? ls->tmpdir : "?"));
+    } else if (ls->tmpdir) {
+        /* done comes from the job, once the tree is gone */
+        if (local_rm_start(ls->sb->loop, ls, ls->tmpdir, done) != 0)
+            done(ls->sb, sk_error_oom());
     } else {
-        int rc = local_rm_tmpdir(ls);
-        if (rc != 0)
-            err = sk_error_new("SandboxError", json_pack("{s:s?}", "path", path),
-                               "Cannot remove the sandbox's /tmp (%s) completely: %s", path ? path : "?",
-                               strerror(rc));
-        else
-            sk_local_unpin(ls);
+        sk_local_unpin(ls);
+        done(ls->sb, NULL);
     }
-    free(path);
-    done(ls->sb, err);
 }
 
 static void local_destroy_timer_closed(uv_handle_t *h) { free(h->data); }
@@ -480,9 +762,17 @@ static void local_destroy_tick(uv_timer_t *t)
 static void local_destroy(sk_sandbox *sb, sk_provider_done done)
 {
     local_sandbox *ls = sb->impl;
-    /* escaped descendants too (cgroup.h), before /tmp goes */
-    sk_cgroup_destroy(ls->cgroup, LOCAL_CGROUP_WAIT_MS);
+    sk_cgroup *cg = ls->cgroup;
     ls->cgroup = NULL;
+    memset(&ls->enforced, 0, sizeof ls->enforced);
+    /* escaped descendants too (cgroup.h), before /tmp goes */
+    if (!local_cg_remove(sb->loop, cg, ls, done))
+        local_destroy_wait_procs(ls, done);
+}
+
+static void local_destroy_wait_procs(local_sandbox *ls, sk_provider_done done)
+{
+    sk_sandbox *sb = ls->sb;
     if (!ls->tmpdir || local_all_gone(ls)) {
         local_destroy_finish(ls, done, true);
         return;
@@ -497,7 +787,7 @@ static void local_destroy(sk_sandbox *sb, sk_provider_done done)
     w->deadline = sk_now_ms() + LOCAL_REAP_TIMEOUT_MS;
     w->timer.data = w;
     uv_timer_init(sk_loop_uv(sb->loop), &w->timer);
-    uv_timer_start(&w->timer, local_destroy_tick, 2, 5);
+    sk_timer_arm(&w->timer, local_destroy_tick, 2, 5);
     ls->destroying = w;
 }
 
@@ -517,7 +807,6 @@ enum { LOCAL_MAX_SIGNAL = 64 };
 
 static void local_on_exit(sk_proc *proc, int64_t status, int term_signal, void *ud)
 {
-    (void)proc;
     sk_process *p = ud;
     local_sandbox *ls = p->sb ? p->sb->impl : NULL;
     sk_result r = { 0 };
@@ -528,6 +817,8 @@ static void local_on_exit(sk_proc *proc, int64_t status, int term_signal, void *
         r.exit_code = (int)status;
         r.killed = ls && ls->bwrap && status > 128 && status <= 128 + LOCAL_MAX_SIGNAL;
     }
+    /* the sandbox's memory limit: the kernel counted the kill in the command's cgroup */
+    r.oom_killed = sk_cgroup_oom_kills(sk_proc_cgroup(proc)) > 0;
     sk_process_finish(p, &r, NULL);
 }
 
@@ -648,10 +939,46 @@ static void local_push_fd_bind(argv_builder *a, local_keep *k, const char *flag,
     argv_push3(a, flag, num, dest);
 }
 
+/* Run as root in a mount namespace of the command's own, in front of
+ * setpriv: binds each relayed path onto its relay directory, checks that
+ * what got there is the pinned directory (its descriptor, then closed, so
+ * that the command never holds a way out of its binds), and runs the rest.
+ * Arguments: mount, then (fd, path, relay) triples, then "--". */
+static const char local_relay_script[] =
+    "m=$1; shift\n"
+    "while [ \"$1\" != -- ]; do\n"
+    "  if ! \"$m\" --bind -- \"$2\" \"$3\" 2>/dev/null || ! [ \"/proc/self/fd/$1\" -ef \"$3\" ]; then\n"
+    "    echo \"sandkit: $2 is not the directory the sandbox started with; refusing to run\" >&2\n"
+    "    exit 125\n"
+    "  fi\n"
+    "  eval \"exec $1<&-\"; shift 3\n"
+    "done\n"
+    "shift; exec \"$@\"\n";
+
+static void local_push_relays(argv_builder *a, const local_sandbox *ls)
+{
+    if (!ls->relay_dir)
+        return;
+    argv_push3(a, ls->unshare_exe, "--mount", "--propagation");
+    argv_push3(a, "private", "--", "/bin/sh");
+    argv_push3(a, "-c", local_relay_script, "sh");
+    argv_push(a, ls->mount_exe);
+    for (size_t i = 0; i < ls->n_binds; i++) {
+        const local_bind *b = &ls->binds[i];
+        if (!b->relay)
+            continue;
+        char num[16];
+        snprintf(num, sizeof num, "%zu", 4 + i); /* local_bwrap_argv: /tmp is fd 3, then the binds */
+        argv_push3(a, num, b->path, b->relay);
+    }
+    argv_push(a, "--");
+}
+
 /* The bubblewrap argv (docs/protocols/conformance.md §2), with the sandbox's own /tmp and
  * --chdir to the command's cwd instead of always the workspace; started
  * through setpriv for a root caller (bwrap then builds a user namespace
- * that maps only the sandbox user). */
+ * that maps only the sandbox user), behind the relay for binds that user
+ * cannot reach. */
 static void local_bwrap_argv(argv_builder *a, local_keep *k, local_sandbox *ls, const char *cwd,
                              const char *command)
 {
@@ -666,6 +993,7 @@ static void local_bwrap_argv(argv_builder *a, local_keep *k, local_sandbox *ls, 
         a->failed = true;
         return;
     }
+    local_push_relays(a, ls);
     if (ls->drop_ids) {
         char reuid[32], regid[32];
         snprintf(reuid, sizeof reuid, "--reuid=%u", (unsigned)ls->uid);
@@ -703,7 +1031,12 @@ static void local_bwrap_argv(argv_builder *a, local_keep *k, local_sandbox *ls, 
     local_push_fd_bind(a, k, "--bind-fd", ls->tmp_fd, "/tmp");
     for (size_t i = 0; i < ls->n_binds; i++) {
         const local_bind *b = &ls->binds[i];
-        local_push_fd_bind(a, k, b->ro ? "--ro-bind-fd" : "--bind-fd", b->fd, b->path);
+        if (b->relay) {
+            k->fds[k->n++] = b->fd; /* for the relay's check, which closes it */
+            argv_push3(a, b->ro ? "--ro-bind" : "--bind", b->relay, b->path);
+        } else {
+            local_push_fd_bind(a, k, b->ro ? "--ro-bind-fd" : "--bind-fd", b->fd, b->path);
+        }
     }
     /* bwrap's root is a writable tmpfs; the binds above stay writable */
     argv_push(a, "--remount-ro");
@@ -742,7 +1075,7 @@ static int local_check_binds(local_sandbox *ls, sk_error **err)
 {
     struct stat st;
     if (fstat(ls->wd_fd, &st) == 0 && st.st_nlink == 0) {
-        *err = sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
+        *err = sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s}", "path", ls->workdir),
                             "Refusing to run the command: the working directory %s was removed after "
                             "the sandbox started", ls->workdir);
         return -1;
@@ -753,7 +1086,7 @@ static int local_check_binds(local_sandbox *ls, sk_error **err)
         for (char **w = ls->rw_paths; ok && *w; w++)
             ok = local_bind_intact(s, ls->ro_fds[i], *w);
         if (!ok) {
-            *err = sk_error_new("SandboxError", json_pack("{s:s,s:s}", "key", "read_only_paths", "path", s),
+            *err = sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s,s:s}", "key", "read_only_paths", "path", s),
                                 "Refusing to run the command: read_only_paths entry %s, inside a writable "
                                 "directory of the sandbox, has been moved or replaced by a symlink", s);
             return -1;
@@ -775,14 +1108,15 @@ static int local_enter_cgroup(argv_builder *a, sk_cgroup *cg, bool bwrap)
         a->v[2] = script;
         return 0;
     }
-    char **wrapped = sk_cgroup_enter_argv(cg, a->v);
+    int added = 0;
+    char **wrapped = sk_cgroup_enter_argv(cg, a->v, &added);
     if (!wrapped)
         return -1;
     for (size_t i = 0; i < a->n; i++)
         free(a->v[i]);
     free(a->v);
     a->v = wrapped;
-    a->n += 4;
+    a->n += (size_t)added;
     a->cap = a->n + 1;
     return 0;
 }
@@ -806,10 +1140,17 @@ static int local_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk
         local_bwrap_argv(&a, &keep, ls, cwd, o->command);
     else
         argv_push3(&a, "/bin/sh", "-c", o->command);
-    if (!a.failed && ls->cgroup && (cg = sk_cgroup_new(ls->cgroup)))
+    int cg_err = 0;
+    if (!a.failed && ls->cgroup && (cg = sk_cgroup_new(ls->cgroup, NULL, &cg_err)))
         a.failed = local_enter_cgroup(&a, cg, ls->bwrap) != 0;
     if (a.failed) {
         *err = sk_error_oom();
+        goto done;
+    }
+    /* without its cgroup a command would run outside the sandbox's limits */
+    if (ls->cgroup && !cg && local_has_limits(&ls->enforced)) {
+        *err = sk_error_new(SK_ERR_SANDBOX, NULL, "Cannot run command: its cgroup, which holds the sandbox's "
+                            "resource limits, cannot be made: %s", strerror(cg_err ? cg_err : EIO));
         goto done;
     }
     sk_proc_opts po = {
@@ -835,23 +1176,23 @@ static int local_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk
     sk_proc *proc = uv_err ? NULL : sk_proc_spawn(sb->loop, &po, &local_proc_callbacks, p, &uv_err);
     if (!proc) {
         if (uv_err == UV_ENOENT && !ls->bwrap)
-            *err = sk_error_new("SandboxError", json_pack("{s:s}", "cwd", cwd),
+            *err = sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s}", "cwd", cwd),
                                 "Cannot run command: working directory %s does not exist", cwd);
         else if (uv_err == UV_E2BIG) /* named: the OS message alone blames "arguments" */
-            *err = sk_error_new("SandboxError", NULL,
+            *err = sk_error_new(SK_ERR_SANDBOX, NULL,
                                 "Cannot run command: its command line and environment exceed the "
                                 "system limit (argument list too long)");
         else if (ls->bwrap && uv_err == -EDQUOT)
             /* the new session keyring is charged to the user's key quota */
-            *err = sk_error_new("SandboxError", NULL,
+            *err = sk_error_new(SK_ERR_SANDBOX, NULL,
                                 "Cannot run command: no new session keyring for it (%s; a non-root user "
                                 "may hold kernel.keys.maxkeys keys, one per running command)",
                                 uv_strerror(uv_err));
         else if (uv_err == UV_ENAMETOOLONG)
-            *err = sk_error_new("SandboxError", NULL, "Cannot run command: the cwd (working directory) "
+            *err = sk_error_new(SK_ERR_SANDBOX, NULL, "Cannot run command: the cwd (working directory) "
                                 "name is too long");
         else
-            *err = sk_error_new("SandboxError", NULL, "Cannot spawn %s: %s", a.v[0], uv_strerror(uv_err));
+            *err = sk_error_new(SK_ERR_SANDBOX, NULL, "Cannot spawn %s: %s", a.v[0], uv_strerror(uv_err));
         goto done;
     }
     p->impl = proc;
@@ -889,7 +1230,7 @@ static int local_write_stdin(sk_process *p, const char *data, size_t len, sk_err
 {
     int rc = p->impl ? sk_proc_write(p->impl, data, len) : UV_EPIPE;
     if (rc != 0) {
-        *err = sk_error_new("ProcessExitedError", NULL, "Cannot write to stdin of process %s: %s",
+        *err = sk_error_new(SK_ERR_PROCESS_EXITED, NULL, "Cannot write to stdin of process %s: %s",
                             p->pid, rc == UV_EPIPE ? "stdin is closed" : uv_strerror(rc));
         return -1;
     }
@@ -909,10 +1250,37 @@ static json_t *local_metadata(sk_sandbox *sb)
     local_sandbox *ls = sb->impl;
     json_t *meta = json_pack("{s:s,s:s}", "working_directory", ls->workdir, "isolation",
                              ls->bwrap ? "bwrap" : "none");
-    /* where escaped descendants can be killed (docs/security.md) */
-    if (meta && ls->cgroup)
-        json_object_set_new(meta, "cgroup", json_pack("{s:s,s:s}", "version", sk_cgroup_backend(), "path",
-                                                      sk_cgroup_path(ls->cgroup)));
+    /* where escaped descendants can be killed (docs/security.md), and
+     * where each limit lives */
+    if (meta && ls->cgroup) {
+        json_t *cg = json_pack("{s:s,s:s}", "version", sk_cgroup_backend(), "path", sk_cgroup_path(ls->cgroup));
+        json_t *ctls = json_object();
+        for (int c = 0; cg && ctls && c < SK_CGROUP_NCTL; c++) {
+            const char *version = NULL;
+            const char *dir = sk_cgroup_ctl_path(ls->cgroup, c, &version);
+            if (dir)
+                json_object_set_new(ctls, sk_cgroup_ctl_name(c),
+                                    json_pack("{s:s,s:s}", "version", version, "path", dir));
+        }
+        if (cg && ctls)
+            json_object_set(cg, "controllers", ctls);
+        json_decref(ctls);
+        json_object_set_new(meta, "cgroup", cg);
+    }
+    /* the resource limits in force (none without a cgroup) */
+    if (meta) {
+        const sk_cgroup_limits *l = &ls->enforced;
+        json_t *lim = json_object();
+        if (lim && l->memory > 0)
+            json_object_set_new(lim, "memory", json_integer(l->memory));
+        if (lim && l->pids > 0)
+            json_object_set_new(lim, "pids_limit", json_integer(l->pids));
+        if (lim && l->cpu_quota > 0)
+            json_object_set_new(lim, "cpu_quota", json_integer(l->cpu_quota));
+        if (lim && l->cpu_period > 0)
+            json_object_set_new(lim, "cpu_period", json_integer(l->cpu_period));
+        json_object_set_new(meta, "limits", lim);
+    }
     /* where the sandbox's /tmp lives on the host (sb.fs reaches it there) */
     if (meta && ls->tmpdir)
         json_object_set_new(meta, "tmp_directory", json_string(ls->tmpdir));
@@ -951,5 +1319,7 @@ const sk_provider sk_provider_local = {
     .release = local_release,
     .metadata = local_metadata,
     .instructions = local_instructions,
+    .fs_generation = sk_local_fs_generation,
+    .fs_get = sk_local_fs_get,
     .free = local_free,
 };

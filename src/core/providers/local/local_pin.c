@@ -14,6 +14,7 @@
 
 #include "../../compat.h"
 #include "../../fs_local.h"
+#include "local_fs.h"
 #include "local_state.h"
 
 static size_t local_list_len(char **list)
@@ -55,6 +56,8 @@ static void local_close_fds(int *fds, size_t n)
             close(fds[i]);
 }
 
+static void local_unrelay(local_sandbox *ls);
+
 void sk_local_unpin(local_sandbox *ls)
 {
     if (ls->wd_fd >= 0)
@@ -74,6 +77,7 @@ void sk_local_unpin(local_sandbox *ls)
     ls->chain_fds = NULL;
     ls->chain_paths = NULL;
     ls->n_chain = 0;
+    local_unrelay(ls);
     free(ls->binds);
     ls->binds = NULL;
     ls->n_binds = 0;
@@ -94,14 +98,16 @@ static bool local_writable_by(const local_sandbox *ls, int fd, const struct stat
 
 /* bwrap binds a descriptor by resolving it to its path and walking that
  * path as the sandbox user (it checks the result is the same inode), so
- * every directory above a bound path must be searchable by that user. */
-static sk_error *local_check_reachable(const local_sandbox *ls, const char *what, const char *shown, int fd)
+ * every directory above a bound path must be searchable by that user.
+ * False, with the first directory it may not enter in blocked, when one is
+ * not (such a bind is relayed, below). */
+static bool local_reachable(const local_sandbox *ls, int fd, char *blocked, size_t blocked_len)
 {
     char link[64], real[PATH_MAX];
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
     ssize_t n = readlink(link, real, sizeof real - 1);
     if (n <= 0 || real[0] != '/')
-        return NULL; /* bwrap will say */
+        return true; /* bwrap will say */
     real[n] = '\0';
     for (char *slash = strchr(real + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
         *slash = '\0';
@@ -111,14 +117,82 @@ static sk_error *local_check_reachable(const local_sandbox *ls, const char *what
                                         : st.st_gid == ls->gid ? (st.st_mode & S_IXGRP) != 0
                                                                : (st.st_mode & S_IXOTH) != 0) ||
                   sk_has_posix_acl(real);
-        if (!ok)
-            return sk_error_new("SandboxError", json_pack("{s:s,s:s,s:I}", "path", shown, "blocked_by", real,
-                                                          "uid", (json_int_t)ls->uid),
-                                "The sandbox user (uid %u) cannot reach %s %s: it may not enter %s. "
-                                "Choose a path whose parent directories that user may enter (not under "
-                                "/root, for example), or set the option 'user'",
-                                (unsigned)ls->uid, what, shown, real);
+        if (!ok) {
+            snprintf(blocked, blocked_len, "%s", real);
+            return false;
+        }
         *slash = '/';
+    }
+    return true;
+}
+
+/* ---- relayed binds ---------------------------------------------------------
+ * A bind the sandbox user cannot reach (the working directory ./ws of a
+ * root shell in /root) gets an empty directory of its own in relay_dir; the
+ * launcher of each command binds the path there, as root in a private
+ * mount namespace, and checks it is still the pinned directory (local.c). */
+
+static void local_unrelay(local_sandbox *ls)
+{
+    for (size_t i = 0; i < ls->n_binds; i++) {
+        if (ls->binds[i].relay)
+            rmdir(ls->binds[i].relay);
+        free(ls->binds[i].relay);
+        ls->binds[i].relay = NULL;
+    }
+    if (ls->relay_dir)
+        rmdir(ls->relay_dir);
+    free(ls->relay_dir);
+    ls->relay_dir = NULL;
+}
+
+void sk_local_remove_relays(local_sandbox *ls)
+{
+    for (size_t i = 0; i < ls->n_binds; i++)
+        if (ls->binds[i].relay)
+            rmdir(ls->binds[i].relay);
+    if (ls->relay_dir)
+        rmdir(ls->relay_dir);
+}
+
+static sk_error *local_plan_relays(local_sandbox *ls)
+{
+    for (size_t i = 0; ls->drop_ids && i < ls->n_binds; i++) {
+        local_bind *b = &ls->binds[i];
+        char blocked[PATH_MAX];
+        if (local_reachable(ls, b->fd, blocked, sizeof blocked))
+            continue;
+        if (!ls->unshare_exe)
+            ls->unshare_exe = sk_find_executable("unshare");
+        if (!ls->mount_exe)
+            ls->mount_exe = sk_find_executable("mount");
+        if (!ls->unshare_exe || !ls->mount_exe)
+            return sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s,s:s,s:I}", "path", b->path, "blocked_by", blocked,
+                                                          "uid", (json_int_t)ls->uid),
+                                "The sandbox user (uid %u) cannot reach %s: it may not enter %s, and "
+                                "unshare and mount (util-linux, mount), which would bind it where that "
+                                "user can, are not installed: apt-get install util-linux mount",
+                                (unsigned)ls->uid, b->path, blocked);
+        if (!ls->relay_dir) {
+            char tmpl[] = "/tmp/sandkit-relay-XXXXXX";
+            if (!mkdtemp(tmpl) || chmod(tmpl, 0711) != 0 || !(ls->relay_dir = strdup(tmpl))) {
+                int e = errno ? errno : ENOMEM;
+                rmdir(tmpl);
+                return sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s}", "path", b->path),
+                                    "Cannot make a relay directory for %s: %s", b->path, strerror(e));
+            }
+        }
+        if (asprintf(&b->relay, "%s/%zu", ls->relay_dir, i) < 0) {
+            b->relay = NULL;
+            return sk_error_oom();
+        }
+        if (mkdir(b->relay, 0755) != 0) {
+            int e = errno;
+            free(b->relay);
+            b->relay = NULL;
+            return sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s}", "path", b->path),
+                                "Cannot make a relay directory for %s: %s", b->path, strerror(e));
+        }
     }
     return NULL;
 }
@@ -246,7 +320,7 @@ static int local_open_trusted(const char *path, bool *untrusted, uid_t *owner, c
 
 static sk_error *local_untrusted_link(const char *key, const char *path, uid_t owner, const char *link)
 {
-    return sk_error_new("SandboxError", json_pack("{s:s,s:s,s:I}", "key", key, "path", path, "link_owner",
+    return sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s,s:s,s:I}", "key", key, "path", path, "link_owner",
                                                   (json_int_t)owner),
                         "LocalSandbox %s %s leads through a symlink (%s) owned by uid %u, which sandkit does "
                         "not follow (only root's and the caller's own): name the real path",
@@ -256,9 +330,9 @@ static sk_error *local_untrusted_link(const char *key, const char *path, uid_t o
 static sk_error *local_path_error(const char *key, const char *path, int e)
 {
     if (e == ENOENT)
-        return sk_error_new("SandboxError", json_pack("{s:s,s:s}", "key", key, "path", path),
+        return sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s,s:s}", "key", key, "path", path),
                             "LocalSandbox %s entry %s does not exist", key, path);
-    return sk_error_new("SandboxError", json_pack("{s:s,s:s}", "key", key, "path", path),
+    return sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s,s:s}", "key", key, "path", path),
                         "Cannot open %s entry %s: %s", key, path, strerror(e));
 }
 
@@ -281,7 +355,7 @@ static bool local_dir_empty(int dirfd_)
 
 static sk_error *local_not_writable(const local_sandbox *ls, const char *what, const char *path)
 {
-    return sk_error_new("SandboxError", json_pack("{s:s,s:I}", "path", path, "uid", (json_int_t)ls->uid),
+    return sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s,s:I}", "path", path, "uid", (json_int_t)ls->uid),
                         "%s %s is not writable by the sandbox user (uid %u): chown it to that user%s",
                         what, path, (unsigned)ls->uid,
                         strcmp(what, "Working directory") == 0
@@ -308,9 +382,6 @@ static sk_error *local_pin_list(local_sandbox *ls, char **paths, int **fds, cons
             return untrusted ? local_untrusted_link(key, paths[i], owner, link)
                              : local_path_error(key, paths[i], errno);
         (*fds)[i] = fd;
-        sk_error *unreachable = ls->drop_ids ? local_check_reachable(ls, key, paths[i], fd) : NULL;
-        if (unreachable)
-            return unreachable;
         struct stat st;
         if (!writable || !ls->drop_ids || fstat(fd, &st) != 0)
             continue;
@@ -415,7 +486,7 @@ static sk_error *local_pin_nested(local_sandbox *ls, size_t i)
         if (link || S_ISLNK(st.st_mode) || (path[off] && !S_ISDIR(st.st_mode))) {
             if (next >= 0)
                 close(next);
-            return sk_error_new("SandboxError", json_pack("{s:s,s:s}", "key", "read_only_paths", "path", path),
+            return sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s,s:s}", "key", "read_only_paths", "path", path),
                                 "LocalSandbox read_only_paths entry %s, inside the writable directory %s, "
                                 "leads through a symlink or a non-directory (%.*s); name its real path",
                                 path, root, (int)off, path);
@@ -467,18 +538,18 @@ static int local_plan_binds(local_sandbox *ls)
     if (!binds)
         return -1;
     if (!local_in_writable(ls, ls->workdir)) {
-        binds[n] = (local_bind){ ls->workdir, ls->wd_fd, false, n };
+        binds[n] = (local_bind){ ls->workdir, ls->wd_fd, false, n, NULL };
         n++;
     }
     for (size_t i = 0; i < n_rw; i++)
         if (!local_in_writable(ls, ls->rw_paths[i])) {
-            binds[n] = (local_bind){ ls->rw_paths[i], ls->rw_fds[i], false, n };
+            binds[n] = (local_bind){ ls->rw_paths[i], ls->rw_fds[i], false, n, NULL };
             n++;
         }
     for (size_t i = 0; i < ls->n_chain; i++, n++)
-        binds[n] = (local_bind){ ls->chain_paths[i], ls->chain_fds[i], false, n };
+        binds[n] = (local_bind){ ls->chain_paths[i], ls->chain_fds[i], false, n, NULL };
     for (size_t i = 0; i < n_ro; i++, n++)
-        binds[n] = (local_bind){ ls->ro_paths[i], ls->ro_fds[i], true, n };
+        binds[n] = (local_bind){ ls->ro_paths[i], ls->ro_fds[i], true, n, NULL };
     qsort(binds, n, sizeof *binds, local_bind_cmp);
     ls->binds = binds;
     ls->n_binds = n;
@@ -508,17 +579,15 @@ sk_error *sk_local_pin(local_sandbox *ls)
         errno = e;
     }
     if (ls->wd_fd < 0) {
-        err = sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
+        err = sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s}", "path", ls->workdir),
                            "Cannot create or open working directory %s: %s", ls->workdir, strerror(errno));
         goto fail;
     }
-    if (ls->drop_ids && (err = local_check_reachable(ls, "working directory", ls->workdir, ls->wd_fd)))
-        goto fail;
     if (ls->drop_ids) {
         struct stat st;
         bool give = created || (fstat(ls->wd_fd, &st) == 0 && st.st_uid == 0 && local_dir_empty(ls->wd_fd));
         if (give && fchown(ls->wd_fd, ls->uid, ls->gid) != 0) {
-            err = sk_error_new("SandboxError", json_pack("{s:s}", "path", ls->workdir),
+            err = sk_error_new(SK_ERR_SANDBOX, json_pack("{s:s}", "path", ls->workdir),
                                "Cannot give working directory %s to the sandbox user (uid %u): %s",
                                ls->workdir, (unsigned)ls->uid, strerror(errno));
             goto fail;
@@ -538,6 +607,8 @@ sk_error *sk_local_pin(local_sandbox *ls)
         err = sk_error_oom();
         goto fail;
     }
+    if ((err = local_plan_relays(ls)))
+        goto fail;
     ls->pinned = true;
     return NULL;
 fail:
@@ -557,3 +628,48 @@ sk_error *sk_local_check_paths(local_sandbox *ls)
     return NULL;
 }
 
+
+/* ---- sb.fs -----------------------------------------------------------------
+ * Under bwrap, the same descriptors the commands' binds come from, mounted
+ * in bwrap's order: the private /tmp, then the planned binds (a read-only
+ * path over the writable directory it lies in). With isolation "none"
+ * nothing is pinned and the commands run at the working directory's path:
+ * sb.fs opens that path for each call, as a command's chdir does. */
+
+extern const sk_provider sk_provider_local;
+
+long sk_local_fs_generation(const sk_sandbox *sb)
+{
+    return ((const local_sandbox *)sb->impl)->fs_gen;
+}
+
+static int local_fs_mount(sk_fs_view *v, const char *path, int fd, bool ro)
+{
+    int dup = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    return dup < 0 ? -errno : sk_fs_view_mount(v, path, dup, ro);
+}
+
+int sk_local_fs_get(const sk_sandbox *sb, sk_sandbox_fs *fs)
+{
+    const local_sandbox *ls = sb->impl;
+    if (ls->bwrap && (!ls->pinned || ls->tmp_fd < 0))
+        return -ENOTCONN;
+    int rc = 0;
+    if (!ls->bwrap) {
+        rc = sk_fs_view_mount_path(&fs->view, ls->workdir, ls->workdir, false);
+    } else {
+        rc = local_fs_mount(&fs->view, "/tmp", ls->tmp_fd, false);
+        for (size_t i = 0; rc == 0 && i < ls->n_binds; i++)
+            rc = local_fs_mount(&fs->view, ls->binds[i].path, ls->binds[i].fd, ls->binds[i].ro);
+    }
+    if (rc != 0) {
+        sk_fs_view_clear(&fs->view);
+        return rc;
+    }
+    fs->workdir = ls->workdir;
+    fs->generation = ls->fs_gen;
+    fs->as_user = ls->drop_ids;
+    fs->uid = ls->uid;
+    fs->gid = ls->gid;
+    return 0;
+}

@@ -25,16 +25,15 @@ local ENOENT, EACCES, ENOTDIR, EISDIR, EPERM = 2, 13, 20, 21, 1
 
 local Backend = {}
 
--- One operation: the returned values of the op (fd for open, true else) or
--- nil, err. on_data receives bytes read; body is the data of a write.
-function Backend:op(o, on_data, body)
+-- Starts one operation: its record (for finish), or nil, err. on_data
+-- receives bytes read; body is the data of a write.
+function Backend:start(o, on_data, body)
   local ok, err = self.sb:ensure_running()
   if not ok then return nil, err end
   o.timeout_ms = self.options.timeout or OP_TIMEOUT_MS
-  local fd
   local rec = scheduler.record(function(r, kind, stream, data)
     if kind == "output" and stream == 0 then
-      fd = data
+      r.fd = data
     elseif kind == "output" then
       if r.cb_err then return end
       local cok, e = pcall(on_data, data)
@@ -45,10 +44,23 @@ function Backend:op(o, on_data, body)
   end)
   self.client = self.client or core.fs_open(self.sb)
   rec.handle = core.fs_op(self.client, o, body, rec.token)
+  return rec
+end
+
+-- Waits for a started operation: its values (fd for open, true else) or
+-- nil, err.
+function Backend:finish(rec)
   local done, oerr = scheduler.await(rec)
   if rec.cb_err then error(rec.cb_err, 0) end
   if not done then return nil, oerr end
-  return fd or true
+  return rec.fd or true
+end
+
+-- One operation, started and waited for.
+function Backend:op(o, on_data, body)
+  local rec, err = self:start(o, on_data, body)
+  if not rec then return nil, err end
+  return self:finish(rec)
 end
 
 -- The typed error for a failed operation on `path`; writing: the parent
@@ -74,25 +86,47 @@ end
 
 function Backend:close(fd) return self:op({ kind = "close", fd = fd }) end
 
+-- The type and the size are asked over an exec stream while the handle
+-- opens, and are waited for first: the handle's open of a FIFO or a device
+-- may block (or act) inside the sandbox, so it is abandoned then, and a
+-- file over max_bytes is refused before a byte is read.
 function Backend:read_file(path, opts)
-  local fd, err = self:open(path, "r")
-  if not fd then return nil, err end
-  local parts = {}
+  local max = opts.max_bytes
+  local probed = self.exec:probe(path, max)
+  local opening, oerr = self:start({ kind = "open", path = path == "" and "." or path, mode = "r" })
+  local regular, perr = probed()
+  if not regular then
+    if opening and (opening.done or perr.code ~= "EINVAL") then
+      local stray = self:finish(opening) -- it ends at once on anything but a FIFO
+      if stray and stray ~= true then self:close(stray) end
+    elseif opening then
+      opening.handle:cancel()
+    end
+    return nil, perr
+  end
+  if not opening then return nil, oerr end
+  local fd, err = self:finish(opening)
+  if not fd then return nil, typed(err, path, false) end
+  local parts, total = {}, 0
   local emit = opts.on_chunk or function(c) parts[#parts + 1] = c end
   local ok, rerr
-  local pok, perr = pcall(function()
+  local pok, cerr = pcall(function()
     while true do
       local got = 0
-      ok, rerr = self:op({ kind = "read", fd = fd, n = READ_PIECE }, function(c)
+      -- a whole read asks for one byte past max_bytes at most: a file that grew shows
+      local piece = max and math.min(READ_PIECE, max + 1 - total) or READ_PIECE
+      ok, rerr = self:op({ kind = "read", fd = fd, n = piece }, function(c)
         got = got + #c
         emit(c)
       end)
-      if not ok or got < READ_PIECE then break end
+      total = total + got
+      if not ok or got < piece or (max and total > max) then break end
     end
   end)
   self:close(fd)
-  if not pok then error(perr, 0) end -- on_chunk raised
+  if not pok then error(cerr, 0) end -- on_chunk raised (or no memory: the front reports it)
   if not ok then return nil, typed(rerr, path, false) end
+  if max and total > max then return nil, fserrors.TooLarge(path, max) end
   if opts.on_chunk then return true end
   return table.concat(parts)
 end

@@ -87,7 +87,7 @@ static void modal_drop_handle(modal_sandbox *ms)
         sk_mc_call_cancel(ms->ready.call);
         ms->ready.call = NULL;
         sk_timer_close(&ms->ready.timer);
-        sk_error *e = sk_error_new("ModalError", json_pack("{s:b}", "sandbox_dead", 1),
+        sk_error *e = sk_error_new(SK_ERR_MODAL, json_pack("{s:b}", "sandbox_dead", 1),
                                    "The sandbox was replaced");
         sk_waiters_notify(ms->sb, &ms->ready.waiters, e);
         sk_error_free(e);
@@ -127,14 +127,14 @@ static void prov_on_reply(void *ud, const mc_reply *r)
             prov_finish(ms, modal_reply_error(ms, r, NULL));
             return;
         }
-        sk_modal_sandbox_get_from_name_resp resp;
+        sk_modal_sandbox_get_from_name_response resp;
         if (sk_modal_decode_sandbox_get_from_name(r->data, r->len, &resp) != 0) {
-            prov_finish(ms, sk_error_new("ModalError", NULL, "malformed SandboxGetFromName response"));
+            prov_finish(ms, sk_error_new(SK_ERR_MODAL, NULL, "malformed SandboxGetFromName response"));
             return;
         }
         ms->gen++;
         modal_set_str(&ms->sandbox_id, resp.sandbox_id);
-        sk_modal_sandbox_get_from_name_resp_free(&resp);
+        sk_modal_sandbox_get_from_name_response_free(&resp);
         sk_log(SK_LOG_DEBUG, "modal", "reconnected to running sandbox %s", ms->sb->id);
         prov_finish(ms, ms->sandbox_id ? NULL : sk_error_oom());
         return;
@@ -144,13 +144,13 @@ static void prov_on_reply(void *ud, const mc_reply *r)
             prov_finish(ms, modal_reply_error(ms, r, r->code == SK_GRPC_NOT_FOUND ? "NotFoundError" : NULL));
             return;
         }
-        sk_modal_app_get_or_create_resp resp;
+        sk_modal_app_get_or_create_response resp;
         if (sk_modal_decode_app_get_or_create(r->data, r->len, &resp) != 0) {
-            prov_finish(ms, sk_error_new("ModalError", NULL, "malformed AppGetOrCreate response"));
+            prov_finish(ms, sk_error_new(SK_ERR_MODAL, NULL, "malformed AppGetOrCreate response"));
             return;
         }
         modal_set_str(&ms->prov.app_id, resp.app_id);
-        sk_modal_app_get_or_create_resp_free(&resp);
+        sk_modal_app_get_or_create_response_free(&resp);
         if (ms->snapshot_image) {
             modal_set_str(&ms->prov.image_id, ms->snapshot_image);
             ms->prov.step = PROV_SECRET;
@@ -165,9 +165,9 @@ static void prov_on_reply(void *ud, const mc_reply *r)
             prov_finish(ms, modal_reply_error(ms, r, NULL));
             return;
         }
-        sk_modal_image_get_or_create_resp resp;
+        sk_modal_image_get_or_create_response resp;
         if (sk_modal_decode_image_get_or_create(r->data, r->len, &resp) != 0) {
-            prov_finish(ms, sk_error_new("ModalError", NULL, "malformed ImageGetOrCreate response"));
+            prov_finish(ms, sk_error_new(SK_ERR_MODAL, NULL, "malformed ImageGetOrCreate response"));
             return;
         }
         modal_set_str(&ms->prov.image_id, resp.image_id);
@@ -175,21 +175,21 @@ static void prov_on_reply(void *ud, const mc_reply *r)
         sk_error *e = NULL;
         if (status == 0) {
             ms->prov.step = PROV_JOIN; /* the build runs: join it */
-        } else if (status != SK_MODAL_RESULT_SUCCESS) {
-            e = sk_error_new("ModalError", json_pack("{s:s,s:i}", "rpc", SK_MODAL_RPC_IMAGE_GET_OR_CREATE,
+        } else if (status != SK_MODAL_GENERIC_STATUS_SUCCESS) {
+            e = sk_error_new(SK_ERR_MODAL, json_pack("{s:s,s:i}", "rpc", SK_MODAL_RPC_IMAGE_GET_OR_CREATE,
                                                      "image_status", status),
-                             status == SK_MODAL_RESULT_FAILURE
+                             status == SK_MODAL_GENERIC_STATUS_FAILURE
                                  ? "Image build for %s failed with the exception:\n%s"
                                  : "Image build for %s failed with status %s",
                              resp.image_id,
-                             status == SK_MODAL_RESULT_FAILURE ? resp.result.exception
-                             : status == SK_MODAL_RESULT_TERMINATED ? "TERMINATED"
-                             : status == SK_MODAL_RESULT_TIMEOUT    ? "TIMEOUT"
+                             status == SK_MODAL_GENERIC_STATUS_FAILURE ? resp.result.exception
+                             : status == SK_MODAL_GENERIC_STATUS_TERMINATED ? "TERMINATED"
+                             : status == SK_MODAL_GENERIC_STATUS_TIMEOUT    ? "TIMEOUT"
                                                                     : "unknown");
         } else {
             ms->prov.step = PROV_SECRET;
         }
-        sk_modal_image_get_or_create_resp_free(&resp);
+        sk_modal_image_get_or_create_response_free(&resp);
         if (e)
             prov_finish(ms, e);
         else
@@ -214,13 +214,13 @@ static void prov_on_reply(void *ud, const mc_reply *r)
                                                   : NULL));
             return;
         }
-        sk_modal_secret_get_or_create_resp resp;
+        sk_modal_secret_get_or_create_response resp;
         if (sk_modal_decode_secret_get_or_create(r->data, r->len, &resp) != 0) {
-            prov_finish(ms, sk_error_new("ModalError", NULL, "malformed SecretGetOrCreate response"));
+            prov_finish(ms, sk_error_new(SK_ERR_MODAL, NULL, "malformed SecretGetOrCreate response"));
             return;
         }
         modal_set_str(&ms->prov.secret_id, resp.secret_id);
-        sk_modal_secret_get_or_create_resp_free(&resp);
+        sk_modal_secret_get_or_create_response_free(&resp);
         ms->prov.step = PROV_CREATE;
         prov_step(ms);
         return;
@@ -230,14 +230,14 @@ static void prov_on_reply(void *ud, const mc_reply *r)
             prov_finish(ms, modal_reply_error(ms, r, r->code == SK_GRPC_ALREADY_EXISTS ? "AlreadyExistsError" : NULL));
             return;
         }
-        sk_modal_sandbox_create_resp resp;
+        sk_modal_sandbox_create_response resp;
         if (sk_modal_decode_sandbox_create(r->data, r->len, &resp) != 0) {
-            prov_finish(ms, sk_error_new("ModalError", NULL, "malformed SandboxCreate response"));
+            prov_finish(ms, sk_error_new(SK_ERR_MODAL, NULL, "malformed SandboxCreate response"));
             return;
         }
         ms->gen++;
         modal_set_str(&ms->sandbox_id, resp.sandbox_id);
-        sk_modal_sandbox_create_resp_free(&resp);
+        sk_modal_sandbox_create_response_free(&resp);
         sk_log(SK_LOG_DEBUG, "modal", "created sandbox %s (%s)", ms->sb->id, ms->sandbox_id);
         prov_finish(ms, ms->sandbox_id ? NULL : sk_error_oom());
         return;
@@ -249,24 +249,24 @@ static void prov_on_reply(void *ud, const mc_reply *r)
 static void prov_on_join_message(void *ud, const uint8_t *data, size_t len)
 {
     modal_sandbox *ms = ud;
-    sk_modal_image_join_streaming_resp resp;
+    sk_modal_image_join_streaming_response resp;
     if (sk_modal_decode_image_join_streaming(data, len, &resp) != 0) {
         sk_mc_call_cancel(ms->prov.call);
         ms->prov.call = NULL;
-        prov_finish(ms, sk_error_new("ModalError", NULL, "malformed ImageJoinStreaming response"));
+        prov_finish(ms, sk_error_new(SK_ERR_MODAL, NULL, "malformed ImageJoinStreaming response"));
         return;
     }
     if (resp.entry_id[0])
         modal_set_str(&ms->prov.last_entry_id, resp.entry_id);
     int status = resp.has_result ? resp.result.status : 0;
     sk_error *e = NULL;
-    if (status != 0 && status != SK_MODAL_RESULT_SUCCESS)
-        e = sk_error_new("ModalError", json_pack("{s:s,s:i}", "rpc", SK_MODAL_RPC_IMAGE_JOIN_STREAMING,
+    if (status != 0 && status != SK_MODAL_GENERIC_STATUS_SUCCESS)
+        e = sk_error_new(SK_ERR_MODAL, json_pack("{s:s,s:i}", "rpc", SK_MODAL_RPC_IMAGE_JOIN_STREAMING,
                                                  "image_status", status),
                          "Image build for %s failed with status %d%s%s", ms->prov.image_id, status,
                          resp.result.exception && resp.result.exception[0] ? ": " : "",
                          resp.result.exception ? resp.result.exception : "");
-    sk_modal_image_join_streaming_resp_free(&resp);
+    sk_modal_image_join_streaming_response_free(&resp);
     if (status == 0)
         return;
     sk_mc_call_cancel(ms->prov.call);
@@ -306,15 +306,19 @@ static void prov_step(modal_sandbox *ms)
     int64_t poll = 0;
     switch (ms->prov.step) {
     case PROV_FROM_NAME: {
-        sk_modal_sandbox_get_from_name_req m = { .sandbox_name = ms->sb->id, .environment_name = cfg->environment,
-                                                 .app_name = ms->app_name };
+        sk_modal_sandbox_get_from_name_request m = { .sandbox_name = ms->sb->id,
+                                                     .environment_name = cfg->environment,
+                                                     .app_name = ms->app_name };
         rc = sk_modal_encode_sandbox_get_from_name(&msg, &m);
         rpc = SK_MODAL_RPC_SANDBOX_GET_FROM_NAME;
         break;
     }
     case PROV_APP: {
-        sk_modal_app_get_or_create_req m = { .app_name = ms->app_name, .environment_name = cfg->environment,
-                                             .object_creation_type = SK_MODAL_OCT_CREATE_IF_MISSING };
+        sk_modal_app_get_or_create_request m = {
+            .app_name = ms->app_name,
+            .environment_name = cfg->environment,
+            .object_creation_type = SK_MODAL_OBJECT_CREATION_TYPE_CREATE_IF_MISSING,
+        };
         rc = sk_modal_encode_app_get_or_create(&msg, &m);
         rpc = SK_MODAL_RPC_APP_GET_OR_CREATE;
         break;
@@ -324,16 +328,18 @@ static void prov_step(modal_sandbox *ms)
         if (asprintf(&from, "FROM %s", ms->base_image) < 0)
             break;
         const char *cmds[] = { from };
-        sk_modal_image_get_or_create_req m = { .app_id = ms->prov.app_id, .dockerfile_commands = { cmds, 1 },
-                                               .builder_version = cfg->image_builder_version };
+        sk_modal_image_get_or_create_request m = { .has_image = true,
+                                                   .image = { .dockerfile_commands = { cmds, 1 } },
+                                                   .app_id = ms->prov.app_id,
+                                                   .builder_version = cfg->image_builder_version };
         rc = sk_modal_encode_image_get_or_create(&msg, &m);
         free(from);
         rpc = SK_MODAL_RPC_IMAGE_GET_OR_CREATE;
         break;
     }
     case PROV_JOIN: {
-        sk_modal_image_join_streaming_req m = { .image_id = ms->prov.image_id, .timeout = 55,
-                                                .last_entry_id = ms->prov.last_entry_id };
+        sk_modal_image_join_streaming_request m = { .image_id = ms->prov.image_id, .timeout = 55,
+                                                    .last_entry_id = ms->prov.last_entry_id };
         rc = sk_modal_encode_image_join_streaming(&msg, &m);
         rpc = SK_MODAL_RPC_IMAGE_JOIN_STREAMING;
         poll = 55000;
@@ -349,8 +355,11 @@ static void prov_step(modal_sandbox *ms)
         sk_modal_kv *kv = sk_modal_env_kvs(ms->sb->env, &n);
         if (!kv)
             break;
-        sk_modal_secret_get_or_create_req m = { .object_creation_type = SK_MODAL_OCT_EPHEMERAL,
-                                                .env_dict = { kv, n }, .environment_name = cfg->environment };
+        sk_modal_secret_get_or_create_request m = {
+            .object_creation_type = SK_MODAL_OBJECT_CREATION_TYPE_EPHEMERAL,
+            .env_dict = { kv, n },
+            .environment_name = cfg->environment,
+        };
         rc = sk_modal_encode_secret_get_or_create(&msg, &m);
         free(kv);
         rpc = SK_MODAL_RPC_SECRET_GET_OR_CREATE;
@@ -358,14 +367,23 @@ static void prov_step(modal_sandbox *ms)
     }
     case PROV_CREATE: {
         const char *secrets[] = { ms->prov.secret_id };
-        sk_modal_sandbox_create_req m = {
+        /* As the JS SDK: resources (with an empty gpu_config), an empty
+         * open_ports and network_access are always sent. */
+        sk_modal_sandbox_create_request m = {
             .app_id = ms->prov.app_id,
-            .image_id = ms->prov.image_id,
-            .secret_ids = { secrets, ms->prov.secret_id ? 1 : 0 },
-            .timeout_secs = (uint32_t)(ms->timeout_ms / 1000),
-            .workdir = ms->workdir,
-            .name = ms->sb->id,
-            .network_access_type = SK_MODAL_NETWORK_OPEN,
+            .has_definition = true,
+            .definition = {
+                .image_id = ms->prov.image_id,
+                .secret_ids = { secrets, ms->prov.secret_id ? 1 : 0 },
+                .has_resources = true,
+                .resources = { .has_gpu_config = true },
+                .timeout_secs = (uint32_t)(ms->timeout_ms / 1000),
+                .workdir = ms->workdir,
+                .has_open_ports = true,
+                .has_network_access = true,
+                .network_access = { .network_access_type = SK_MODAL_NETWORK_ACCESS_TYPE_OPEN },
+                .name = ms->sb->id,
+            },
         };
         rc = sk_modal_encode_sandbox_create(&msg, &m);
         rpc = SK_MODAL_RPC_SANDBOX_CREATE;
@@ -434,7 +452,7 @@ static void ready_on_reply(void *ud, const mc_reply *r)
     if (r->code != 0) {
         sk_error *e;
         if (ms->ready.step == READY_ACCESS && r->code == SK_GRPC_FAILED_PRECONDITION)
-            e = sk_error_new("ModalError", json_pack("{s:i,s:s,s:s}", "grpc_status", r->code, "grpc_code",
+            e = sk_error_new(SK_ERR_MODAL, json_pack("{s:i,s:s,s:s}", "grpc_status", r->code, "grpc_code",
                                                      "FAILED_PRECONDITION", "rpc", r->rpc),
                              "Command router access is not available for this sandbox");
         else
@@ -443,28 +461,28 @@ static void ready_on_reply(void *ud, const mc_reply *r)
         return;
     }
     if (ms->ready.step == READY_TASK) {
-        sk_modal_sandbox_get_task_id_resp resp;
+        sk_modal_sandbox_get_task_id_response resp;
         if (sk_modal_decode_sandbox_get_task_id(r->data, r->len, &resp) != 0) {
-            ready_finish(ms, sk_error_new("ModalError", NULL, "malformed SandboxGetTaskId response"));
+            ready_finish(ms, sk_error_new(SK_ERR_MODAL, NULL, "malformed SandboxGetTaskId response"));
             return;
         }
         if (resp.has_task_result) {
             sk_error *e;
-            if (resp.task_result.status == SK_MODAL_RESULT_SUCCESS || !resp.task_result.exception[0])
-                e = sk_error_new("ModalError", json_pack("{s:b,s:s}", "sandbox_dead", 1, "rpc", r->rpc),
+            if (resp.task_result.status == SK_MODAL_GENERIC_STATUS_SUCCESS || !resp.task_result.exception[0])
+                e = sk_error_new(SK_ERR_MODAL, json_pack("{s:b,s:s}", "sandbox_dead", 1, "rpc", r->rpc),
                                  "Sandbox %s has already completed", ms->sandbox_id);
             else
-                e = sk_error_new("ModalError", json_pack("{s:b,s:s}", "sandbox_dead", 1, "rpc", r->rpc),
+                e = sk_error_new(SK_ERR_MODAL, json_pack("{s:b,s:s}", "sandbox_dead", 1, "rpc", r->rpc),
                                  "Sandbox %s has already completed with result: exception:\"%s\"", ms->sandbox_id,
                                  resp.task_result.exception);
-            sk_modal_sandbox_get_task_id_resp_free(&resp);
+            sk_modal_sandbox_get_task_id_response_free(&resp);
             ready_finish(ms, e);
             return;
         }
         if (!resp.task_id) {
-            sk_modal_sandbox_get_task_id_resp_free(&resp);
+            sk_modal_sandbox_get_task_id_response_free(&resp);
             if (++ms->ready.tries >= MODAL_TASK_ID_TRIES) {
-                ready_finish(ms, sk_error_new("TimeoutError", NULL, "Timed out waiting for task ID for Sandbox %s",
+                ready_finish(ms, sk_error_new(SK_ERR_TIMEOUT, NULL, "Timed out waiting for task ID for Sandbox %s",
                                               ms->sandbox_id));
                 return;
             }
@@ -473,19 +491,19 @@ static void ready_on_reply(void *ud, const mc_reply *r)
             return;
         }
         modal_set_str(&ms->task_id, resp.task_id);
-        sk_modal_sandbox_get_task_id_resp_free(&resp);
+        sk_modal_sandbox_get_task_id_response_free(&resp);
         ms->ready.step = READY_ACCESS;
         ready_step(ms);
         return;
     }
-    sk_modal_task_get_command_router_access_resp resp;
+    sk_modal_task_get_command_router_access_response resp;
     if (sk_modal_decode_task_get_command_router_access(r->data, r->len, &resp) != 0) {
-        ready_finish(ms, sk_error_new("ModalError", NULL, "malformed TaskGetCommandRouterAccess response"));
+        ready_finish(ms, sk_error_new(SK_ERR_MODAL, NULL, "malformed TaskGetCommandRouterAccess response"));
         return;
     }
     sk_error *err = NULL;
     mc_router *router = sk_mc_router_new(ms->client, ms->task_id, resp.jwt, resp.url, &err);
-    sk_modal_task_get_command_router_access_resp_free(&resp);
+    sk_modal_task_get_command_router_access_response_free(&resp);
     if (router) {
         if (ms->router)
             sk_mc_router_unref(ms->router);
@@ -500,11 +518,11 @@ static void ready_step(modal_sandbox *ms)
     int rc;
     const char *rpc;
     if (ms->ready.step == READY_TASK) {
-        sk_modal_sandbox_get_task_id_req m = { .sandbox_id = ms->sandbox_id };
+        sk_modal_sandbox_get_task_id_request m = { .sandbox_id = ms->sandbox_id };
         rc = sk_modal_encode_sandbox_get_task_id(&msg, &m);
         rpc = SK_MODAL_RPC_SANDBOX_GET_TASK_ID;
     } else {
-        sk_modal_task_get_command_router_access_req m = { .task_id = ms->task_id };
+        sk_modal_task_get_command_router_access_request m = { .task_id = ms->task_id };
         rc = sk_modal_encode_task_get_command_router_access(&msg, &m);
         rpc = SK_MODAL_RPC_TASK_GET_COMMAND_ROUTER_ACCESS;
     }
@@ -572,7 +590,7 @@ static sk_error *modal_config_error(const char *key, const char *fmt, const char
 {
     char msg[512];
     snprintf(msg, sizeof msg, fmt, value ? value : "");
-    return sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", MODAL_ID, "key", key), "%s", msg);
+    return sk_error_new(SK_ERR_CONFIG, json_pack("{s:s,s:s}", "provider", MODAL_ID, "key", key), "%s", msg);
 }
 
 static int modal_init(sk_sandbox *sb, const json_t *o, sk_error **err)
@@ -588,7 +606,7 @@ static int modal_init(sk_sandbox *sb, const json_t *o, sk_error **err)
     json_t *t = json_object_get(o, "timeout_ms");
     ms->timeout_ms = json_is_number(t) ? (int64_t)json_number_value(t) : 300000;
     if (ms->timeout_ms <= 0 || ms->timeout_ms % 1000 != 0) {
-        *err = sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", MODAL_ID, "key", "timeout_ms"),
+        *err = sk_error_new(SK_ERR_CONFIG, json_pack("{s:s,s:s}", "provider", MODAL_ID, "key", "timeout_ms"),
                             "ModalSandbox option 'timeout_ms' must be a positive multiple of 1000 (got %lld)",
                             (long long)ms->timeout_ms);
         return -1;
@@ -626,7 +644,7 @@ static int modal_init(sk_sandbox *sb, const json_t *o, sk_error **err)
     const char *scheme_end = strstr(cfg.server_url, "://");
     if (scheme_end && !((scheme_end - cfg.server_url == 4 && strncasecmp(cfg.server_url, "http", 4) == 0) ||
                         (scheme_end - cfg.server_url == 5 && strncasecmp(cfg.server_url, "https", 5) == 0))) {
-        *err = sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", MODAL_ID, "key", "server_url"),
+        *err = sk_error_new(SK_ERR_CONFIG, json_pack("{s:s,s:s}", "provider", MODAL_ID, "key", "server_url"),
                             "Modal server URL must use http or https");
         sk_modal_config_free(&cfg);
         return -1;
@@ -728,12 +746,12 @@ static void down_on_reply(void *ud, const mc_reply *r)
     switch (ms->down.step) {
     case DOWN_SNAPSHOT:
         if (r->code == 0) {
-            sk_modal_task_snapshot_filesystem_resp resp;
+            sk_modal_task_snapshot_filesystem_response resp;
             if (sk_modal_decode_task_snapshot_filesystem(r->data, r->len, &resp) == 0 && resp.image_id[0])
                 modal_set_str(&ms->snapshot_image, resp.image_id);
             else
                 sk_log(SK_LOG_DEBUG, "modal", "Sandbox snapshot filesystem response missing `imageId`");
-            sk_modal_task_snapshot_filesystem_resp_free(&resp);
+            sk_modal_task_snapshot_filesystem_response_free(&resp);
         } else {
             sk_error *e = modal_reply_error(ms, r, NULL);
             sk_log(SK_LOG_DEBUG, "modal", "Snapshot failed, terminating without snapshot: %s", e ? e->message : "");
@@ -756,15 +774,15 @@ static void down_on_reply(void *ud, const mc_reply *r)
             ms->down.step = DOWN_DONE;
             break;
         }
-        sk_modal_sandbox_wait_resp resp;
+        sk_modal_sandbox_wait_response resp;
         if (sk_modal_decode_sandbox_wait(r->data, r->len, &resp) != 0) {
-            ms->down.err = sk_error_new("ModalError", NULL, "malformed SandboxWait response");
+            ms->down.err = sk_error_new(SK_ERR_MODAL, NULL, "malformed SandboxWait response");
             ms->down.step = DOWN_DONE;
             break;
         }
         if (resp.has_result && resp.result.status != 0)
             ms->down.step = DOWN_DONE;
-        sk_modal_sandbox_wait_resp_free(&resp);
+        sk_modal_sandbox_wait_response_free(&resp);
         break;
     }
     down_step(ms);
@@ -792,8 +810,8 @@ static void down_step(modal_sandbox *ms)
         case DOWN_SNAPSHOT: {
             char snap[37];
             sk_mc_uuid4(snap);
-            sk_modal_task_snapshot_filesystem_req m = { .task_id = ms->task_id, .snapshot_id = snap,
-                                                        .ttl_seconds = -1 };
+            sk_modal_task_snapshot_filesystem_request m = { .task_id = ms->task_id, .snapshot_id = snap,
+                                                            .has_ttl_seconds = true, .ttl_seconds = -1 };
             mc_retry policy = sk_mc_retry_router;
             policy.deadline_ms = sk_now_ms() + MODAL_SNAPSHOT_TIMEOUT_MS;
             policy.no_retry_mask = (1u << SK_GRPC_DEADLINE_EXCEEDED) | (1u << SK_GRPC_CANCELLED);
@@ -803,13 +821,13 @@ static void down_step(modal_sandbox *ms)
             break;
         }
         case DOWN_TERMINATE: {
-            sk_modal_sandbox_terminate_req m = { .sandbox_id = ms->sandbox_id };
+            sk_modal_sandbox_terminate_request m = { .sandbox_id = ms->sandbox_id };
             if (sk_modal_encode_sandbox_terminate(&msg, &m) == 0)
                 ms->down.call = sk_mc_unary(ms->client, SK_MODAL_RPC_SANDBOX_TERMINATE, &msg, 0, down_on_reply, ms);
             break;
         }
         case DOWN_WAIT: {
-            sk_modal_sandbox_wait_req m = { .sandbox_id = ms->sandbox_id, .timeout = MODAL_WAIT_POLL_S };
+            sk_modal_sandbox_wait_request m = { .sandbox_id = ms->sandbox_id, .timeout = MODAL_WAIT_POLL_S };
             if (sk_modal_encode_sandbox_wait(&msg, &m) == 0)
                 ms->down.call = sk_mc_unary(ms->client, SK_MODAL_RPC_SANDBOX_WAIT, &msg, MODAL_WAIT_POLL_S * 1000,
                                          down_on_reply, ms);

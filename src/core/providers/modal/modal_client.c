@@ -82,7 +82,7 @@ struct mc_call {
     int fail_code;
     size_t fail_limit;        /* ResponseTooLargeError: the limit */
     char *fail_message;
-    const char *fail_local;
+    sk_error_kind fail_local; /* SK_ERR_NONE: a gRPC status */
     const char *fail_rpc;    /* the failure came from another call (static string) */
     mc_call *prev, *next;    /* client->calls */
     mc_call *wnext;          /* a waiter list */
@@ -276,9 +276,9 @@ static void call_on_fail_timer(uv_timer_t *t)
 
 /* A failure decided by the client: delivered from the loop, never from the
  * function that got us here (which may be the caller's start function). */
-static void call_fail_later(mc_call *call, int code, const char *local, const char *fmt, ...)
+static void call_fail_later(mc_call *call, int code, sk_error_kind local, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static void call_fail_later(mc_call *call, int code, const char *local, const char *fmt, ...)
+static void call_fail_later(mc_call *call, int code, sk_error_kind local, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -407,24 +407,46 @@ static bool token_needs_refresh(const mc_client *c)
     return mc_wall_s() >= c->token_exp - MC_TOKEN_REFRESH_WINDOW_S;
 }
 
+/* What the calls waiting for a token or a router JWT get: the fetch's
+ * status, or a client-side failure when its answer is unusable. */
+typedef struct mc_outcome {
+    int code;
+    const char *message;
+    sk_error_kind local;
+} mc_outcome;
+
+static mc_outcome mc_outcome_of(const mc_reply *r) { return (mc_outcome){ r->code, r->message, r->local }; }
+
+static void mc_outcome_fail(mc_outcome *o, const char *message)
+{
+    *o = (mc_outcome){ SK_GRPC_INTERNAL, message, SK_ERR_MODAL };
+}
+
+/* The first call of a detached waiter list, unlinked and ready to be
+ * attempted again; NULL at the end. */
+static mc_call *mc_waiter_pop(mc_call **list)
+{
+    mc_call *w = *list;
+    if (w) {
+        *list = w->wnext;
+        w->wnext = NULL;
+        w->state = MC_NEW;
+    }
+    return w;
+}
+
 static void token_on_fetched(void *ud, const mc_reply *r)
 {
     mc_client *c = ud;
     c->token_fetch = NULL;
-    int code = r->code;
-    const char *message = r->message;
-    const char *local = r->local;
-    if (code == 0) {
-        sk_modal_auth_token_get_resp resp;
+    mc_outcome o = mc_outcome_of(r);
+    if (o.code == 0) {
+        sk_modal_auth_token_get_response resp;
         if (sk_modal_decode_auth_token_get(r->data, r->len, &resp) != 0) {
-            code = SK_GRPC_INTERNAL;
-            message = "malformed AuthTokenGet response";
-            local = "ModalError";
+            mc_outcome_fail(&o, "malformed AuthTokenGet response");
         } else if (!resp.token[0]) {
-            code = SK_GRPC_INTERNAL;
-            message = "Internal error: did not receive auth token from server, please contact Modal support";
-            local = "ModalError";
-            sk_modal_auth_token_get_resp_free(&resp);
+            mc_outcome_fail(&o, "Internal error: did not receive auth token from server, please contact Modal support");
+            sk_modal_auth_token_get_response_free(&resp);
         } else {
             mc_drop_token(c);
             c->token = resp.token;
@@ -439,26 +461,22 @@ static void token_on_fetched(void *ud, const mc_reply *r)
         }
     }
     /* Detach the list first: continuing a waiter may start new calls. */
-    mc_call *w = c->token_waiters;
+    mc_call *list = c->token_waiters;
     c->token_waiters = NULL;
-    while (w) {
-        mc_call *next = w->wnext;
-        w->wnext = NULL;
-        w->state = MC_NEW;
+    for (mc_call *w; (w = mc_waiter_pop(&list));) {
         bool usable = c->token && !token_expired(c);
-        if (code == 0 || (w->soft_wait && usable)) {
-            if (code != 0)
+        if (o.code == 0 || (w->soft_wait && usable)) {
+            if (o.code != 0)
                 sk_log(SK_LOG_WARN, "modal", "refreshing the auth token failed (%s); using the current one",
-                       sk_grpc_code_name(code) ? sk_grpc_code_name(code) : "UNKNOWN");
+                       sk_grpc_code_name(o.code) ? sk_grpc_code_name(o.code) : "UNKNOWN");
             free(w->token);
             w->token = strdup(c->token);
             call_attempt(w);
         } else {
             w->fail_rpc = SK_MODAL_RPC_AUTH_TOKEN_GET; /* the SDK throws the fetch's error */
             w->fail_limit = r->limit;
-            call_fail_later(w, code, local, "%s", message);
+            call_fail_later(w, o.code, o.local, "%s", o.message);
         }
-        w = next;
     }
 }
 
@@ -489,7 +507,7 @@ static void call_get_token(mc_call *call)
     token_fetch_start(c);
     if (!c->token_fetch) {
         mc_waiters_remove(&c->token_waiters, call);
-        call_fail_later(call, SK_GRPC_INTERNAL, "ModalError", "out of memory");
+        call_fail_later(call, SK_GRPC_INTERNAL, SK_ERR_MODAL, "out of memory");
     }
 }
 
@@ -561,11 +579,11 @@ static void call_attempt(mc_call *call)
     } else {
         mc_router *r = call->router;
         if (!r->client) {
-            call_fail_later(call, SK_GRPC_CANCELLED, "ModalError", "the Modal client was closed");
+            call_fail_later(call, SK_GRPC_CANCELLED, SK_ERR_MODAL, "the Modal client was closed");
             return;
         }
         if (snprintf(bearer, sizeof bearer, "Bearer %s", r->jwt) >= (int)sizeof bearer) {
-            call_fail_later(call, SK_GRPC_INTERNAL, "ModalError", "router JWT too long");
+            call_fail_later(call, SK_GRPC_INTERNAL, SK_ERR_MODAL, "router JWT too long");
             return;
         }
         shared[ns++] = (sk_http_header){ "authorization", bearer };
@@ -573,10 +591,10 @@ static void call_attempt(mc_call *call)
         q.plaintext = c->localhost; /* docs/protocols/modal.md §1.8: h2c to an https router URL */
         if (call->kind == MC_STDIO) {
             sk_buf_reset(&call->msg);
-            sk_modal_task_exec_stdio_read_req m = { .task_id = r->task_id, .exec_id = call->exec_id,
-                                                    .offset = call->offset, .file_descriptor = call->fd };
+            sk_modal_task_exec_stdio_read_request m = { .task_id = r->task_id, .exec_id = call->exec_id,
+                                                        .offset = call->offset, .file_descriptor = call->fd };
             if (sk_modal_encode_task_exec_stdio_read(&call->msg, &m) != 0) {
-                call_fail_later(call, SK_GRPC_INTERNAL, "ModalError", "out of memory");
+                call_fail_later(call, SK_GRPC_INTERNAL, SK_ERR_MODAL, "out of memory");
                 return;
             }
             q.message = call->msg.data;
@@ -607,7 +625,8 @@ static void call_attempt(mc_call *call)
     if (call->kind == MC_ROUTER)
         q.recv_buffer_bytes = MC_ROUTER_RECV_BUFFER;
     else if (call->kind == MC_STDIO)
-        q.recv_buffer_bytes = call->fd == SK_MODAL_FD_STDERR ? MC_STDERR_RECV_BUFFER : MC_STDIO_RECV_BUFFER;
+        q.recv_buffer_bytes = call->fd == SK_MODAL_TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDERR ? MC_STDERR_RECV_BUFFER
+                                                                                        : MC_STDIO_RECV_BUFFER;
     const char *err = NULL;
     static const sk_grpc_callbacks cp_cb = { .done = call_on_grpc_done };
     static const sk_grpc_callbacks stream_cb = { .message = call_on_grpc_message, .done = call_on_grpc_done };
@@ -615,7 +634,7 @@ static void call_attempt(mc_call *call)
     bool streaming = call->kind == MC_STDIO || call->kind == MC_CP_STREAM;
     call->grpc = sk_grpc_start(c->loop, &q, streaming ? &stream_cb : &cp_cb, call, &err);
     if (!call->grpc)
-        call_fail_later(call, SK_GRPC_UNAVAILABLE, "ModalError", "%s", err ? err : "cannot start the call");
+        call_fail_later(call, SK_GRPC_UNAVAILABLE, SK_ERR_MODAL, "%s", err ? err : "cannot start the call");
 }
 
 /* Server-directed throttling (JS >= 0.7.5): the retry delay in a
@@ -665,7 +684,7 @@ static void call_on_grpc_message(sk_grpc_call *g, const uint8_t *data, size_t le
     if (sk_modal_decode_task_exec_stdio_chunk(data, len, &chunk, &clen) != 0) {
         call->grpc = NULL; /* freed by grpc.c once we return */
         sk_grpc_cancel(g);
-        call_fail_later(call, SK_GRPC_INTERNAL, "ModalError", "malformed TaskExecStdioRead response");
+        call_fail_later(call, SK_GRPC_INTERNAL, SK_ERR_MODAL, "malformed TaskExecStdioRead response");
         return;
     }
     call->delay_ms = MC_STDIO_BASE_DELAY_MS;
@@ -691,7 +710,7 @@ static void call_on_grpc_done(sk_grpc_call *g, const sk_grpc_outcome *o, void *u
                    .data = o->response, .len = o->response_len };
     if (o->too_large) {
         /* the same server would answer the same again: no retry */
-        r.local = "ResponseTooLargeError";
+        r.local = SK_ERR_RESPONSE_TOO_LARGE;
         r.limit = o->limit;
         call_finish(call, &r);
         return;
@@ -700,7 +719,7 @@ static void call_on_grpc_done(sk_grpc_call *g, const sk_grpc_outcome *o, void *u
         if ((call->kind == MC_CP || call->kind == MC_ROUTER) && o->messages != 1) {
             r.code = SK_GRPC_INTERNAL;
             r.message = o->messages ? "unary response had more than one message" : "no response message";
-            r.local = "ModalError";
+            r.local = SK_ERR_MODAL;
         }
         call_finish(call, &r);
         return;
@@ -774,7 +793,7 @@ static void call_on_grpc_done(sk_grpc_call *g, const sk_grpc_outcome *o, void *u
             if (left <= 0) {
                 r.code = SK_GRPC_DEADLINE_EXCEEDED;
                 r.message = "Timeout expired";
-                r.local = "TimeoutError";
+                r.local = SK_ERR_TIMEOUT;
                 call_finish(call, &r);
                 return;
             }
@@ -798,7 +817,7 @@ static void call_on_grpc_done(sk_grpc_call *g, const sk_grpc_outcome *o, void *u
     if (p->deadline_ms > 0 && sk_now_ms() >= p->deadline_ms) {
         r.code = SK_GRPC_DEADLINE_EXCEEDED;
         r.message = "Timeout expired";
-        r.local = "TimeoutError";
+        r.local = SK_ERR_TIMEOUT;
     }
     call_finish(call, &r);
 }
@@ -813,7 +832,7 @@ static mc_call *cp_call(mc_client *c, mc_kind kind, const char *rpc, const sk_bu
     call->poll_ms = poll_ms;
     const char *missing = sk_modal_config_missing(&c->cfg);
     if (missing) {
-        call_fail_later(call, SK_GRPC_UNAUTHENTICATED, "ConfigError",
+        call_fail_later(call, SK_GRPC_UNAUTHENTICATED, SK_ERR_CONFIG,
                         "Profile is missing token_id or token_secret. Please set them in .modal.toml, "
                         "or as environment variables, or via the token_id and token_secret options.");
         return call;
@@ -841,7 +860,7 @@ mc_call *sk_mc_stream(mc_client *c, const char *rpc, const sk_buf *msg, int64_t 
 mc_router *sk_mc_router_new(mc_client *c, const char *task_id, const char *jwt, const char *url, sk_error **err)
 {
     if (strncasecmp(url, "https://", 8) != 0) {
-        *err = sk_error_new("ModalError", json_pack("{s:s}", "rpc", SK_MODAL_RPC_TASK_GET_COMMAND_ROUTER_ACCESS),
+        *err = sk_error_new(SK_ERR_MODAL, json_pack("{s:s}", "rpc", SK_MODAL_RPC_TASK_GET_COMMAND_ROUTER_ACCESS),
                             "Task router URL must be https, got: %s", url);
         return NULL;
     }
@@ -953,14 +972,11 @@ static void router_on_access(void *ud, const mc_reply *rep)
 {
     mc_router *r = ud;
     r->refresh = NULL;
-    int code = rep->code;
-    const char *message = rep->message, *local = rep->local;
-    if (code == 0) {
-        sk_modal_task_get_command_router_access_resp resp;
+    mc_outcome o = mc_outcome_of(rep);
+    if (o.code == 0) {
+        sk_modal_task_get_command_router_access_response resp;
         if (sk_modal_decode_task_get_command_router_access(rep->data, rep->len, &resp) != 0) {
-            code = SK_GRPC_INTERNAL;
-            message = "malformed TaskGetCommandRouterAccess response";
-            local = "ModalError";
+            mc_outcome_fail(&o, "malformed TaskGetCommandRouterAccess response");
         } else {
             if (strcmp(resp.url, r->url) != 0)
                 sk_log(SK_LOG_WARN, "modal", "Task router URL changed during session");
@@ -972,22 +988,18 @@ static void router_on_access(void *ud, const mc_reply *rep)
             r->jwt_held = sk_secret_hold(r->jwt) == 0;
             if (sk_jwt_exp(r->jwt, &r->jwt_exp) != 0)
                 r->jwt_exp = -1;
-            sk_modal_task_get_command_router_access_resp_free(&resp);
+            sk_modal_task_get_command_router_access_response_free(&resp);
         }
     }
-    mc_call *w = r->waiters;
+    mc_call *list = r->waiters;
     r->waiters = NULL;
-    while (w) {
-        mc_call *next = w->wnext;
-        w->wnext = NULL;
-        w->state = MC_NEW;
-        if (code == 0) {
+    for (mc_call *w; (w = mc_waiter_pop(&list));) {
+        if (o.code == 0) {
             call_attempt(w);
         } else {
             w->fail_rpc = SK_MODAL_RPC_TASK_GET_COMMAND_ROUTER_ACCESS;
-            call_fail_later(w, code, local, "%s", message);
+            call_fail_later(w, o.code, o.local, "%s", o.message);
         }
-        w = next;
     }
 }
 
@@ -1006,13 +1018,13 @@ static void router_refresh(mc_call *call)
     if (r->refresh)
         return;
     sk_buf msg = { 0 };
-    sk_modal_task_get_command_router_access_req m = { .task_id = r->task_id };
+    sk_modal_task_get_command_router_access_request m = { .task_id = r->task_id };
     if (sk_modal_encode_task_get_command_router_access(&msg, &m) == 0)
         r->refresh = sk_mc_unary(r->client, SK_MODAL_RPC_TASK_GET_COMMAND_ROUTER_ACCESS, &msg, 0, router_on_access, r);
     sk_buf_free(&msg);
     if (!r->refresh) {
         mc_waiters_remove(&r->waiters, call);
-        call_fail_later(call, SK_GRPC_INTERNAL, "ModalError", "out of memory");
+        call_fail_later(call, SK_GRPC_INTERNAL, SK_ERR_MODAL, "out of memory");
     }
 }
 
@@ -1050,7 +1062,7 @@ sk_error *sk_mc_error(const mc_client *c, const mc_reply *r, const char *sdk_err
         return sk_error_oom();
     const char *name = sk_grpc_code_name(r->code);
     sk_error *e;
-    if (r->local && strcmp(r->local, "ModalError") != 0) {
+    if (r->local != SK_ERR_NONE && r->local != SK_ERR_MODAL) {
         if (r->limit)
             e = sk_error_new(r->local, json_pack("{s:s,s:s}", "provider", "modal", "rpc", r->rpc ? r->rpc : ""),
                              "Modal %s: %s (option max_response_bytes)", r->rpc ? r->rpc : "call", msg);
@@ -1058,18 +1070,18 @@ sk_error *sk_mc_error(const mc_client *c, const mc_reply *r, const char *sdk_err
             e = sk_error_new(r->local, json_pack("{s:s,s:s}", "provider", "modal", "rpc", r->rpc ? r->rpc : ""),
                              "%s", msg);
         const char *missing = c ? sk_modal_config_missing(&c->cfg) : NULL;
-        if (e && strcmp(r->local, "ConfigError") == 0 && missing)
+        if (e && r->local == SK_ERR_CONFIG && missing)
             sk_error_set(e, "key", json_string(missing));
         if (e && r->limit)
             sk_error_set(e, "limit", json_integer((json_int_t)r->limit));
     } else {
-        e = sk_error_new("ModalError",
+        e = sk_error_new(SK_ERR_MODAL,
                          json_pack("{s:i,s:s,s:s,s:s}", "grpc_status", r->code, "grpc_code", name ? name : "UNKNOWN",
                                    "grpc_message", msg, "rpc", r->rpc ? r->rpc : ""),
                          "%s %s: %s", r->rpc ? r->rpc : "", name ? name : "UNKNOWN", msg);
     }
     /* The SDK's classes for the codes a caller acts on. */
-    if (!sdk_error && !r->local)
+    if (!sdk_error && r->local == SK_ERR_NONE)
         sdk_error = r->code == SK_GRPC_NOT_FOUND        ? "NotFoundError"
                     : r->code == SK_GRPC_ALREADY_EXISTS  ? "AlreadyExistsError"
                     : r->code == SK_GRPC_DEADLINE_EXCEEDED ? "TimeoutError"

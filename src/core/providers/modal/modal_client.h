@@ -39,11 +39,11 @@ typedef struct mc_reply {
     int code;              /* gRPC status; 0 = OK */
     const char *rpc;       /* full method path */
     const char *message;   /* grpc-message or a client-side description */
-    const char *local;     /* NULL, or the error kind of a client-side failure
-                            * ("ConfigError", "TimeoutError", "ModalError") */
+    sk_error_kind local;   /* SK_ERR_NONE, or the kind of a client-side failure
+                            * (SK_ERR_CONFIG, SK_ERR_TIMEOUT, SK_ERR_MODAL, ...) */
     const uint8_t *data;   /* the response message (OK only) */
     size_t len;
-    size_t limit;          /* local "ResponseTooLargeError": the message size limit */
+    size_t limit;          /* local SK_ERR_RESPONSE_TOO_LARGE: the message size limit */
 } mc_reply;
 
 typedef void (*mc_reply_fn)(void *ud, const mc_reply *r);
@@ -100,7 +100,8 @@ mc_call *sk_mc_router_unary(mc_router *r, const char *rpc, const sk_buf *msg, co
                          mc_reply_fn fn, void *ud);
 /* TaskExecStdioRead from offset 0, resumed from the bytes received after a
  * retryable failure (up to 10 times, 10 ms doubling, reset on data). fd:
- * SK_MODAL_FD_STDOUT / SK_MODAL_FD_STDERR. fn with OK = end of output. */
+ * SK_MODAL_TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDOUT or _STDERR. fn with OK =
+ * end of output. */
 mc_call *sk_mc_stdio_read(mc_router *r, const char *exec_id, int fd, mc_data_fn data, mc_reply_fn fn, void *ud);
 const char *sk_mc_router_task_id(const mc_router *r);
 /* A router call waiting to repeat an attempt whose answer lost its

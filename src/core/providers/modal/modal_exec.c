@@ -139,21 +139,21 @@ static void proc_on_wait(void *ud, const mc_reply *r)
         proc_finish(mp, NULL, sk_mc_error(mp->ms->client, r, NULL));
         return;
     }
-    sk_modal_task_exec_wait_resp resp;
-    if (sk_modal_decode_task_exec_wait(r->data, r->len, &resp) != 0 || resp.kind == SK_MODAL_EXIT_NONE) {
-        proc_finish(mp, NULL, sk_error_new("ModalError", json_pack("{s:s,s:s}", "rpc", r->rpc, "sdk_error",
+    sk_modal_task_exec_wait_response resp;
+    if (sk_modal_decode_task_exec_wait(r->data, r->len, &resp) != 0 || (!resp.has_code && !resp.has_signal)) {
+        proc_finish(mp, NULL, sk_error_new(SK_ERR_MODAL, json_pack("{s:s,s:s}", "rpc", r->rpc, "sdk_error",
                                                                   "InvalidError"),
                                            "Unexpected exit status"));
         return;
     }
     memset(&mp->result, 0, sizeof mp->result);
-    if (resp.kind == SK_MODAL_EXIT_SIGNAL) {
+    if (resp.has_signal) {
         /* the signal is any int32 the router sends: 128 + INT32_MAX
          * would overflow */
-        mp->result.exit_code = resp.value > INT_MAX - 128 ? INT_MAX : 128 + resp.value;
+        mp->result.exit_code = resp.signal > INT_MAX - 128 ? INT_MAX : 128 + resp.signal;
         mp->result.killed = true;
     } else {
-        mp->result.exit_code = resp.value;
+        mp->result.exit_code = resp.code;
     }
     mp->exited = true;
     proc_maybe_done(mp);
@@ -193,9 +193,12 @@ static void proc_stdin_pump(modal_exec *mp)
     if (mp->stdin_pending.len == 0 && !eof)
         return;
     sk_buf msg = { 0 };
-    sk_modal_task_exec_stdin_write_req m = { .task_id = sk_mc_router_task_id(mp->router), .exec_id = mp->exec_id,
-                                             .offset = mp->stdin_offset, .data = mp->stdin_pending.data,
-                                             .len = mp->stdin_pending.len, .eof = eof };
+    sk_modal_task_exec_stdin_write_request m = { .task_id = sk_mc_router_task_id(mp->router),
+                                                 .exec_id = mp->exec_id,
+                                                 .offset = mp->stdin_offset,
+                                                 .data = mp->stdin_pending.data,
+                                                 .data_len = mp->stdin_pending.len,
+                                                 .eof = eof };
     if (sk_modal_encode_task_exec_stdin_write(&msg, &m) == 0)
         mp->stdin_call = sk_mc_router_unary(mp->router, SK_MODAL_RPC_TASK_EXEC_STDIN_WRITE, &msg, &sk_mc_retry_router,
                                          proc_on_stdin, mp);
@@ -243,12 +246,12 @@ static void proc_exec_start(modal_exec *mp)
     sk_buf msg = { 0 };
     int rc = -1;
     if (kv) {
-        sk_modal_task_exec_start_req m = {
+        sk_modal_task_exec_start_request m = {
             .task_id = sk_mc_router_task_id(mp->router),
             .exec_id = mp->exec_id,
             .command_args = { argv, 3 },
-            .stdout_config = SK_MODAL_STDOUT_PIPE,
-            .stderr_config = SK_MODAL_STDERR_PIPE,
+            .stdout_config = SK_MODAL_TASK_EXEC_STDOUT_CONFIG_PIPE,
+            .stderr_config = SK_MODAL_TASK_EXEC_STDERR_CONFIG_PIPE,
             .workdir = mp->cwd,
             .env = { kv, n },
         };
@@ -293,13 +296,15 @@ static void proc_on_started(void *ud, const mc_reply *r)
         return;
     }
     mp->started = true;
-    mp->stdio[0] = sk_mc_stdio_read(mp->router, mp->exec_id, SK_MODAL_FD_STDOUT, proc_on_stdout, proc_on_stdout_end, mp);
-    mp->stdio[1] = sk_mc_stdio_read(mp->router, mp->exec_id, SK_MODAL_FD_STDERR, proc_on_stderr, proc_on_stderr_end, mp);
+    mp->stdio[0] = sk_mc_stdio_read(mp->router, mp->exec_id, SK_MODAL_TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDOUT,
+                                    proc_on_stdout, proc_on_stdout_end, mp);
+    mp->stdio[1] = sk_mc_stdio_read(mp->router, mp->exec_id, SK_MODAL_TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDERR,
+                                    proc_on_stderr, proc_on_stderr_end, mp);
     sk_buf msg = { 0 };
-    sk_modal_task_exec_ref m = { .task_id = sk_mc_router_task_id(mp->router), .exec_id = mp->exec_id };
+    sk_modal_task_exec_wait_request m = { .task_id = sk_mc_router_task_id(mp->router), .exec_id = mp->exec_id };
     mc_retry policy = { .base_ms = 1000, .factor = 1, .max_retries = -1,
                         .attempt_timeout_ms = MODAL_EXEC_WAIT_ATTEMPT_MS };
-    if (sk_modal_encode_task_exec_ref(&msg, &m) == 0)
+    if (sk_modal_encode_task_exec_wait(&msg, &m) == 0)
         mp->wait_call = sk_mc_router_unary(mp->router, SK_MODAL_RPC_TASK_EXEC_WAIT, &msg, &policy, proc_on_wait, mp);
     sk_buf_free(&msg);
     if (!mp->stdio[0] || !mp->stdio[1] || !mp->wait_call) {
@@ -378,7 +383,7 @@ int sk_modal_exec_write_stdin(sk_process *p, const char *data, size_t len, sk_er
 {
     modal_exec *mp = p->impl;
     if (!mp || mp->finishing || mp->stdin_eof_wanted) {
-        *err = sk_error_new("ProcessExitedError", NULL, "Cannot write to stdin of process %s: stdin is closed",
+        *err = sk_error_new(SK_ERR_PROCESS_EXITED, NULL, "Cannot write to stdin of process %s: stdin is closed",
                             p->pid);
         return -1;
     }

@@ -98,7 +98,7 @@ static void fs_finish(sk_fs_op *op, sk_error *err)
 static void fs_on_deadline(uv_timer_t *t)
 {
     sk_fs_op *op = t->data;
-    fs_finish(op, sk_error_new("TimeoutError", json_pack("{s:s}", "rpc", SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC),
+    fs_finish(op, sk_error_new(SK_ERR_TIMEOUT, json_pack("{s:s}", "rpc", SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC),
                                "The filesystem operation did not finish in time"));
 }
 
@@ -125,14 +125,14 @@ static void fs_on_batch(void *ud, const uint8_t *data, size_t len)
         return;
     sk_modal_fs_batch b;
     if (sk_modal_decode_fs_batch(data, len, &b, fs_on_output, op) != 0) {
-        fs_finish(op, sk_error_new("ModalError", json_pack("{s:s}", "rpc",
+        fs_finish(op, sk_error_new(SK_ERR_MODAL, json_pack("{s:s}", "rpc",
                                                            SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC_GET_OUTPUT),
                                    "malformed FilesystemRuntimeOutputBatch"));
         return;
     }
     if (b.has_error && !op->batch_error) {
         int n = b.error_message_len > 1024 ? 1024 : (int)b.error_message_len;
-        op->batch_error = sk_error_new("ModalFilesystemError", json_pack("{s:i}", "error_code", b.error_code),
+        op->batch_error = sk_error_new(SK_ERR_MODAL_FILESYSTEM, json_pack("{s:i}", "error_code", b.error_code),
                                        "%.*s", n, b.error_message ? b.error_message : "");
     }
     if (b.eof)
@@ -165,7 +165,9 @@ static void fs_get_output(sk_fs_op *op)
 {
     sk_buf msg = { 0 };
     op->seen = 0;
-    if (sk_modal_encode_container_filesystem_exec_get_output(&msg, op->exec_id, (float)MODAL_FS_POLL_S) == 0)
+    sk_modal_container_filesystem_exec_get_output_request m = { .exec_id = op->exec_id,
+                                                                .timeout = (float)MODAL_FS_POLL_S };
+    if (sk_modal_encode_container_filesystem_exec_get_output(&msg, &m) == 0)
         op->call = sk_mc_stream(op->ms->client, SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC_GET_OUTPUT, &msg,
                              MODAL_FS_POLL_S * 1000, fs_on_batch, fs_on_output_end, op);
     sk_buf_free(&msg);
@@ -181,16 +183,16 @@ static void fs_on_exec(void *ud, const mc_reply *r)
         fs_finish(op, sk_mc_error(op->ms->client, r, r->code == SK_GRPC_NOT_FOUND ? "NotFoundError" : NULL));
         return;
     }
-    sk_modal_container_filesystem_exec_resp resp;
+    sk_modal_container_filesystem_exec_response resp;
     if (sk_modal_decode_container_filesystem_exec(r->data, r->len, &resp) != 0) {
-        fs_finish(op, sk_error_new("ModalError", json_pack("{s:s}", "rpc", r->rpc),
+        fs_finish(op, sk_error_new(SK_ERR_MODAL, json_pack("{s:s}", "rpc", r->rpc),
                                    "malformed ContainerFilesystemExec response"));
         return;
     }
     op->exec_id = resp.exec_id;
     op->fd_out = resp.file_descriptor;
     if (op->req.kind == SK_MODAL_FS_OPEN && (!op->fd_out || !*op->fd_out)) {
-        fs_finish(op, sk_error_new("ModalError", json_pack("{s:s}", "rpc", r->rpc),
+        fs_finish(op, sk_error_new(SK_ERR_MODAL, json_pack("{s:s}", "rpc", r->rpc),
                                    "ContainerFilesystemExec opened no file descriptor"));
         return;
     }
@@ -220,7 +222,7 @@ static void fs_acquire(sk_fs_op *op)
         op->waiting = false;
         sk_buf msg = { 0 };
         op->req.task_id = ms->task_id;
-        if (sk_modal_encode_container_filesystem_exec(&msg, &op->req) == 0)
+        if (sk_modal_encode_fs_op(&msg, &op->req) == 0)
             op->call = sk_mc_unary(ms->client, SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC, &msg, 0, fs_on_exec, op);
         op->req.task_id = NULL;
         sk_buf_free(&msg);
@@ -256,7 +258,7 @@ static void *modal_fs_open(sk_loop *loop, sk_sandbox *sb, const json_t *options,
     (void)loop;
     (void)options;
     if (!sb || sb->provider != &sk_provider_modal || !sb->impl) {
-        *err = sk_error_new("Error", NULL, "ModalSandbox files: not a ModalSandbox");
+        *err = sk_error_new(SK_ERR_ARGUMENT, NULL, "ModalSandbox files: not a ModalSandbox");
         return NULL;
     }
     return sb->impl;
@@ -280,7 +282,7 @@ static sk_fs_op *modal_fs_start(void *fs, const json_t *req, const char *body, s
     json_t *n = json_object_get(req, "n");
     if (!r.kind || (r.kind == SK_MODAL_FS_OPEN ? !r.path || !r.mode : !r.fd) ||
         (n && (!json_is_integer(n) || json_integer_value(n) < 0 || json_integer_value(n) > UINT32_MAX))) {
-        *err = sk_error_new("Error", NULL, "ModalSandbox files: malformed operation %s", kind ? kind : "(none)");
+        *err = sk_error_new(SK_ERR_ARGUMENT, NULL, "ModalSandbox files: malformed operation %s", kind ? kind : "(none)");
         return NULL;
     }
     if (n) {

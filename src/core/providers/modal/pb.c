@@ -78,22 +78,24 @@ static int pb_put_le(sk_buf *b, uint64_t v, size_t n)
     return sk_buf_append(b, tmp, n);
 }
 
-int sk_pb_put_fixed32(sk_buf *b, uint32_t field, uint32_t v, sk_pb_presence p)
+/* A fixed-width field: n bytes little-endian, wire type I32 or I64. */
+static int pb_put_fixed(sk_buf *b, uint32_t field, uint64_t v, sk_pb_presence p, sk_pb_wire wire, size_t n)
 {
     if (p == SK_PB_IMPLICIT && v == 0)
         return 0;
-    if (sk_pb_put_tag(b, field, SK_PB_I32) != 0)
+    if (sk_pb_put_tag(b, field, wire) != 0)
         return -1;
-    return pb_put_le(b, v, 4);
+    return pb_put_le(b, v, n);
+}
+
+int sk_pb_put_fixed32(sk_buf *b, uint32_t field, uint32_t v, sk_pb_presence p)
+{
+    return pb_put_fixed(b, field, v, p, SK_PB_I32, 4);
 }
 
 int sk_pb_put_fixed64(sk_buf *b, uint32_t field, uint64_t v, sk_pb_presence p)
 {
-    if (p == SK_PB_IMPLICIT && v == 0)
-        return 0;
-    if (sk_pb_put_tag(b, field, SK_PB_I64) != 0)
-        return -1;
-    return pb_put_le(b, v, 8);
+    return pb_put_fixed(b, field, v, p, SK_PB_I64, 8);
 }
 
 int sk_pb_put_float(sk_buf *b, uint32_t field, float v, sk_pb_presence p)

@@ -39,7 +39,7 @@ return {
     ca_file = { type = "string", non_empty = true,
       description = "PEM file of the certificate authorities to trust for TLS (control plane and task router), e.g. a private deployment or a TLS-intercepting proxy; default: the system's (libcurl reads no environment variable for this)." },
     max_response_bytes = { type = "integer", min = 1024, default = 16777216,
-      description = "Largest gRPC response message accepted, in bytes (default 16 MiB; the SDKs allow up to 104857600). A length prefix above it ends the call at once with ResponseTooLargeError (fields limit, rpc); output streams are many messages and are not limited by it." },
+      description = "Largest gRPC response message accepted, in bytes (the SDKs allow up to 104857600). A length prefix above it ends the call at once with ResponseTooLargeError (fields limit, rpc); output streams are many messages and are not limited by it." },
     rpc_timeout_ms = { type = "integer", ms = true, zero = "no deadline",
       description = "Deadline of each control-plane call attempt, in ms (default none, as the SDK; 0: none); long polls get it on top of their poll time." },
   },

@@ -9,6 +9,7 @@ local core = require "sandkit.core"
 local errors = require "sandkit.errors"
 local fs = require "sandkit.fs"
 local fserrors = require "sandkit.fs.errors"
+local options = require "sandkit.options"
 local json = require "sandkit.fs.json"
 local pathmod = require "sandkit.fs.path"
 local scheduler = require "sandkit.scheduler"
@@ -39,8 +40,9 @@ Backend.__index = Backend
 
 -- One request; returns { status, headers, body } (body nil when streamed
 -- to on_body on a 2xx), or nil, transport error. o.collect gathers the body
--- in C and hands it over as one string (no per-chunk strings or concat);
--- o.bulk sizes the receive buffer for a large body.
+-- in C and hands it over as one string (no per-chunk strings or concat),
+-- failing with ResponseTooLargeError past o.max_collect bytes; o.bulk
+-- sizes the receive buffer for a large body.
 function Backend:request(method, key, o)
   o = o or {}
   local resp = { headers = {} }
@@ -63,12 +65,20 @@ function Backend:request(method, key, o)
     end
   end)
   rec.handle = core.fs_op(self.client, { method = method, key = key, query = o.query, headers = o.headers,
-    collect = o.collect, bulk = o.bulk }, o.body, rec.token)
+    collect = o.collect, max_collect = o.max_collect, bulk = o.bulk }, o.body, rec.token)
   local ok, err = scheduler.await(rec)
   if rec.cb_err then error(rec.cb_err, 0) end
-  if not ok then return nil, err end
-  -- one part is the whole body: table.concat would copy it twice more
-  resp.body = #parts == 1 and parts[1] or table.concat(parts)
+  if not ok then
+    rec.handle:cancel() -- past max_collect the transfer is still running
+    return nil, err
+  end
+  if o.collect then
+    local body, msg = core.fs_body(rec.handle)
+    if not body then return nil, errors.new("OutOfMemoryError", msg, { method = method }) end
+    resp.body = body
+  else
+    resp.body = table.concat(parts)
+  end
   return resp
 end
 
@@ -118,8 +128,12 @@ end
 
 function Backend:read_file(path, opts)
   local key = key_of(path)
-  local resp, err = self:request("GET", key, { on_body = opts.on_chunk, collect = not opts.on_chunk, bulk = true })
-  if not resp then return nil, err end
+  local resp, err = self:request("GET", key, { on_body = opts.on_chunk, collect = not opts.on_chunk,
+    max_collect = opts.max_bytes, bulk = true })
+  if not resp then
+    if errors.is(err, "ResponseTooLargeError") then return nil, fserrors.TooLarge(path, opts.max_bytes) end
+    return nil, err
+  end
   if resp.status == 404 or key == "" or key:sub(-1) == "/" then
     local k = self:kind(key)
     if k == "directory" then return nil, fserrors.IsDirectoryError(path) end
@@ -330,27 +344,17 @@ function Backend:instructions()
   return ("Platform filesystem backed by Mastra Platform bucket %s. Use absolute workspace paths."):format(self.bucket)
 end
 
-local OPTIONS = {
-  access_token = "string", project_id = "string", bucket_name = "string", base_url = "string",
-  acting_user_id = "string", read_only = "boolean", id = "string", display_name = "string",
-  description = "string", icon = "string", request_timeout_ms = "number",
-}
+local OPTIONS = { name = "PlatformFilesystem", provider = "platform", options = {} }
+for _, k in ipairs({ "access_token", "project_id", "bucket_name", "base_url", "acting_user_id", "id",
+  "display_name", "description", "icon" }) do
+  OPTIONS.options[k] = { type = "string" }
+end
+OPTIONS.options.read_only = { type = "boolean" }
+OPTIONS.options.request_timeout_ms = { type = "integer", ms = true, min = 1 }
 
 --- sandkit.PlatformFilesystem { access_token?, project_id?, bucket_name?, ... }
 function M.PlatformFilesystem(opts)
-  if type(opts) ~= "table" then
-    error(errors.new("ConfigError", "PlatformFilesystem options table expected", { provider = "platform" }), 2)
-  end
-  for k, v in pairs(opts) do
-    local want = OPTIONS[k]
-    if not want then errors.config("platform", tostring(k), ("PlatformFilesystem has no option '%s'"):format(tostring(k))) end
-    if type(v) ~= want then
-      errors.config("platform", k, ("PlatformFilesystem option '%s' must be a %s, got %s"):format(k, want, type(v)))
-    end
-    if want == "string" and v:find("\0", 1, true) then
-      errors.config("platform", k, ("PlatformFilesystem option '%s' contains a NUL byte"):format(k))
-    end
-  end
+  opts = options.check(OPTIONS, opts, 1)
   -- the settings, the environment's fallbacks and the token stay in C
   local ok, client = pcall(core.fs_open, "platform", {
     access_token = opts.access_token, project_id = opts.project_id, bucket_name = opts.bucket_name,

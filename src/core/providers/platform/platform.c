@@ -186,7 +186,7 @@ static void platform_log_started(platform_sandbox *ps, const char *mode)
 
 static sk_error *platform_malformed_record(const char *what)
 {
-    return sk_error_new("PlatformApiError", json_pack("{s:b}", "malformed", 1),
+    return sk_error_new(SK_ERR_PLATFORM_API, json_pack("{s:b}", "malformed", 1),
                         "Platform proxy returned a %s without a sandbox id", what);
 }
 
@@ -353,7 +353,7 @@ static void platform_on_refreshed(int status, json_t *json, sk_error *err, void 
     if (!err && ps->refresh_gen == ps->gen && ps->platform_id) {
         const char *id = json_string_value(json_object_get(json, "id"));
         if (!id || strcmp(id, ps->platform_id) != 0)
-            err = sk_error_new("PlatformApiError", json_pack("{s:b,s:s}", "malformed", 1, "sandbox_id", ps->platform_id),
+            err = sk_error_new(SK_ERR_PLATFORM_API, json_pack("{s:b,s:s}", "malformed", 1, "sandbox_id", ps->platform_id),
                                "Platform proxy answered GET /sandbox/%s with the record of another sandbox",
                                ps->platform_id);
         else if (platform_take_record(ps, json) != 0)

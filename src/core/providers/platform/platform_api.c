@@ -54,7 +54,7 @@ static char *api_strdup(const char *s) { return s ? strdup(s) : NULL; }
 
 sk_error *sk_platform_config_error(const char *key, const char *fmt, const char *a)
 {
-    return sk_error_new("ConfigError", json_pack("{s:s,s:s}", "provider", "platform", "key", key), fmt, a);
+    return sk_error_new(SK_ERR_CONFIG, json_pack("{s:s,s:s}", "provider", "platform", "key", key), fmt, a);
 }
 
 const char *sk_platform_setting(const json_t *o, const char *key, const char *env)
@@ -389,18 +389,18 @@ static sk_error *api_error_from_response(platform_call *c, int status, const cha
     sk_error *err;
     if (malformed_2xx) {
         json_object_set_new(fields, "malformed", json_true());
-        err = sk_error_new("PlatformApiError", fields,
+        err = sk_error_new(SK_ERR_PLATFORM_API, fields,
                            "Platform proxy returned a malformed response to %s %s (status %d)", c->method,
                            c->path, status);
     } else if (code) {
-        err = sk_error_new("PlatformApiError", fields, "Platform proxy request failed with %d: %s: %s", status,
+        err = sk_error_new(SK_ERR_PLATFORM_API, fields, "Platform proxy request failed with %d: %s: %s", status,
                            code, proxy_message);
     } else if (rlen) {
         bool cut = rlen > PLATFORM_MSG_BODY_MAX;
-        err = sk_error_new("PlatformApiError", fields, "Platform proxy request failed with %d: %.*s%s", status,
+        err = sk_error_new(SK_ERR_PLATFORM_API, fields, "Platform proxy request failed with %d: %.*s%s", status,
                            (int)(cut ? PLATFORM_MSG_BODY_MAX : rlen), raw, cut ? "..." : "");
     } else {
-        err = sk_error_new("PlatformApiError", fields, "Platform proxy request failed with %d", status);
+        err = sk_error_new(SK_ERR_PLATFORM_API, fields, "Platform proxy request failed with %d", status);
     }
     json_decref(doc);
     free(raw);
@@ -420,16 +420,16 @@ static sk_error *api_transport_error(platform_call *c, const sk_http_result *res
         json_object_set_new(fields, "provider", json_string("platform"));
         if (res->status)
             json_object_set_new(fields, "status", json_integer(res->status));
-        err = sk_error_new("ResponseTooLargeError", fields,
+        err = sk_error_new(SK_ERR_RESPONSE_TOO_LARGE, fields,
                            "Platform proxy response to %s %s: %s larger than the limit of %zu bytes%s", c->method,
                            c->path, res->headers_too_large ? "headers" : "body", res->limit,
                            res->headers_too_large ? "" : " (option max_response_bytes)");
     } else if (res->err == SK_HTTP_ERR_TIMEOUT) {
         json_object_set_new(fields, "timeout_ms", json_integer(c->api->timeout_ms));
-        err = sk_error_new("TimeoutError", fields, "Platform proxy request %s %s timed out after %ld ms", c->method,
+        err = sk_error_new(SK_ERR_TIMEOUT, fields, "Platform proxy request %s %s timed out after %ld ms", c->method,
                            c->path, c->api->timeout_ms);
     } else {
-        err = sk_error_new("NetworkError", fields, "Platform proxy request %s %s failed: %s", c->method, c->path,
+        err = sk_error_new(SK_ERR_NETWORK, fields, "Platform proxy request %s %s failed: %s", c->method, c->path,
                            safe ? safe : "transport error");
     }
     free(safe);
@@ -521,7 +521,7 @@ platform_call *sk_platform_api_call(platform_api *api, const char *method, const
     const char *why = NULL;
     c->http = sk_http_start(api->loop, &rq, &callbacks, c, &why);
     if (!c->http) {
-        *err = sk_error_new("NetworkError", json_pack("{s:s,s:s}", "method", method, "path", path),
+        *err = sk_error_new(SK_ERR_NETWORK, json_pack("{s:s,s:s}", "method", method, "path", path),
                             "Platform proxy request %s %s could not start: %s", method, path,
                             why ? why : "unknown error");
         free(url);

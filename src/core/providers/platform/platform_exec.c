@@ -66,6 +66,7 @@ typedef struct platform_exec {
     platform_conn *conn;
     uv_timer_t *deadline;      /* timeout, or the handshake deadline without one */
     bool deadline_is_handshake;
+    bool deadline_passed;      /* the timeout fired once; 124 after one more I/O pass */
     uv_timer_t *defer;         /* work that must not run inside the caller */
     enum exec_deferred deferred;
     bool in_mint;
@@ -125,13 +126,13 @@ static platform_lease *lease_parse(const json_t *j, sk_error **err)
     const char *proto = json_string_value(json_object_get(j, "subprotocol"));
     const char *provider = json_string_value(json_object_get(j, "provider"));
     if (provider && strcmp(provider, "railway") != 0) {
-        *err = sk_error_new("PlatformApiError", json_pack("{s:s}", "lease_provider", provider),
+        *err = sk_error_new(SK_ERR_PLATFORM_API, json_pack("{s:s}", "lease_provider", provider),
                             "The exec lease is for provider '%s'; sandkit speaks only the Railway exec protocol",
                             provider);
         return NULL;
     }
     if (!jwt || !*jwt || !endpoint || !*endpoint) {
-        *err = sk_error_new("PlatformApiError", json_pack("{s:b}", "malformed", 1),
+        *err = sk_error_new(SK_ERR_PLATFORM_API, json_pack("{s:b}", "malformed", 1),
                             "Platform proxy returned an exec lease without jwt or wsEndpoint");
         return NULL;
     }
@@ -164,7 +165,7 @@ static sk_error *exec_destroyed_error(const char *sandbox_id, platform_exec *ex)
     json_t *f = json_pack("{s:s,s:i}", "command", ex->command, "attempts", ex->attempt);
     if (sandbox_id)
         json_object_set_new(f, "sandbox_id", json_string(sandbox_id));
-    return sk_error_new("SandboxDestroyedError", f, "Sandbox %s was destroyed; /exec-lease returned 410",
+    return sk_error_new(SK_ERR_SANDBOX_DESTROYED, f, "Sandbox %s was destroyed; /exec-lease returned 410",
                         sandbox_id ? sandbox_id : "(unknown)");
 }
 
@@ -190,7 +191,7 @@ static sk_error *exec_transport_error(platform_exec *ex)
         json_object_set_new(f, "http_status", json_integer(ex->http_status));
     if (ex->ws_error)
         json_object_set_new(f, "transport_error", json_string(ex->ws_error));
-    return sk_error_new("SandboxExecTransportError", f, "Direct-exec transport failed for sandbox %s after %d attempt(s)%s",
+    return sk_error_new(SK_ERR_SANDBOX_EXEC_TRANSPORT, f, "Direct-exec transport failed for sandbox %s after %d attempt(s)%s",
                         id ? id : "(unknown)", ex->attempt, close);
 }
 
@@ -284,7 +285,7 @@ static void exec_finish_later(platform_exec *ex, const sk_result *r, sk_error *e
         ex->result = *r;
     ex->error = err;
     ex->deferred = EXEC_DEFER_FINISH;
-    uv_timer_start(ex->defer, exec_on_defer, 0, 0);
+    sk_timer_arm(ex->defer, exec_on_defer, 0, 0);
 }
 
 /* ---- socket callbacks ----------------------------------------------------------- */
@@ -373,6 +374,13 @@ static void exec_on_deadline(uv_timer_t *t)
     if (ex->settled)
         return;
     if (!ex->deadline_is_handshake) {
+        if (!ex->deadline_passed) {
+            /* after a host block past the deadline the exit frame may be
+             * waiting unread: one pass of I/O first (sandbox.c does the same) */
+            ex->deadline_passed = true;
+            sk_timer_arm(t, exec_on_deadline, 1, 0);
+            return;
+        }
         /* docs/protocols/platform.md §3.4: a timeout is a result (124), never retried */
         sk_result r = { .exit_code = 124, .timed_out = true };
         exec_finish(ex, &r, NULL);
@@ -416,8 +424,9 @@ static void exec_connect(platform_exec *ex)
     ex->ws_endpoint = strdup(l->ws_endpoint);
     /* docs/protocols/platform.md §3.4: armed before the socket exists, so it covers the handshake */
     ex->deadline_is_handshake = ex->timeout_ms <= 0;
-    uv_timer_start(ex->deadline, exec_on_deadline,
-                   (uint64_t)(ex->deadline_is_handshake ? ps->handshake_timeout_ms : ex->timeout_ms), 0);
+    ex->deadline_passed = false;
+    sk_timer_arm(ex->deadline, exec_on_deadline,
+                 (uint64_t)(ex->deadline_is_handshake ? ps->handshake_timeout_ms : ex->timeout_ms), 0);
     char *protocols = NULL;
     platform_conn *c = calloc(1, sizeof *c);
     if (!c || asprintf(&protocols, "%s, %s", l->subprotocol, l->jwt) < 0) {
@@ -542,7 +551,7 @@ static void exec_begin_attempt(platform_exec *ex)
         sk_process_reset_capture(ex->p);
     }
     if (!ps->platform_id) {
-        exec_finish(ex, NULL, sk_error_new("SandboxNotReadyError", json_pack("{s:s}", "sandbox_id", ps->sb->id),
+        exec_finish(ex, NULL, sk_error_new(SK_ERR_SANDBOX_NOT_READY, json_pack("{s:s}", "sandbox_id", ps->sb->id),
                                            "Sandbox %s has no platform sandbox (it was destroyed or stopped)",
                                            ps->sb->id));
         return;
@@ -607,12 +616,12 @@ int sk_platform_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o
 {
     platform_sandbox *ps = sb->impl;
     if (!ps->platform_id) {
-        *err = sk_error_new("SandboxNotReadyError", json_pack("{s:s}", "sandbox_id", ps->sb->id),
+        *err = sk_error_new(SK_ERR_SANDBOX_NOT_READY, json_pack("{s:s}", "sandbox_id", ps->sb->id),
                             "Sandbox %s has no platform sandbox", ps->sb->id);
         return -1;
     }
     if (o->has_stdin && o->stdin_len && !ps->stdin_frames) {
-        *err = sk_error_new("UnsupportedError", NULL,
+        *err = sk_error_new(SK_ERR_UNSUPPORTED, NULL,
                             "Platform sandbox command execution does not support stdin (the stdin_frames option is off)");
         return -1;
     }
@@ -634,7 +643,7 @@ int sk_platform_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o
     json_decref(env);
     if (!ex->init_text) {
         exec_free(ex);
-        *err = sk_error_new("ConfigError", json_pack("{s:s}", "provider", PLATFORM_ID),
+        *err = sk_error_new(SK_ERR_CONFIG, json_pack("{s:s}", "provider", PLATFORM_ID),
                             "PlatformSandbox: the command, cwd and env must be valid UTF-8 (they travel in a JSON frame)");
         return -1;
     }
@@ -651,7 +660,7 @@ int sk_platform_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o
     snprintf(p->pid, sizeof p->pid, "%.31s", pid);
     p->impl = ex;
     ex->deferred = EXEC_DEFER_ATTEMPT;
-    uv_timer_start(ex->defer, exec_on_defer, 0, 0);
+    sk_timer_arm(ex->defer, exec_on_defer, 0, 0);
     return 0;
 oom:
     if (ex)
@@ -675,16 +684,16 @@ int sk_platform_exec_write_stdin(sk_process *p, const char *data, size_t len, sk
 {
     platform_exec *ex = p->impl;
     if (!ex || ex->settled) {
-        *err = sk_error_new("ProcessExitedError", NULL, "Process %s has already exited", p->pid);
+        *err = sk_error_new(SK_ERR_PROCESS_EXITED, NULL, "Process %s has already exited", p->pid);
         return -1;
     }
     if (!ex->ps->stdin_frames) {
-        *err = sk_error_new("UnsupportedError", NULL,
+        *err = sk_error_new(SK_ERR_UNSUPPORTED, NULL,
                             "Platform sandbox command execution does not support stdin (the stdin_frames option is off)");
         return -1;
     }
     if (ex->stdin_closed) {
-        *err = sk_error_new("ProcessExitedError", NULL, "Cannot write to stdin of process %s: stdin is closed", p->pid);
+        *err = sk_error_new(SK_ERR_PROCESS_EXITED, NULL, "Cannot write to stdin of process %s: stdin is closed", p->pid);
         return -1;
     }
     if (sk_buf_append(&ex->stdin_sent, data, len) != 0) {
@@ -751,7 +760,7 @@ void sk_platform_exec_reset(platform_sandbox *ps)
         w->in_mint = false;
         w->mint_next = NULL;
         if (!w->settled)
-            exec_finish_later(w, NULL, sk_error_new("SandboxNotReadyError", NULL, "The sandbox is being torn down"));
+            exec_finish_later(w, NULL, sk_error_new(SK_ERR_SANDBOX_NOT_READY, NULL, "The sandbox is being torn down"));
     }
 }
 

@@ -162,7 +162,7 @@ static void bucket_on_done(sk_http *req, const sk_http_result *res, void *ud)
     sk_fs_op *op = ud;
     sk_error *err = NULL;
     if (res->err != SK_HTTP_OK)
-        err = sk_error_new("HttpTransportError", json_pack("{s:s}", "reason", sk_http_err_name(res->err)),
+        err = sk_error_new(SK_ERR_HTTP_TRANSPORT, json_pack("{s:s}", "reason", sk_http_err_name(res->err)),
                            "HTTP request failed: %s", res->error ? res->error : sk_http_err_name(res->err));
     op->ev.done(op->ud, err);
     sk_error_free(err);
@@ -177,7 +177,7 @@ static sk_fs_op *bucket_start(void *fs, const json_t *req, const char *body, siz
     const char *key = json_string_value(json_object_get(req, "key"));
     json_t *query = json_object_get(req, "query"), *headers = json_object_get(req, "headers");
     if (!method || !key) {
-        *err = sk_error_new("Error", NULL, "PlatformFilesystem: a request needs method and key");
+        *err = sk_error_new(SK_ERR_ARGUMENT, NULL, "PlatformFilesystem: a request needs method and key");
         return NULL;
     }
     sk_buf path = { 0 };
@@ -218,7 +218,7 @@ static sk_fs_op *bucket_start(void *fs, const json_t *req, const char *body, siz
     free(h);
     if (!op->http) {
         free(op);
-        *err = sk_error_new("HttpTransportError", json_pack("{s:s}", "reason", "usage"),
+        *err = sk_error_new(SK_ERR_HTTP_TRANSPORT, json_pack("{s:s}", "reason", "usage"),
                             "HTTP request not started: %s", why ? why : "unknown error");
         return NULL;
     }
