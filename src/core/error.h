@@ -17,7 +17,8 @@
     X(PLATFORM_API, PlatformApiError, "status, code, proxy_message, body, body_truncated", "Platform: the workspace proxy answered with an error (`body`: its first 64 KiB)") \
     X(MODAL, ModalError, "grpc_status, grpc_code, grpc_message, rpc, sdk_error", "Modal: a call failed (`sdk_error`: the JS SDK's class, e.g. NotFoundError)") \
     X(MODAL_FILESYSTEM, ModalFilesystemError, "error_code", "Modal: a file operation failed in the sandbox") \
-    X(CONTAINER_CLI, ContainerCliError, "argv, exit_code, stderr", "Apple container: the `container` CLI failed")
+    X(CONTAINER_CLI, ContainerCliError, "argv, exit_code, stderr", "Apple container: the `container` CLI failed") \
+    X(DOCKER_API, DockerApiError, "status, docker_message, method, path, docker_host, image, reason, malformed, api_version, sandbox_id, container_id, exec_id", "Docker: the daemon answered with an error, or its exec stream was not the protocol (`malformed`)")
 /* END generated: provider error kinds */
 
 /* Every error kind sandkit reports, from C or from Lua, stated once (as
@@ -35,7 +36,6 @@
     X(SANDBOX_DESTROYED, SandboxDestroyedError, "sandbox_id", "Platform: the sandbox was destroyed under the command") \
     X(SANDBOX_EXEC_TRANSPORT, SandboxExecTransportError, "opened, close_code, close_reason, ws_endpoint, sandbox_id, command, attempts", "Platform: the command's WebSocket failed") \
     SK_PROVIDER_ERROR_KINDS(X) \
-    X(DOCKER_API, DockerApiError, "status, docker_message, method, path, docker_host, image, reason, malformed, api_version, sandbox_id, container_id, exec_id", "Docker: the daemon answered with an error, or its exec stream was not the protocol (`malformed`)") \
     X(TIMEOUT, TimeoutError, "", "a request or wait ran past its deadline") \
     X(NETWORK, NetworkError, "method, path", "a connection failed or dropped") \
     X(HTTP_TRANSPORT, HttpTransportError, "reason", "an HTTP request failed below HTTP (files of PlatformFilesystem)") \

@@ -69,6 +69,49 @@ static sk_error *dk_config_error(const char *fmt, const char *host, const char *
                         source);
 }
 
+/* Whether a scheme is at most one edit (a letter changed, added, dropped,
+ * or two swapped) from want: "unx", "tpc", "unixx". */
+static bool dk_scheme_near(const char *s, size_t n, const char *want)
+{
+    size_t m = strlen(want), i = 0;
+    while (i < n && i < m && s[i] == want[i])
+        i++;
+    if (i == n && i == m)
+        return true;
+    if (n == m) /* one changed, or two swapped */
+        return strncmp(s + i + 1, want + i + 1, n - i - 1) == 0 ||
+               (i + 1 < n && s[i] == want[i + 1] && s[i + 1] == want[i] && strncmp(s + i + 2, want + i + 2, n - i - 2) == 0);
+    if (n == m + 1) /* one added */
+        return strncmp(s + i + 1, want + i, m - i) == 0;
+    if (n + 1 == m) /* one dropped */
+        return strncmp(s + i, want + i + 1, n - i) == 0;
+    return false;
+}
+
+/* What a host that is neither unix:// nor tcp:// most likely meant, in buf
+ * (at most 64 bytes of it), or NULL: a bare socket path, http(s):// for
+ * tcp://, or a scheme one letter off. */
+static const char *dk_host_hint(const char *host, char *buf, size_t size)
+{
+    const char *sep = strstr(host, "://");
+    const char *scheme = NULL, *rest = host;
+    if (host[0] == '/') {
+        scheme = "unix";
+    } else if (sep) {
+        size_t n = (size_t)(sep - host);
+        rest = sep + 3;
+        if (dk_scheme_near(host, n, "unix"))
+            scheme = "unix";
+        else if (dk_scheme_near(host, n, "tcp") || (n == 4 && strncmp(host, "http", 4) == 0) ||
+                 (n == 5 && strncmp(host, "https", 5) == 0))
+            scheme = "tcp";
+    }
+    if (!scheme)
+        return NULL;
+    snprintf(buf, size, "%s://%.64s%s", scheme, rest, strlen(rest) > 64 ? "..." : "");
+    return buf;
+}
+
 int sk_dk_api_init(dk_api *api, sk_loop *loop, const void *secret_scope, const char *docker_host, long timeout_ms,
                    sk_error **err)
 {
@@ -105,8 +148,20 @@ int sk_dk_api_init(dk_api *api, sk_loop *loop, const void *secret_scope, const c
         return 0;
     }
     if (strncmp(host, "tcp://", 6) != 0) {
-        *err = dk_config_error("Docker host '%s' (%s) is not unix:// or tcp:// (ssh:// and npipe:// are not "
-                               "supported)", host, api->host_source);
+        char hint[96];
+        if (dk_host_hint(host, hint, sizeof hint)) {
+            *err = dk_config_error("Docker host '%s' (%s) is not unix:// or tcp://", host, api->host_source);
+            if (*err) {
+                char *msg = NULL;
+                if (asprintf(&msg, "%s (did you mean '%s'?)", (*err)->message, hint) >= 0) {
+                    free((*err)->message);
+                    (*err)->message = msg;
+                }
+            }
+        } else {
+            *err = dk_config_error("Docker host '%s' (%s) is not unix:// or tcp:// (ssh:// and npipe:// are not "
+                                   "supported)", host, api->host_source);
+        }
         return -1;
     }
     /* the docker CLI's rules: TLS when DOCKER_TLS_VERIFY or DOCKER_TLS is

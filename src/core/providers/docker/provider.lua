@@ -8,11 +8,15 @@ local options = require "sandkit.options"
 local DEFAULT_TIMEOUT = 300000
 
 -- ulimits: { { name = "nofile", soft = 1024, hard = 2048 }, ... }
+local ULIMIT_KEYS = { name = true, soft = true, hard = true }
+
 local function check_ulimits(v)
   for i, u in ipairs(v) do
     for k in pairs(u) do
-      if k ~= "name" and k ~= "soft" and k ~= "hard" then
-        return ("[%d] has an unknown key '%s' (name, soft, hard)"):format(i, options.shown(k))
+      if not ULIMIT_KEYS[k] then
+        local hint = options.suggest(k, ULIMIT_KEYS)
+        return ("[%d] has an unknown key '%s' (%s)"):format(i, options.shown(k),
+          hint and ("did you mean '" .. hint .. "'?") or "name, soft, hard")
       end
     end
     if type(u.name) ~= "string" or u.name == "" then return ("[%d].name must be a non-empty string"):format(i) end
