@@ -17,7 +17,7 @@ suite({
   name = "DockerSandbox (Podman's Docker-compatible API)",
   create_sandbox = function(opts)
     return sandkit.DockerSandbox { docker_host = env.docker_host, image = podman.IMAGE, env = opts and opts.env,
-      timeout = 30000 }
+      timeout = 30000, command = podman.QUICK_STOP }
   end,
   create_invalid_sandbox = function()
     -- not present locally, and never pulled: start fails cleanly

@@ -1,5 +1,5 @@
 // A fake Docker daemon on a unix socket for DockerSandbox's fault specs
-// (spec/docker_spec.lua): just enough of the Engine API for a sandbox to
+// (spec/docker_offline_spec.lua): just enough of the Engine API for a sandbox to
 // start and exec, then one way of misbehaving, chosen by the second
 // argument:
 //   hang            accept connections, never answer
