@@ -135,4 +135,9 @@ const char *sk_http_header_get(const sk_http_header *h, size_t n, const char *na
 
 const char *sk_http_err_name(sk_http_err err); /* "timeout", "connect", ... */
 
+/* s percent-encoded for a URL (malloc'd; NULL when out of memory): every
+ * byte as %XX but ASCII letters, digits, "-_.~" (RFC 3986's unreserved)
+ * and those in keep (NULL: none). */
+char *sk_url_escape(const char *s, const char *keep);
+
 #endif
