@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../http.h"
 #include "docker_state.h"
 
 enum {
@@ -84,7 +85,7 @@ static void op_call(dk_op *op, op_step step, const char *method, char *path, con
 
 static char *dk_path(const char *fmt, const char *a)
 {
-    char *esc = sk_dk_url_escape(a, NULL), *out = NULL;
+    char *esc = sk_url_escape(a, NULL), *out = NULL;
     if (esc && asprintf(&out, fmt, esc) < 0)
         out = NULL;
     free(esc);
@@ -128,7 +129,7 @@ static int op_remember_id(dk_op *op, const char *id)
  * with slashes); anything else is escaped. */
 static char *dk_image_path(const char *image)
 {
-    char *esc = sk_dk_url_escape(image, "/:@"), *out = NULL;
+    char *esc = sk_url_escape(image, "/:@"), *out = NULL;
     if (esc && asprintf(&out, "/images/%s/json", esc) < 0)
         out = NULL;
     free(esc);
@@ -139,7 +140,7 @@ static void op_pull(dk_op *op)
 {
     char *repo = NULL, *tag = NULL, *path = NULL;
     if (sk_dk_split_image(op->ds->cfg.image, &repo, &tag) == 0) {
-        char *r = sk_dk_url_escape(repo, NULL), *t = sk_dk_url_escape(tag, NULL);
+        char *r = sk_url_escape(repo, NULL), *t = sk_url_escape(tag, NULL);
         if (r && t && asprintf(&path, "/images/create?fromImage=%s&tag=%s", r, t) < 0)
             path = NULL;
         free(r);

@@ -1,7 +1,6 @@
 /* The Engine API client; see docker_api.h and docs/protocols/docker.md §1-2. */
 #include "docker_api.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,26 +263,6 @@ void sk_dk_api_free(dk_api *api)
     free(api->client_cert);
     free(api->client_key);
     memset(api, 0, sizeof *api);
-}
-
-char *sk_dk_url_escape(const char *s, const char *keep)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    size_t n = strlen(s);
-    char *out = malloc(n * 3 + 1), *o = out;
-    if (!out)
-        return NULL;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (isalnum(*p) || strchr("-_.~", *p) || (keep && strchr(keep, *p))) {
-            *o++ = (char)*p;
-        } else {
-            *o++ = '%';
-            *o++ = hex[*p >> 4];
-            *o++ = hex[*p & 15];
-        }
-    }
-    *o = '\0';
-    return out;
 }
 
 char *sk_dk_api_versioned(const dk_api *api, const char *path)

@@ -88,8 +88,5 @@ char *sk_dk_api_versioned(const dk_api *api, const char *path);
  * came from, for a failure of method path: detail says what happened. */
 sk_error *sk_dk_api_transport_error(const dk_api *api, const char *method, const char *path, bool timed_out,
                                     const char *detail);
-/* Percent-encodes s for a query string or a path segment, keeping
- * unreserved characters and those in keep (may be NULL); malloc'd. */
-char *sk_dk_url_escape(const char *s, const char *keep);
 
 #endif

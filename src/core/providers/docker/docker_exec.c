@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "../../buf.h"
+#include "../../http.h"
 #include "docker_conn.h"
 #include "docker_frame.h"
 #include "docker_state.h"
@@ -597,7 +598,7 @@ static void x_send_kill(dk_exec *x, int sig)
     snprintf(script, sizeof script, "kill -%d -%ld 2>/dev/null || kill -%d %ld", sig, x->cpid, sig, x->cpid);
     json_t *body = json_pack("{s:b,s:b,s:b,s:[s,s,s]}", "AttachStdin", 0, "AttachStdout", 1, "AttachStderr", 1,
                              "Cmd", "sh", "-c", script);
-    char *cid = sk_dk_url_escape(ds->container_id ? ds->container_id : "", NULL);
+    char *cid = sk_url_escape(ds->container_id ? ds->container_id : "", NULL);
     sk_error *e = NULL;
     if (body && cid && asprintf(&path, "/containers/%s/exec", cid) >= 0)
         k->call = sk_dk_api_call(&ds->api, "POST", path, body, 0, 0, kill_on_created, k, &e);
@@ -678,7 +679,7 @@ int sk_dk_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_error 
         json_decref(env_a);
     if (body && o->cwd)
         json_object_set_new(body, "WorkingDir", json_string(o->cwd));
-    cid = sk_dk_url_escape(ds->container_id ? ds->container_id : "", NULL);
+    cid = sk_url_escape(ds->container_id ? ds->container_id : "", NULL);
     if (!body || !cid || asprintf(&path, "/containers/%s/exec", cid) < 0) {
         path = NULL;
         *err = sk_error_oom();
