@@ -256,6 +256,43 @@ describe("DockerSandbox commands", function()
   end)
 end)
 
+describe("DockerSandbox from the command line", function()
+  -- bin/sandkit with the service's socket in DOCKER_HOST; stdout, stderr, status
+  local function cli(args)
+    local dir = require("helpers.tmp").dir()
+    local words = {}
+    for i, a in ipairs(args) do words[i] = q(a) end
+    local cmd = ("cd %s && env %s DOCKER_HOST=%s timeout -k 5 120 lua5.4 %s %s; echo \"status $?\""):format(
+      q(dir), child.LUA_ENV, q(env.docker_host), q(child.ROOT .. "/bin/sandkit"), table.concat(words, " "))
+    local out, err = child.run(cmd, dir)
+    local status = tonumber(out:match("status (%d+)\n$"))
+    return out:gsub("status %d+\n$", ""), err, status
+  end
+
+  it("exec --provider docker --image runs the command in a container it then removes", function()
+    local before = #env:containers()
+    local out, err, status = cli({ "exec", "--provider", "docker", "--image", podman.IMAGE, "--", "echo hi; exit 3" })
+    assert.equal(3, status, err)
+    assert.equal("hi\n", out)
+    assert.equal(before, #env:containers())
+  end)
+
+  it("cp copies to and from docker:PATH of the sandbox its id names", function()
+    local sb = new {}
+    assert(sb:start())
+    local host = require("helpers.tmp").dir() .. "/in.txt"
+    require("helpers.files").write(host, "through the CLI\n")
+    local opts = { "--opt", "id=" .. sb.id, "--opt", "image=" .. podman.IMAGE }
+    local _, err, status = cli({ "cp", opts[1], opts[2], opts[3], opts[4], host, "docker:/tmp/copied.txt" })
+    assert.equal(0, status, err)
+    assert.equal("through the CLI\n", sb.fs:read_file("/tmp/copied.txt"))
+    _, err, status = cli({ "cp", opts[1], opts[2], opts[3], opts[4], "docker:/tmp/copied.txt", host .. ".back" })
+    assert.equal(0, status, err)
+    assert.equal("through the CLI\n", require("helpers.files").must_read(host .. ".back"))
+    assert(sb:destroy())
+  end)
+end)
+
 describe("DockerSandbox over TCP", function()
   local PROXY = child.ROOT .. "/spec/servers/docker/proxy.mjs"
   -- a child process, so DOCKER_HOST and the TLS variables are its own
