@@ -94,9 +94,7 @@ describe("row 2: sb.fs acts on the descriptors pinned at start", function()
 
   it_root_bwrap("the same for a non-root caller (uid 4343): its ~/.ssh stays untouched", function()
     -- the checkout may be readable by root only: the child gets a copy
-    local copy = open_dir()
-    assert(os.execute(("cp -r lua %s/lua && mkdir -p %s/build && cp -r build/sandkit %s/build/ && chmod -R a+rX %s"):format(
-      quote(copy), quote(copy), quote(copy), quote(copy))))
+    local copy_path, copy_cpath = require("helpers.module_copy").paths()
     local home = open_dir()
     assert(os.execute(("mkdir -p %s/.ssh %s/base && echo PRIVATE-KEY > %s/.ssh/id_rsa && echo key > %s/.ssh/authorized_keys"
       .. " && chmod 700 %s/.ssh && chmod 600 %s/.ssh/* && chown -R 4343:4343 %s"):format(
@@ -117,7 +115,7 @@ describe("row 2: sb.fs acts on the descriptors pinned at start", function()
       inner:destroy()
       outer:destroy()
     ]]):format(home .. "/base", home .. "/.ssh"), "setpriv --reuid=4343 --regid=4343 --clear-groups",
-      { path = copy .. "/lua/?.lua;" .. copy .. "/lua/?/init.lua;;", cpath = copy .. "/build/?.so;;" })
+      { path = copy_path, cpath = copy_cpath })
     assert.truthy(out:find("SWAPPED\n", 1, true), "positive control: the swap happened\n" .. out)
     assert.truthy(out:find("status=0\n", 1, true), out)
     assert.is_nil(out:find("PRIVATE-KEY", 1, true), "inner.fs read ~/.ssh/id_rsa\n" .. out)

@@ -23,6 +23,12 @@ function M.paths()
   assert(os.execute(("mkdir -p %s/lua %s/lib/sandkit && cp -R %s %s/lua/sandkit && cp %s %s/lib/sandkit/core.so"
     .. " && chmod -R a+rX %s"):format(q(dir), q(dir), q(lua_dir), q(dir), q(core), q(dir), q(dir))),
     "cannot copy the module to " .. dir)
+  -- the provider folders' Lua (descriptors, fs.lua), as sandkit.registry
+  -- finds them beside a checkout's lua/
+  local root = lua_dir:match("^(.*)/lua/sandkit$") or (lua_dir == "lua/sandkit" and ".")
+  local providers = assert(root, "sandkit is not loaded from a checkout's lua/") .. "/src/core/providers"
+  assert(os.execute(("mkdir -p %s/src/core/providers && cd %s && cp --parents providers.def */*.lua %s/src/core/providers"
+    .. " && chmod -R a+rX %s/src"):format(q(dir), q(providers), q(dir), q(dir))), "cannot copy the providers to " .. dir)
   copied = { dir = dir, path = dir .. "/lua/?.lua;" .. dir .. "/lua/?/init.lua;;", cpath = dir .. "/lib/?.so;;" }
   return copied.path, copied.cpath
 end

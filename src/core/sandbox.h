@@ -95,8 +95,8 @@ const sk_fs_ops *sk_provider_fs(const sk_provider *p);
 
 /* sb.fs of a sandbox whose provider pins its files at start (LocalSandbox):
  * the files its commands see, as a view (fs_local.h) over the pinned
- * descriptors, never over a path looked up again
- * (docs/security.md §"sb.fs: the pinned view"). */
+ * descriptors, never over a path looked up again; see
+ * docs/security.md §"sb.fs: the pinned view". */
 typedef struct sk_sandbox_fs {
     sk_fs_view view;     /* duplicates of the pinned descriptors: the caller's to clear */
     const char *workdir; /* where relative paths start (borrowed from the sandbox) */
