@@ -12,6 +12,9 @@ local registry = require "sandkit.registry"
 local options = require "sandkit.options"
 local files_h = require "helpers.files"
 local sh = require "helpers.sh"
+local tmp = require "helpers.tmp"
+
+teardown(tmp.cleanup)
 
 -- The lists as the Makefile has them (mk/generated.mk).
 local function make_lists()
@@ -120,6 +123,29 @@ describe("generated text", function()
     local names = {}
     for name in block:gmatch("\n| `([%w_]+)[`(]") do names[#names + 1] = name end
     assert.are.same(options.exec.order, names)
+  end)
+
+  it("copies each registered provider's error_kinds.def into error.h, in providers.def's order", function()
+    local root = tmp.dir()
+    local function put(path, text)
+      assert(os.execute(("mkdir -p %s"):format(sh.quote((root .. "/" .. path):match("^(.*)/")))))
+      files_h.write(root .. "/" .. path, text)
+    end
+    put("src/core/providers/providers.def", "/* the registry */\nSK_PROVIDER(zeta)\nSK_PROVIDER(alpha)\nSK_PROVIDER(none)\n")
+    put("src/core/providers/alpha/error_kinds.def", "/* alpha's\n * kinds */\nX(ALPHA, AlphaError, \"a\", \"alpha failed\")\n\n")
+    put("src/core/providers/zeta/error_kinds.def", "X(ZETA_ONE, ZetaOneError, \"\", \"one\")\nX(ZETA_TWO, ZetaTwoError, \"\", \"two\") /* why */\n")
+    put("src/core/providers/unlisted/error_kinds.def", "X(UNLISTED, UnlistedError, \"\", \"not registered\")\n")
+    assert.equal("#define SK_PROVIDER_ERROR_KINDS(X) \\\n"
+      .. '    X(ZETA_ONE, ZetaOneError, "", "one") \\\n'
+      .. '    X(ZETA_TWO, ZetaTwoError, "", "two") \\\n'
+      .. '    X(ALPHA, AlphaError, "a", "alpha failed")\n', G.provider_error_kinds(root))
+    put("src/core/providers/providers.def", "SK_PROVIDER(none)\n")
+    assert.equal("#define SK_PROVIDER_ERROR_KINDS(X)\n", G.provider_error_kinds(root))
+    local ok, err = pcall(G.kind_lines, "x/error_kinds.def", "X(A, AError, \"\", \"a\")\n#define B 1\n")
+    assert.is_false(ok)
+    assert.equal("x/error_kinds.def:2: not an X(id, name, fields, meaning) line: #define B 1", err)
+    -- and the checked-in error.h has the tree's
+    assert.truthy(files_h.must_read("src/core/error.h"):find(G.provider_error_kinds(), 1, true))
   end)
 
   it("refuses a file whose markers are missing", function()

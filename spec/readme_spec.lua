@@ -5,18 +5,17 @@
 -- directory, and must exit 0 and print what its `--> text` comments say
 -- (in order; runs of blanks compare equal). Blocks for the remote
 -- providers read the same environment a user sets, which this spec points
--- at the reference servers: MASTRA_PLATFORM_ACCESS_TOKEN, MASTRA_PROJECT_ID,
--- MASTRA_ENVIRONMENT_ID and MASTRA_WORKSPACE_PROXY_URL (spec/servers/platform),
--- MODAL_TOKEN_ID, MODAL_TOKEN_SECRET and MODAL_SERVER_URL (spec/servers/modal),
--- and a `container` on PATH (the emulated CLI, spec/servers/container).
+-- at what each provider's kit starts (helpers.provider_kits, `readme`):
+-- the reference servers' addresses and credentials in the variables a user
+-- sets (MASTRA_WORKSPACE_PROXY_URL, MODAL_SERVER_URL, ...), the emulated
+-- `container` CLI on PATH, the specs' private Podman service as DOCKER_HOST.
 -- The scratch directory is mode 0700, as /root is for a root shell there.
 -- A ```sh block whose every line starts with `sandkit ` runs too, line by
 -- line, under /bin/sh (dash on Debian), with bin/ on PATH: each line must
 -- exit 0 and write nothing to stderr.
 -- A block that genuinely cannot run here is preceded by the line
 -- `<!-- readme: skip: <reason> -->`; none is today.
-local server = require "helpers.server"
-local apple = require "helpers.apple_container"
+local kits = require "helpers.provider_kits"
 
 local ROOT = os.getenv("R") or (io.popen("pwd"):read("l"))
 
@@ -77,14 +76,19 @@ for _, page in ipairs(PAGES) do
 end
 
 describe("README and docs/", function()
-  local platform, modal, container, scratch
+  local envs, scratch = {}, nil
   local env_prefix
 
   setup(function()
-    platform = server.start(ROOT .. "/spec/servers/platform/server.mjs", { "--quiet" })
-    modal = server.start(ROOT .. "/spec/servers/modal/server.mjs", { "--port", "0" },
-      { MODAL_CONFIG_PATH = "/nonexistent/sandkit-readme.toml" })
-    container = apple.new()
+    local vars, path = {}, {}
+    for _, p in ipairs(kits.all()) do
+      if p.kit.readme then
+        local e = p.kit.readme(ROOT)
+        envs[#envs + 1] = e
+        for k, v in pairs(e.vars or {}) do vars[k] = v end
+        if e.path then path[#path + 1] = e.path end
+      end
+    end
     scratch = os.tmpname()
     os.remove(scratch)
     -- mode 0700, as /root is: the blocks run as written from a root shell
@@ -92,31 +96,23 @@ describe("README and docs/", function()
     -- not enter the current directory (a relative working_directory is
     -- relayed, docs/providers.md §"LocalSandbox (`local`)")
     assert(os.execute("mkdir -p " .. q(scratch) .. " && chmod 700 " .. q(scratch)))
-    local path = container.dir .. ":" .. ROOT .. "/bin:" .. os.getenv("PATH")
-    local vars = {
-      PATH = path,
-      MASTRA_PLATFORM_ACCESS_TOKEN = "test-token", -- the reference server's
-      MASTRA_PROJECT_ID = "proj_readme",
-      MASTRA_ENVIRONMENT_ID = "env_readme",
-      MASTRA_WORKSPACE_PROXY_URL = platform.url,
-      MODAL_TOKEN_ID = "ak-test",
-      MODAL_TOKEN_SECRET = "as-test",
-      MODAL_SERVER_URL = modal.url,
-      MODAL_CONFIG_PATH = "/nonexistent/sandkit-readme.toml",
-    }
+    path[#path + 1] = ROOT .. "/bin"
+    path[#path + 1] = os.getenv("PATH")
+    vars.PATH = table.concat(path, ":")
     local parts = { "cd " .. q(scratch) .. " && env" }
     for k, v in pairs(vars) do parts[#parts + 1] = k .. "=" .. q(v) end
     env_prefix = table.concat(parts, " ") .. " timeout -k 5 120 "
   end)
 
+  -- every kit's teardown runs, whichever fails
   teardown(function()
-    if platform then platform:stop() end
-    if modal then modal:stop() end
-    if container then
-      local left = container:teardown()
-      assert.are.same({}, left, "containers left running")
+    local failed
+    for _, e in ipairs(envs) do
+      local ok, err = pcall(e.teardown or function() end)
+      failed = failed or (not ok and err)
     end
     if scratch then os.execute("rm -rf " .. q(scratch)) end
+    assert(not failed, failed)
   end)
 
   local n_lua = {}
@@ -172,8 +168,8 @@ describe("README and docs/", function()
       if b.page == "README.md" and b.lang == "lua" and not b.skip then text[#text + 1] = b.code end
     end
     text = table.concat(text)
-    for _, ctor in ipairs({ "LocalSandbox", "PlatformSandbox", "ModalSandbox", "AppleContainerSandbox" }) do
-      assert.is_truthy(text:find("sandkit." .. ctor, 1, true), "no runnable block of README.md uses " .. ctor)
+    for _, d in ipairs(require("sandkit").providers()) do
+      assert.is_truthy(text:find("sandkit." .. d.name, 1, true), "no runnable block of README.md uses " .. d.name)
     end
     -- the reference pages are among the pages read, and their blocks run
     local pages, lua_pages = {}, {}
