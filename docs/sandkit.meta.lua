@@ -1,7 +1,7 @@
 ---@meta sandkit
 -- LuaLS type stub for editors (not loaded at run time). Point your
 -- workspace's `Lua.workspace.library` at this folder. The reference is
--- README.md; this mirrors it.
+-- docs/ (docs/api.md first); this mirrors it.
 
 -- Constructor options: one class per provider, generated from its
 -- descriptor by `make generated` (tools/generate.lua); spec/meta_spec.lua
@@ -97,8 +97,35 @@
 ---@field working_dir? string Working directory inside the container (deprecated alias of working_directory). Default: /workspace.
 ---@field working_directory? string Working directory inside the container (wins over working_dir). Default: /workspace.
 
----@alias sandkit.ProviderId "local"|"platform"|"modal"|"apple-container"
----@alias sandkit.AnySandboxOptions sandkit.LocalSandboxOptions|sandkit.PlatformSandboxOptions|sandkit.ModalSandboxOptions|sandkit.AppleContainerSandboxOptions
+---@class sandkit.DockerSandboxOptions: sandkit.SandboxOptions  Local container sandbox powered by Docker (Docker Engine API; Docker or Podman)
+---@field api_timeout? integer Bound on each Engine API request in milliseconds (not on commands; a pull has 10 minutes). Default: 60000.
+---@field cap_add? string[] Linux capabilities to add
+---@field cap_drop? string[] Linux capabilities to drop
+---@field command? string[] Container command; it must keep the container running (commands run through exec). Default: { "sleep", "infinity" }.
+---@field cpu_period? integer CPU period in microseconds
+---@field cpu_quota? integer CPU quota in microseconds per period (-1: none)
+---@field cpu_shares? integer CPU shares (relative weight)
+---@field docker_host? string Daemon address as DOCKER_HOST takes it (unix:///path, tcp://host:port; TLS from DOCKER_TLS_VERIFY and DOCKER_CERT_PATH); without it or DOCKER_HOST, unix:///var/run/docker.sock
+---@field image? string Docker image to use. Default: node:22-slim.
+---@field labels? table<string, string> Container labels (mastra.sandbox and mastra.sandbox.id are always set)
+---@field memory? integer Memory limit in bytes
+---@field memory_swap? integer Total memory plus swap in bytes (-1: unlimited swap)
+---@field name? string Container name (sanitised as upstream). Defaults to the sandbox ID.
+---@field network? string Docker network to join (HostConfig.NetworkMode)
+---@field pids_limit? integer Maximum number of processes in the container (0 or -1: unlimited)
+---@field privileged? boolean Run in privileged mode. Default: false.
+---@field pull? "missing"|"never" missing: pull the image when it is not present locally; never: fail instead. Default: missing.
+---@field readonly_rootfs? boolean Mount the container root filesystem read-only
+---@field security_opt? string[] Docker security options
+---@field timeout? integer Timeout of each command that gives none, in milliseconds (0: none). Default: 300000.
+---@field tmpfs? table<string, string> tmpfs mounts: container path -> mount options
+---@field ulimits? { name: string, soft: integer, hard: integer }[] Ulimits: { { name = "nofile", soft = 1024, hard = 2048 }, ... }
+---@field volumes? table<string, string> Host-to-container bind mounts (host path -> container path)
+---@field working_dir? string Working directory inside the container (upstream's workingDir). Default: /workspace.
+---@field working_directory? string Working directory inside the container (wins over working_dir). Default: /workspace.
+
+---@alias sandkit.ProviderId "local"|"platform"|"modal"|"apple-container"|"docker"
+---@alias sandkit.AnySandboxOptions sandkit.LocalSandboxOptions|sandkit.PlatformSandboxOptions|sandkit.ModalSandboxOptions|sandkit.AppleContainerSandboxOptions|sandkit.DockerSandboxOptions
 -- END generated: provider options
 
 -- BEGIN generated: error kinds (make generated, from src/core/error.h)
@@ -114,6 +141,7 @@
 ---| "ModalError" Modal: a call failed (`sdk_error`: the JS SDK's class, e.g. NotFoundError)
 ---| "ModalFilesystemError" Modal: a file operation failed in the sandbox
 ---| "ContainerCliError" Apple container: the `container` CLI failed
+---| "DockerApiError" Docker: the daemon answered with an error, or its exec stream was not the protocol (`malformed`)
 ---| "TimeoutError" a request or wait ran past its deadline
 ---| "NetworkError" a connection failed or dropped
 ---| "HttpTransportError" an HTTP request failed below HTTP (files of PlatformFilesystem)
@@ -144,6 +172,7 @@
 ---@field ModalError "ModalError"
 ---@field ModalFilesystemError "ModalFilesystemError"
 ---@field ContainerCliError "ContainerCliError"
+---@field DockerApiError "DockerApiError"
 ---@field TimeoutError "TimeoutError"
 ---@field NetworkError "NetworkError"
 ---@field HttpTransportError "HttpTransportError"
@@ -250,7 +279,7 @@ function Operation:timeout() end
 local Process = {}
 ---@return sandkit.Result|nil, sandkit.Error|nil
 function Process:wait() end
---- Ends the command; what that means depends on the provider (README:
+--- Ends the command; what that means depends on the provider (docs/processes.md:
 --- local SIGKILL to the group, platform closes the socket, modal local only,
 --- apple-container signals the exec CLI).
 ---@return boolean killed false once exited
@@ -442,6 +471,9 @@ function sandkit.ModalSandbox(opts) end
 ---@param opts? sandkit.AppleContainerSandboxOptions
 ---@return sandkit.Sandbox
 function sandkit.AppleContainerSandbox(opts) end
+---@param opts? sandkit.DockerSandboxOptions
+---@return sandkit.Sandbox
+function sandkit.DockerSandbox(opts) end
 -- END generated: provider constructors
 ---@param opts { base_path: string, read_only?: boolean, id?: string }
 ---@return sandkit.Filesystem

@@ -1,4 +1,4 @@
--- The Lua API contract (README.md §"Reference"): errors, options, lifecycle hooks,
+-- The Lua API contract (docs/api.md §"Conventions"): errors, options, lifecycle hooks,
 -- clone/info/instructions, operations, tasks, fleets, host loops.
 local sandkit = require "sandkit"
 local errors = sandkit.errors

@@ -458,7 +458,7 @@ describe("AppleContainerSandbox", function()
   end)
 
   it("quotes args before executing through the shell", function()
-    -- sandkit's command is a shell string used as it is (README.md §"Sandbox"); each
+    -- sandkit's command is a shell string used as it is (docs/sandbox.md §"Exec options"); each
     -- arg is quoted (upstream also quotes the command when args are given)
     local sb = started()
     local mark = env:mark()
@@ -804,7 +804,7 @@ describe("AppleContainerSandbox", function()
     local long = assert(sb.processes:spawn("sleep 30"))
     assert.is_true(long:kill())
     assert.is_false(assert(long:wait()).success)
-    -- the CLI forwards the kill to the command in the container (README)
+    -- the CLI forwards the kill to the command in the container (docs/processes.md)
     local gone = require("helpers.procs").wait_for(function()
       return assert(sb:exec("pgrep -f '[s]leep 30'")).exit_code == 1
     end)

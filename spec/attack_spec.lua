@@ -308,7 +308,7 @@ describe("attack: a Platform proxy echoing the token into the sandbox record", f
   local server = require "helpers.server"
   local it_node = it_with_node("spec/servers/platform/node_modules/ws")
 
-  -- README: no info() contains an access token. info().metadata carries
+  -- docs/errors.md: no info() contains an access token. info().metadata carries
   -- the proxy's own strings (sandbox_id, provider_resource_id,
   -- platform_status): a proxy that put the caller's token there had it
   -- shown (and logged by whoever prints info()).

@@ -8,7 +8,7 @@
 -- within `within_ms` (a generous anti-hang bound) and that no child process
 -- is left behind. The detailed assertions live in platform_spec,
 -- modal_spec and apple_container_spec; this file is the overview, and it
--- prints the matrix (fault -> outcome -> ms) at the end for the README.
+-- prints the matrix (fault -> outcome -> ms) at the end for docs/reliability.md.
 local cjson = require "cjson"
 local sandkit = require "sandkit"
 local errors = require "sandkit.errors"

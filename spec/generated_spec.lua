@@ -1,8 +1,9 @@
 -- Generated text (tools/generate.lua, `make generated`) is current: the
 -- rockspecs' source and module lists are the Makefile's lists, the LuaLS
--- stub's provider classes and constructors and README's provider option
--- tables are what the descriptors say, README's and the stub's exec options
--- and error kinds what lua/sandkit/options.lua and src/core/error.h say.
+-- stub's provider classes and constructors and docs/providers.md's option
+-- tables are what the descriptors say, docs/sandbox.md's and the stub's exec
+-- options and docs/errors.md's and the stub's error kinds what
+-- lua/sandkit/options.lua and src/core/error.h say.
 -- Each fact is stated once; this spec fails when a checked-in copy of it
 -- went stale.
 local G = dofile("tools/generate.lua")
@@ -11,6 +12,9 @@ local registry = require "sandkit.registry"
 local options = require "sandkit.options"
 local files_h = require "helpers.files"
 local sh = require "helpers.sh"
+local tmp = require "helpers.tmp"
+
+teardown(tmp.cleanup)
 
 -- The lists as the Makefile has them (mk/generated.mk).
 local function make_lists()
@@ -87,10 +91,10 @@ describe("generated text", function()
     end)
     assert.are_not.equal(files["docs/sandkit.meta.lua"].old, files["docs/sandkit.meta.lua"].new)
     assert.truthy(files["docs/sandkit.meta.lua"].new:find("---@field brand_new_option? string An option", 1, true))
-    assert.truthy(files["README.md"].new:find("| `brand_new_option` | — | An option no file mentions yet. |", 1, true))
+    assert.truthy(files["docs/providers.md"].new:find("| `brand_new_option` | — | An option no file mentions yet. |", 1, true))
     -- a rewritten file still has its markers: generating again changes nothing
     local d = decl.descriptors[1]
-    local once = files["README.md"].new
+    local once = files["docs/providers.md"].new
     local again = assert(G.replace(once, "options " .. d.id, G.option_table(d, options.common)))
     assert.equal(once, again)
   end)
@@ -105,20 +109,43 @@ describe("generated text", function()
       kinds[#kinds + 1] = { name = "BrandNewError", fields = "why", doc = "a kind no file mentions yet" }
       decl.error_kinds = kinds
     end)
-    local readme, stub = files["README.md"].new, files["docs/sandkit.meta.lua"].new
-    assert.truthy(readme:find("| `cwd` | where it runs |", 1, true))
-    assert.truthy(readme:find("| `BrandNewError` | `why` | a kind no file mentions yet |", 1, true))
+    local stub = files["docs/sandkit.meta.lua"].new
+    assert.truthy(files["docs/sandbox.md"].new:find("| `cwd` | where it runs |", 1, true))
+    assert.truthy(files["docs/errors.md"].new:find("| `BrandNewError` | `why` | a kind no file mentions yet |", 1, true))
     assert.truthy(stub:find("---@field cwd? string where it runs", 1, true))
     assert.truthy(stub:find('---| "BrandNewError" a kind no file mentions yet', 1, true))
     assert.truthy(stub:find('---@field BrandNewError "BrandNewError"', 1, true))
   end)
 
-  it("README's exec options table lists every exec option, in the declaration's order", function()
-    local readme = files_h.must_read("README.md")
-    local block = readme:match("BEGIN generated: exec options.-END generated: exec options")
+  it("docs/sandbox.md's exec options table lists every exec option, in the declaration's order", function()
+    local page = files_h.must_read("docs/sandbox.md")
+    local block = page:match("BEGIN generated: exec options.-END generated: exec options")
     local names = {}
     for name in block:gmatch("\n| `([%w_]+)[`(]") do names[#names + 1] = name end
     assert.are.same(options.exec.order, names)
+  end)
+
+  it("copies each registered provider's error_kinds.def into error.h, in providers.def's order", function()
+    local root = tmp.dir()
+    local function put(path, text)
+      assert(os.execute(("mkdir -p %s"):format(sh.quote((root .. "/" .. path):match("^(.*)/")))))
+      files_h.write(root .. "/" .. path, text)
+    end
+    put("src/core/providers/providers.def", "/* the registry */\nSK_PROVIDER(zeta)\nSK_PROVIDER(alpha)\nSK_PROVIDER(none)\n")
+    put("src/core/providers/alpha/error_kinds.def", "/* alpha's\n * kinds */\nX(ALPHA, AlphaError, \"a\", \"alpha failed\")\n\n")
+    put("src/core/providers/zeta/error_kinds.def", "X(ZETA_ONE, ZetaOneError, \"\", \"one\")\nX(ZETA_TWO, ZetaTwoError, \"\", \"two\") /* why */\n")
+    put("src/core/providers/unlisted/error_kinds.def", "X(UNLISTED, UnlistedError, \"\", \"not registered\")\n")
+    assert.equal("#define SK_PROVIDER_ERROR_KINDS(X) \\\n"
+      .. '    X(ZETA_ONE, ZetaOneError, "", "one") \\\n'
+      .. '    X(ZETA_TWO, ZetaTwoError, "", "two") \\\n'
+      .. '    X(ALPHA, AlphaError, "a", "alpha failed")\n', G.provider_error_kinds(root))
+    put("src/core/providers/providers.def", "SK_PROVIDER(none)\n")
+    assert.equal("#define SK_PROVIDER_ERROR_KINDS(X)\n", G.provider_error_kinds(root))
+    local ok, err = pcall(G.kind_lines, "x/error_kinds.def", "X(A, AError, \"\", \"a\")\n#define B 1\n")
+    assert.is_false(ok)
+    assert.equal("x/error_kinds.def:2: not an X(id, name, fields, meaning) line: #define B 1", err)
+    -- and the checked-in error.h has the tree's
+    assert.truthy(files_h.must_read("src/core/error.h"):find(G.provider_error_kinds(), 1, true))
   end)
 
   it("refuses a file whose markers are missing", function()

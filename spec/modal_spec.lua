@@ -584,7 +584,7 @@ describe("ModalSandbox", function()
   end)
 
   describe("kill", function()
-    -- README: SDK 0.7.x has no kill RPC, so kill only ends the local side
+    -- docs/processes.md: SDK 0.7.x has no kill RPC, so kill only ends the local side
     local function remote_execs(sb)
       for _, s in ipairs(srv:admin("GET", "/__admin/sandboxes")) do
         if s.running and s.name == sb.id then return srv:admin("GET", "/__admin/sandboxes/" .. s.id).execs end

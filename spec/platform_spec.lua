@@ -417,7 +417,7 @@ report({ ok = ok, err = err_table(e) })]]):format(TOKEN))
       assert.not_equal(pid, sb:info().metadata.sandbox_id)
       assert(sb:destroy())
       assert.equal(2, #requests("delete"))
-      -- neither stop nor destroy drops the id's checkpoint (README, docs/protocols/platform.md §4.3)
+      -- neither stop nor destroy drops the id's checkpoint (docs/providers.md, docs/protocols/platform.md §4.3)
       assert.equal(0, #requests("checkpoint_delete"))
     end)
 

@@ -1,7 +1,7 @@
 -- Each fact stated once (issue 23, items 3 and 6): the exec options are
 -- declared in lua/sandkit/options.lua and the error kinds in
 -- src/core/error.h; the check and the C binding follow those declarations
--- (README.md's and the LuaLS stub's renderings of them are
+-- (docs/'s and the LuaLS stub's renderings of them are
 -- spec/generated_spec.lua's).
 local sandkit = require "sandkit"
 local errors = require "sandkit.errors"

@@ -5,9 +5,7 @@
 -- while commands run). One row per provider; the scenario runs in a child
 -- lua5.4 so that its stderr — where the core logs — can be read whole.
 local child = require "helpers.child"
-local sandkit = require "sandkit"
 local procs = require "helpers.procs"
-local server = require "helpers.server"
 local tmp = require "helpers.tmp"
 
 teardown(tmp.cleanup)
@@ -20,102 +18,20 @@ local function canary(what)
   return ("CANARY-%s-%s-%d-%d"):format(what, procs.self_pid(), counter, math.random(100000, 999999))
 end
 
-local function have_provider(id)
-  for _, d in ipairs(sandkit.providers()) do if d.id == id then return true end end
-  return false
-end
-
--- Rows: how to get a sandbox of each provider with secrets in it.
+-- Rows: how to get a sandbox of each provider with secrets in it, from
+-- each provider's kit (helpers.provider_kits, its `secrets`):
+--   id, name      the provider and the row's title
+--   available()   -> false when the row cannot run here (it is then pending)
 --   setup(c)      -> ctx (a server, an emulator...) ; c holds fresh canaries
 --   options(c, ctx) -> options with every secret-bearing key set to canaries
 --   child_env(c)  -> environment of the child (credential fallbacks)
 --   bad(c, ctx)   -> options whose start must fail (wrong credentials...)
 --   secrets(c)    -> the canaries that must never show
 --   teardown(ctx)
-local ROWS = {
-  {
-    id = "local", name = "LocalSandbox options",
-    options = function(c) return { working_directory = tmp.dir(), env = { SK_SECRET = c.env } } end,
-    bad = function(c) return { working_directory = "/proc/no-such/ws", env = { SK_SECRET = c.env } } end,
-    secrets = function(c) return { c.env, c.cmd_env } end,
-  },
-  {
-    id = "local", name = "LocalSandbox under bwrap",
-    available = function() return require("helpers.sh").have_bwrap() end,
-    options = function(c)
-      return { working_directory = tmp.dir(), isolation = "bwrap", env = { SK_SECRET = c.env } }
-    end,
-    secrets = function(c) return { c.env, c.cmd_env } end,
-  },
-  {
-    id = "platform", name = "PlatformSandbox options",
-    setup = function(c)
-      return server.start("spec/servers/platform/server.mjs", { "--quiet", "--token", c.token })
-    end,
-    options = function(c, srv)
-      return { access_token = c.token, project_id = "proj_1", environment_id = "env_1", base_url = srv.url,
-        retry_delays_ms = { 10 }, env = { SK_SECRET = c.env } }
-    end,
-    bad = function(c, srv)
-      return { access_token = c.bad_token, project_id = "proj_1", environment_id = "env_1", base_url = srv.url,
-        retry_delays_ms = { 10 }, env = { SK_SECRET = c.env } }
-    end,
-    secrets = function(c) return { c.token, c.bad_token, c.env, c.cmd_env } end,
-    teardown = function(srv) srv:stop() end,
-  },
-  {
-    id = "platform", name = "PlatformSandbox token from MASTRA_PLATFORM_ACCESS_TOKEN",
-    setup = function(c)
-      return server.start("spec/servers/platform/server.mjs", { "--quiet", "--token", c.token })
-    end,
-    child_env = function(c) return { MASTRA_PLATFORM_ACCESS_TOKEN = c.token } end,
-    options = function(c, srv)
-      return { project_id = "proj_1", environment_id = "env_1", base_url = srv.url, env = { SK_SECRET = c.env } }
-    end,
-    secrets = function(c) return { c.token, c.env, c.cmd_env } end,
-    teardown = function(srv) srv:stop() end,
-  },
-  {
-    id = "modal", name = "ModalSandbox options",
-    setup = function(c)
-      return server.start("spec/servers/modal/server.mjs",
-        { "--port", "0", "--token-id", "ak-canary", "--token-secret", c.secret },
-        { MODAL_CONFIG_PATH = "/nonexistent/sandkit-modal.toml" })
-    end,
-    child_env = function() return { MODAL_CONFIG_PATH = "/nonexistent/sandkit-modal.toml" } end,
-    options = function(c, srv)
-      return { token_id = "ak-canary", token_secret = c.secret, server_url = srv.url, env = { SK_SECRET = c.env } }
-    end,
-    bad = function(c, srv)
-      return { token_id = "ak-canary", token_secret = c.bad_secret, server_url = srv.url, env = { SK_SECRET = c.env } }
-    end,
-    secrets = function(c) return { c.secret, c.bad_secret, c.env, c.cmd_env } end,
-    teardown = function(srv) srv:stop() end,
-  },
-  {
-    id = "modal", name = "ModalSandbox secret from MODAL_TOKEN_SECRET",
-    setup = function(c)
-      return server.start("spec/servers/modal/server.mjs",
-        { "--port", "0", "--token-id", "ak-canary", "--token-secret", c.secret },
-        { MODAL_CONFIG_PATH = "/nonexistent/sandkit-modal.toml" })
-    end,
-    child_env = function(c)
-      return { MODAL_CONFIG_PATH = "/nonexistent/sandkit-modal.toml", MODAL_TOKEN_ID = "ak-canary",
-        MODAL_TOKEN_SECRET = c.secret }
-    end,
-    options = function(c, srv) return { server_url = srv.url, env = { SK_SECRET = c.env } } end,
-    secrets = function(c) return { c.secret, c.env, c.cmd_env } end,
-    teardown = function(srv) srv:stop() end,
-  },
-  {
-    id = "apple-container", name = "AppleContainerSandbox options",
-    setup = function() return require("helpers.apple_container").new() end,
-    options = function(c, emu) return { container_binary = emu.binary, env = { SK_SECRET = c.env } } end,
-    bad = function(c) return { container_binary = "/nonexistent/container", env = { SK_SECRET = c.env } } end,
-    secrets = function(c) return { c.env, c.cmd_env } end,
-    teardown = function(emu) emu:teardown() end,
-  },
-}
+local ROWS = {}
+for _, p in ipairs(require("helpers.provider_kits").all()) do
+  for _, row in ipairs(p.kit.secrets or {}) do ROWS[#ROWS + 1] = row end
+end
 
 -- The child: everything a user could print goes to stdout; the core's log
 -- lines go to stderr. It also scans /proc while its commands run: every
@@ -248,7 +164,7 @@ local function run_child(cfg, child_env)
 end
 
 for _, row in ipairs(ROWS) do
-  local usable = have_provider(row.id) and (not row.available or row.available())
+  local usable = not row.available or row.available()
   local body = function()
     local c = {
       token = canary("token"), bad_token = canary("badtoken"), secret = canary("secret"),

@@ -172,12 +172,13 @@ describe("waiting does not spin", function()
   end)
 end)
 
--- A host loop that only steps and polls sandkit's descriptor (README,
--- "Embedding in a host loop") runs work to the end: step(0) stays true
--- while anything is in flight — a sandbox being started for exec_async, a
--- command, a sleeping task — and turns false only once nothing is left.
+-- A host loop that only steps and polls sandkit's descriptor
+-- (docs/api.md §"Embedding in a host loop") runs work to the end: step(0)
+-- stays true while anything is in flight — a sandbox being started for
+-- exec_async, a command, a sleeping task — and turns false only once
+-- nothing is left.
 describe("a host loop of step(0) and poll", function()
-  -- Defines host_loop(): the README's loop inside a cqueues controller;
+  -- Defines host_loop(): docs/api.md's loop inside a cqueues controller;
   -- returns its turns and the CPU seconds it used. `report(label, value)`
   -- prints what the test checks, with step(0) and timeout() afterwards.
   local PRELUDE = [[

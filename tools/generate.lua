@@ -8,12 +8,19 @@
 --                         declaration (lua/sandkit/options.lua); the error
 --                         kinds from SK_ERROR_KINDS (src/core/error.h,
 --                         through sandkit.errors.kinds)
---   README.md             each provider's option table, the exec options'
---                         and the error kinds' tables, from the same
+--   docs/providers.md     each provider's option table, from the same
+--   docs/sandbox.md       the exec options' table, from the same
+--   docs/errors.md        the error kinds' table, from the same
+--   src/core/error.h      SK_PROVIDER_ERROR_KINDS, the error kinds each
+--                         provider states in its folder (error_kinds.def),
+--                         in providers.def's order; read from the tree
+--                         alone, so that the core builds from it
 -- `make generated` writes them; spec/generated_spec.lua fails when the
 -- checked-in text differs from what this makes. Run with the module and its
 -- core on the paths:
 --   lua5.4 tools/generate.lua write|check ROCKSPEC... -- C_SOURCE... -- LUA_FILE...
+-- or, before the core is built (error.h alone, from the tree):
+--   lua5.4 tools/generate.lua kinds
 -- Loaded as a file (dofile) it returns its functions.
 local G = {}
 
@@ -80,7 +87,7 @@ local function sorted_keys(t)
 end
 
 -- The options a provider declares itself (the common ones are documented
--- once, README.md §"Sandbox" and sandkit.SandboxOptions).
+-- once, docs/sandbox.md §"Options common to every provider" and sandkit.SandboxOptions).
 local function own_options(d, common)
   local out = {}
   for _, k in ipairs(sorted_keys(d.options)) do
@@ -160,7 +167,7 @@ end
 
 local function cell(s) return (s:gsub("|", "\\|"):gsub("\n", " ")) end
 
---- README's option table of provider d.
+--- The option table of provider d (docs/providers.md).
 function G.option_table(d, common)
   local out = { "| option | default | meaning |\n", "| --- | --- | --- |\n" }
   for _, k in ipairs(own_options(d, common)) do
@@ -180,7 +187,7 @@ end
 
 -- ---- exec options and error kinds -----------------------------------------------
 
--- An option's name as README shows it: a callback with its parameters.
+-- An option's name as the docs show it: a callback with its parameters.
 local function shown_name(name, spec)
   local params = spec.lua_type and spec.lua_type:match("^fun%((.-)%)")
   if params then return ("`%s(%s)`"):format(name, (params:gsub("%s*:%s*[^,]+", ""))) end
@@ -193,7 +200,7 @@ local function each_option(schema, fn)
   return table.concat(out)
 end
 
---- README's table of the exec options (schema: options.exec), in their order.
+--- docs/sandbox.md's table of the exec options (schema: options.exec), in their order.
 function G.exec_table(schema)
   return "| option | meaning |\n| --- | --- |\n" .. each_option(schema, function(name, spec)
     return ("| %s | %s |\n"):format(shown_name(name, spec), cell(spec.description))
@@ -213,7 +220,7 @@ local function fields_of(kind)
   return "`" .. kind.fields:gsub(", ", "`, `") .. "`"
 end
 
---- README's table of the error kinds ({ name, fields, doc }, in order).
+--- docs/errors.md's table of the error kinds ({ name, fields, doc }, in order).
 function G.error_table(kinds)
   local rows = { "| kind | fields | what happened |\n| --- | --- | --- |\n" }
   for _, k in ipairs(kinds) do rows[#rows + 1] = ("| `%s` | %s | %s |\n"):format(k.name, fields_of(k), cell(k.doc)) end
@@ -237,6 +244,71 @@ local function read(path)
   local s = f:read("a")
   f:close()
   return s
+end
+
+-- ---- provider error kinds -------------------------------------------------------
+
+local PROVIDERS_DEF = "src/core/providers/providers.def"
+
+--- The folders providers.def registers, in its order.
+function G.provider_dirs(def_text)
+  local out = {}
+  for line in def_text:gmatch("[^\n]+") do
+    local dir = line:match("^%s*SK_PROVIDER%(([%w_]+)%)")
+    if dir then out[#out + 1] = dir end
+  end
+  return out
+end
+
+--- The X(...) lines of an error_kinds.def (comments and blank lines
+-- skipped); raises naming the file and line of anything else.
+function G.kind_lines(path, text)
+  local out, n = {}, 0
+  local in_comment = false
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    n = n + 1
+    local rest = line
+    if in_comment then
+      local e = rest:find("*/", 1, true)
+      if e then in_comment, rest = false, rest:sub(e + 2) else rest = "" end
+    end
+    if rest:match("^%s*/%*") and not rest:find("*/", 1, true) then in_comment, rest = true, "" end
+    rest = rest:gsub("/%*.-%*/", "")
+    if rest:match("^%s*X%(.*%)%s*$") then
+      out[#out + 1] = rest:match("^%s*(.-)%s*$")
+    elseif rest:match("%S") then
+      error(("%s:%d: not an X(id, name, fields, meaning) line: %s"):format(path, n, line), 0)
+    end
+  end
+  return out
+end
+
+--- error.h's SK_PROVIDER_ERROR_KINDS: each registered provider's
+-- error_kinds.def, in providers.def's order (root: the tree, default ".").
+function G.provider_error_kinds(root)
+  root = root or "."
+  local lines = {}
+  for _, dir in ipairs(G.provider_dirs(read(root .. "/" .. PROVIDERS_DEF))) do
+    local path = ("src/core/providers/%s/error_kinds.def"):format(dir)
+    local f = io.open(root .. "/" .. path, "rb")
+    if f then
+      local text = f:read("a")
+      f:close()
+      for _, l in ipairs(G.kind_lines(path, text)) do lines[#lines + 1] = "    " .. l end
+    end
+  end
+  if #lines == 0 then return "#define SK_PROVIDER_ERROR_KINDS(X)\n" end
+  return "#define SK_PROVIDER_ERROR_KINDS(X) \\\n" .. table.concat(lines, " \\\n") .. "\n"
+end
+
+local ERROR_H = "src/core/error.h"
+
+--- { old, new } of src/core/error.h.
+function G.error_h()
+  local old = read(ERROR_H)
+  local new, err = G.replace(old, "provider error kinds", G.provider_error_kinds())
+  if not new then error(ERROR_H .. ": " .. err, 0) end
+  return { old = old, new = new }
 end
 
 --- The declarations the text is generated from, as this build has them:
@@ -273,15 +345,17 @@ function G.files(lists, decl)
     { "command options", G.stub_exec(decl.exec) },
     { "error kinds", G.stub_errors(decl.error_kinds) },
   })
-  local readme = { { "exec options", G.exec_table(decl.exec) }, { "error kinds", G.error_table(decl.error_kinds) } }
-  local text = read("README.md")
+  gen("docs/sandbox.md", { { "exec options", G.exec_table(decl.exec) } })
+  gen("docs/errors.md", { { "error kinds", G.error_table(decl.error_kinds) } })
+  local tables, text = {}, read("docs/providers.md")
   for _, d in ipairs(descriptors) do
-    -- a provider whose README section has no table yet gets none
+    -- a provider whose section in docs/providers.md has no table yet gets none
     if text:find("BEGIN generated: options " .. d.id .. " ", 1, true) then
-      readme[#readme + 1] = { "options " .. d.id, G.option_table(d, common) }
+      tables[#tables + 1] = { "options " .. d.id, G.option_table(d, common) }
     end
   end
-  gen("README.md", readme)
+  gen("docs/providers.md", tables)
+  out[ERROR_H] = G.error_h()
   return out
 end
 
@@ -294,12 +368,12 @@ local function main(mode, ...)
       table.insert(lists[which], a)
     end
   end
-  local files = G.files(lists, G.declarations())
+  local files = mode == "kinds" and { [ERROR_H] = G.error_h() } or G.files(lists, G.declarations())
   local stale = {}
   for _, path in ipairs(sorted_keys(files)) do
     local f = files[path]
     if f.new ~= f.old then
-      if mode == "write" then
+      if mode == "write" or mode == "kinds" then
         local h = assert(io.open(path, "wb"))
         h:write(f.new)
         h:close()

@@ -1,4 +1,4 @@
---- sandkit: run commands in sandboxes from Lua. See README.md.
+--- sandkit: run commands in sandboxes from Lua. See README.md and docs/api.md.
 local compat = require "sandkit.compat"
 local core = require "sandkit.core"
 local sandbox = require "sandkit.sandbox" -- first: see its core.primitives()

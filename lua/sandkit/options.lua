@@ -21,7 +21,7 @@ function M.shown(v)
 end
 
 --- A default as the reader would write it in Lua: tostring, an array as
--- { "sleep", "infinity" } (the CLI's `providers ID`, the stub, README).
+-- { "sleep", "infinity" } (the CLI's `providers ID`, the stub, docs/providers.md).
 function M.render_default(v)
   if type(v) ~= "table" then return tostring(v) end
   local items = {}
@@ -46,7 +46,7 @@ end
 
 -- ---- the options themselves ------------------------------------------------
 
---- Options every provider accepts (README.md §"Sandbox": id, env, instructions, hooks).
+--- Options every provider accepts (docs/sandbox.md §"Options common to every provider": id, env, instructions, hooks).
 -- An option's spec: type ("string", "integer", "number", "boolean",
 -- "array", "map", "env", "function", or a list of them), default,
 -- description, and as needed enum, min, ms (whole milliseconds), zero
@@ -89,7 +89,7 @@ function M.check_max_output(v)
 end
 
 --- The options of sb:exec, sb:exec_async, sb.processes:spawn and
--- fleet:exec, stated once: the check, README's table and the LuaLS stub
+-- fleet:exec, stated once: the check, docs/sandbox.md's table and the LuaLS stub
 -- (sandkit.CommandOptions) come from here (make generated; spec/generated_spec.lua).
 local EXEC = {
   { "timeout", type = "integer", ms = true, zero = "no timeout", unit = "ms",

@@ -1,7 +1,8 @@
 /* The small mechanisms the providers share, each written once: heap timers
  * (loop.h), the base36 id writer and the waiter list (sandbox.h), the child
  * environment builder, the reaped callback of the exit watch and output
- * through pipes the kernel would not grow (proc.h). */
+ * through pipes the kernel would not grow (proc.h), the URL escape
+ * (http.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -13,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "http.h"
 #include "loop.h"
 #include "proc.h"
 #include "provider.h"
@@ -315,6 +317,26 @@ static void test_pipe_growth_refused(void)
     tap(code == REFUSED_OK, "pipe growth refused: 10 MiB arrive whole through a 2-page pipe (code %d)", code);
 }
 
+static void test_url_escape(void)
+{
+    struct {
+        const char *in, *keep, *want;
+    } rows[] = {
+        { "AZaz09-_.~", NULL, "AZaz09-_.~" },
+        { "a b/c:d@e", NULL, "a%20b%2Fc%3Ad%40e" },
+        { "library/node:22-slim", "/:@", "library/node:22-slim" },
+        { "it's (ok)!*", "!*'()", "it's%20(ok)!*" },
+        { "\xc3\xa9%\x7f", NULL, "%C3%A9%25%7F" },
+        { "", NULL, "" },
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        char *got = sk_url_escape(rows[i].in, rows[i].keep);
+        tap(got && strcmp(got, rows[i].want) == 0, "sk_url_escape(\"%s\", %s) = %s", rows[i].want,
+            rows[i].keep ? rows[i].keep : "NULL", got ? got : "(null)");
+        free(got);
+    }
+}
+
 int main(void)
 {
     test_timers();
@@ -323,6 +345,7 @@ int main(void)
     test_envp();
     test_reaped();
     test_pipe_growth_refused();
+    test_url_escape();
     printf("1..%d\n", tap_n);
     return tap_failed ? 1 : 0;
 }

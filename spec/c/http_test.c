@@ -1,6 +1,7 @@
 /* sk_http against the loopback echo server (spec/servers/echo): HTTP/1.1,
  * h2c prior knowledge with trailers, HTTPS with a private CA, reuse,
- * timeouts, refused connections, cancel, shutdown with requests in flight. */
+ * timeouts, refused connections, cancel, shutdown with requests in flight,
+ * a unix socket, a client certificate. */
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <jansson.h>
@@ -741,6 +742,51 @@ static long tls_open_after(sk_loop *loop, const echo_server *s, long open0, long
  * while the first stays for the requests that follow; a second burst, on
  * pools whose connections have closed, does the same
  * (docs/protocols/event-core.md §5). */
+/* A request's unix_socket: the URL gives scheme, Host and path, the socket
+ * the connection; a socket nobody serves is a connect error. */
+static void test_unix_socket(sk_loop *loop, const echo_server *s)
+{
+    call c = { 0 };
+    sk_http_request q = { .url = "http://unix-host/echo?via=unix", .unix_socket = s->unix_path };
+    fetch(loop, &c, &q);
+    json_t *j = parse(&c);
+    tap(c.done == 1 && c.err == SK_HTTP_OK && c.status == 200 && j && strcmp(jstr(j, "path", NULL), "/echo") == 0 &&
+            strcmp(jstr(j, "headers", "host"), "unix-host") == 0,
+        "unix_socket: the request reaches the socket, with the URL's path and Host (%d %s)", c.status, c.error);
+    json_decref(j);
+
+    char missing[600];
+    snprintf(missing, sizeof missing, "%s.none", s->unix_path);
+    q.unix_socket = missing;
+    fetch(loop, &c, &q);
+    tap(c.done == 1 && c.err == SK_HTTP_ERR_CONNECT, "unix_socket: a socket nobody serves is a connect error (%s)",
+        c.error);
+    call_reset(&c);
+}
+
+/* A request's client_cert and client_key: a server that requires a client
+ * certificate sees this one; without it the handshake fails. */
+static void test_client_cert(sk_loop *loop, const echo_server *s)
+{
+    char url[256];
+    call c = { 0 };
+    snprintf(url, sizeof url, "https://127.0.0.1:%d/whoami", s->mtls_port);
+    sk_http_request q = { .url = url, .ca_file = s->ca_file, .client_cert = s->client_cert,
+                          .client_key = s->client_key };
+    fetch(loop, &c, &q);
+    json_t *j = parse(&c);
+    tap(c.done == 1 && c.err == SK_HTTP_OK && c.status == 200 && j &&
+            strcmp(jstr(j, "cn", NULL), "sandkit-client") == 0,
+        "client_cert and client_key: the server sees the certificate (%d %s)", c.status, c.error);
+    json_decref(j);
+
+    q.client_cert = q.client_key = NULL;
+    fetch(loop, &c, &q);
+    tap(c.done == 1 && c.err != SK_HTTP_OK && c.status == 0, "without them the server refuses the handshake (%s)",
+        c.error);
+    call_reset(&c);
+}
+
 static void test_tls_burst(const echo_server *s)
 {
     sk_loop *loop = sk_loop_new();
@@ -926,6 +972,8 @@ int main(void)
     test_failures(loop, &s);
     test_cancel(loop, &s);
     test_tls(loop, &s);
+    test_unix_socket(loop, &s);
+    test_client_cert(loop, &s);
     test_tls_burst(&s);
     test_grpc(loop, &s);
     test_grpc_status_missing(loop, &s);

@@ -9,10 +9,23 @@
 
 #include <jansson.h>
 
+/* The kinds a provider alone reports, each stated in its folder
+ * (src/core/providers/<dir>/error_kinds.def), in providers.def's order:
+ * `make generated` copies them here (tools/generate.lua). */
+/* BEGIN generated: provider error kinds (make generated, from the provider folders' error_kinds.def) */
+#define SK_PROVIDER_ERROR_KINDS(X) \
+    X(PLATFORM_API, PlatformApiError, "status, code, proxy_message, body, body_truncated", "Platform: the workspace proxy answered with an error (`body`: its first 64 KiB)") \
+    X(MODAL, ModalError, "grpc_status, grpc_code, grpc_message, rpc, sdk_error", "Modal: a call failed (`sdk_error`: the JS SDK's class, e.g. NotFoundError)") \
+    X(MODAL_FILESYSTEM, ModalFilesystemError, "error_code", "Modal: a file operation failed in the sandbox") \
+    X(CONTAINER_CLI, ContainerCliError, "argv, exit_code, stderr", "Apple container: the `container` CLI failed") \
+    X(DOCKER_API, DockerApiError, "status, docker_message, method, path, docker_host, image, reason, malformed, api_version, sandbox_id, container_id, exec_id", "Docker: the daemon answered with an error, or its exec stream was not the protocol (`malformed`)")
+/* END generated: provider error kinds */
+
 /* Every error kind sandkit reports, from C or from Lua, stated once (as
- * libuv's UV_ERRNO_MAP): X(id, name, fields, meaning). The binding exports
- * it as sandkit.errors.<name> and sandkit.errors.kinds; README's Errors
- * table and the LuaLS stub are checked against it (spec/schema_docs_spec.lua).
+ * libuv's UV_ERRNO_MAP): X(id, name, fields, meaning); a provider's own
+ * kinds where the list says SK_PROVIDER_ERROR_KINDS. The binding exports
+ * it as sandkit.errors.<name> and sandkit.errors.kinds; docs/errors.md's Kinds
+ * table and the LuaLS stub are checked against it (spec/generated_spec.lua).
  * One kind a line: the list is a table. */
 #define SK_ERROR_KINDS(X) \
     X(CONFIG, ConfigError, "key, provider", "misuse (raised): an options table has an unknown key, or an option a wrong type or value; or a provider's configuration is missing or wrong") \
@@ -22,10 +35,7 @@
     X(SANDBOX_NOT_READY, SandboxNotReadyError, "sandbox_id", "the sandbox is not running (destroyed, or being torn down)") \
     X(SANDBOX_DESTROYED, SandboxDestroyedError, "sandbox_id", "Platform: the sandbox was destroyed under the command") \
     X(SANDBOX_EXEC_TRANSPORT, SandboxExecTransportError, "opened, close_code, close_reason, ws_endpoint, sandbox_id, command, attempts", "Platform: the command's WebSocket failed") \
-    X(PLATFORM_API, PlatformApiError, "status, code, proxy_message, body, body_truncated", "Platform: the workspace proxy answered with an error (`body`: its first 64 KiB)") \
-    X(MODAL, ModalError, "grpc_status, grpc_code, grpc_message, rpc, sdk_error", "Modal: a call failed (`sdk_error`: the JS SDK's class, e.g. NotFoundError)") \
-    X(MODAL_FILESYSTEM, ModalFilesystemError, "error_code", "Modal: a file operation failed in the sandbox") \
-    X(CONTAINER_CLI, ContainerCliError, "argv, exit_code, stderr", "Apple container: the `container` CLI failed") \
+    SK_PROVIDER_ERROR_KINDS(X) \
     X(TIMEOUT, TimeoutError, "", "a request or wait ran past its deadline") \
     X(NETWORK, NetworkError, "method, path", "a connection failed or dropped") \
     X(HTTP_TRANSPORT, HttpTransportError, "reason", "an HTTP request failed below HTTP (files of PlatformFilesystem)") \

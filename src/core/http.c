@@ -251,6 +251,27 @@ const char *sk_http_header_get(const sk_http_header *h, size_t n, const char *na
     return NULL;
 }
 
+char *sk_url_escape(const char *s, const char *keep)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    char *out = malloc(strlen(s) * 3 + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                     strchr("-_.~", *p) || (keep && strchr(keep, *p));
+        if (plain) {
+            *o++ = (char)*p;
+        } else {
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
 const char *sk_http_err_name(sk_http_err err)
 {
     switch (err) {
@@ -1315,6 +1336,12 @@ static const char *http_setup(sk_http *r, const sk_http_request *q)
 
     if (q->ca_file)
         curl_easy_setopt(e, CURLOPT_CAINFO, q->ca_file);
+    if (q->client_cert)
+        curl_easy_setopt(e, CURLOPT_SSLCERT, q->client_cert);
+    if (q->client_key)
+        curl_easy_setopt(e, CURLOPT_SSLKEY, q->client_key);
+    if (q->unix_socket)
+        curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, q->unix_socket);
     if (q->insecure_skip_verify) {
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);

@@ -72,6 +72,11 @@ typedef struct sk_http_request {
                                         * duplicated) */
     long timeout_ms;                   /* whole request; 0 = 60000, < 0 = none */
     const char *ca_file;               /* PEM bundle to verify against; NULL = system roots */
+    const char *client_cert;           /* PEM client certificate (TLS client auth), or NULL */
+    const char *client_key;            /* its PEM private key, or NULL */
+    const char *unix_socket;           /* connect to this unix socket path instead of the URL's
+                                        * host and port (the URL still gives scheme, Host and path);
+                                        * NULL = TCP */
     bool insecure_skip_verify;         /* no peer or host name verification */
     sk_http_version version;
     size_t recv_buffer_bytes;          /* curl's receive buffer (CURLOPT_BUFFERSIZE), at least
@@ -129,5 +134,10 @@ void sk_http_cancel(sk_http *req);
 const char *sk_http_header_get(const sk_http_header *h, size_t n, const char *name);
 
 const char *sk_http_err_name(sk_http_err err); /* "timeout", "connect", ... */
+
+/* s percent-encoded for a URL (malloc'd; NULL when out of memory): every
+ * byte as %XX but ASCII letters, digits, "-_.~" (RFC 3986's unreserved)
+ * and those in keep (NULL: none). */
+char *sk_url_escape(const char *s, const char *keep);
 
 #endif

@@ -58,6 +58,10 @@ struct sk_provider {
      * start refused to adopt). Otherwise stop() does nothing there. From
      * stopped it never does (upstream's _stop() returns at once). */
     bool stop_when_idle;
+    /* destroy() reaches the provider from pending too, for the same reason
+     * (a resource found by name or label that this object never started).
+     * Otherwise a pending sandbox has nothing to tear down. */
+    bool destroy_when_idle;
     /* Parse and keep the options (validated by the binding for key names and
      * types; the provider checks values). Sync, no I/O. */
     int (*init)(sk_sandbox *sb, const json_t *options, sk_error **err);

@@ -341,7 +341,7 @@ static void sandbox_on_destroyed(sk_sandbox *sb, sk_error *err)
 
 static void sandbox_begin_destroy(sk_sandbox *sb)
 {
-    if (sb->status == SK_PENDING) {
+    if (sb->status == SK_PENDING && !sb->provider->destroy_when_idle) {
         /* never provisioned: nothing to tear down (upstream) */
         sandbox_on_destroyed(sb, NULL);
         return;

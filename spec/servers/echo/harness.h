@@ -52,10 +52,14 @@ typedef struct echo_server {
     char ca_file[512];
     char base[64];      /* http://127.0.0.1:<port> */
     char tls_base[64];  /* https://127.0.0.1:<tls_port> */
+    char unix_path[512];  /* the plain port's service on a unix socket */
+    int mtls_port;        /* HTTPS requiring a client certificate */
+    char client_cert[512], client_key[512];
 } echo_server;
 
 /* Starts node spec/servers/echo/server.mjs (run from the project root) and
- * reads its "LISTENING <port>" and "TLS <port> <ca>" lines. */
+ * reads its "LISTENING <port>", "TLS <port> <ca>", "UNIX <path>" and
+ * "MTLS <port> <client cert> <client key>" lines. */
 static int echo_start(echo_server *s)
 {
     int in[2], out[2];
@@ -75,9 +79,10 @@ static int echo_start(echo_server *s)
     close(out[1]);
     s->in_fd = in[1];
     char buf[2048];
-    int lines = tap_read_lines(out[0], buf, sizeof buf, 2);
+    int lines = tap_read_lines(out[0], buf, sizeof buf, 4);
     close(out[0]);
-    if (lines < 2 || sscanf(buf, "LISTENING %d\nTLS %d %511s", &s->port, &s->tls_port, s->ca_file) != 3) {
+    if (lines < 4 || sscanf(buf, "LISTENING %d\nTLS %d %511s\nUNIX %511s\nMTLS %d %511s %511s", &s->port, &s->tls_port,
+                            s->ca_file, s->unix_path, &s->mtls_port, s->client_cert, s->client_key) != 7) {
         fprintf(stderr, "echo server did not start (output: %s)\n", buf);
         kill(s->pid, SIGKILL);
         waitpid(s->pid, NULL, 0);

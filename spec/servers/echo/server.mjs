@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import http2 from 'node:http2';
+import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -47,6 +48,13 @@ const certFile = path.join(dir, 'cert.pem');
 execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1',
   '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '2', '-subj', '/CN=localhost',
   '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: ['ignore', 'ignore', 'pipe'] });
+// the client's, for the port that requires one (self-signed: its own CA)
+const clientKeyFile = path.join(dir, 'client-key.pem');
+const clientCertFile = path.join(dir, 'client.pem');
+execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1',
+  '-nodes', '-keyout', clientKeyFile, '-out', clientCertFile, '-days', '2', '-subj', '/CN=sandkit-client'],
+  { stdio: ['ignore', 'ignore', 'pipe'] });
+const unixPath = path.join(dir, 'echo.sock');
 
 // --- HTTP routes (shared by HTTP/1.1, h2c and h2 over TLS) ---------------
 function sendJson(res, status, obj, extra = {}) {
@@ -319,7 +327,7 @@ h2c.on('session', (sess) => {
 });
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n');
-const plain = net.createServer({ pauseOnConnect: true }, (socket) => {
+function onPlainConnection(socket) {
   stats.connections.plain++;
   sockets.add(socket);
   socket.on('close', () => sockets.delete(socket));
@@ -332,7 +340,18 @@ const plain = net.createServer({ pauseOnConnect: true }, (socket) => {
     const isH2 = first.subarray(0, PREFACE.length).equals(PREFACE.subarray(0, Math.min(first.length, PREFACE.length)));
     (isH2 ? h2c : h1).emit('connection', socket);
   });
-});
+}
+const plain = net.createServer({ pauseOnConnect: true }, onPlainConnection);
+// the plain port's service on a unix socket too (a request's unix_socket)
+const plainUnix = net.createServer({ pauseOnConnect: true }, onPlainConnection);
+
+// HTTPS that requires a client certificate (a request's client_cert and
+// client_key): GET /whoami answers the certificate's common name.
+const mtls = https.createServer({
+  key: fs.readFileSync(keyFile), cert: fs.readFileSync(certFile),
+  requestCert: true, rejectUnauthorized: true, ca: [fs.readFileSync(clientCertFile)],
+}, (req, res) => sendJson(res, 200, { cn: req.socket.getPeerCertificate().subject.CN }));
+mtls.on('tlsClientError', () => {});
 
 const secure = http2.createSecureServer({
   key: fs.readFileSync(keyFile), cert: fs.readFileSync(certFile), allowHTTP1: true,
@@ -372,7 +391,9 @@ function stop() {
   for (const s of sockets) s.destroy();
   for (const c of wss.clients) c.terminate();
   plain.close();
+  plainUnix.close();
   secure.close();
+  mtls.close();
   process.exit(0);
 }
 process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
@@ -384,5 +405,8 @@ process.stdin.resume();
 
 plainPort = await listen(plain, Number(flag('port', 0)));
 tlsPort = await listen(secure, Number(flag('tls-port', 0)));
-process.stdout.write(`LISTENING ${plainPort}\nTLS ${tlsPort} ${certFile}\n`);
+await new Promise((resolve, reject) => { plainUnix.once('error', reject); plainUnix.listen(unixPath, resolve); });
+const mtlsPort = await listen(mtls, 0);
+process.stdout.write(`LISTENING ${plainPort}\nTLS ${tlsPort} ${certFile}\nUNIX ${unixPath}\n`
+  + `MTLS ${mtlsPort} ${clientCertFile} ${clientKeyFile}\n`);
 process.stderr.write(`echo server: plain ${plainPort}, tls ${tlsPort}, ca ${certFile}\n`);

@@ -6,7 +6,7 @@
  *
  * Failures carry upstream's messages verbatim. Upstream throws
  * SandboxExecutionError for them; sandkit's kind is ContainerCliError
- * (README.md §"Errors") with the same exit_code, stdout and stderr, plus argv when a
+ * (docs/errors.md §"Kinds") with the same exit_code, stdout and stderr, plus argv when a
  * CLI call failed. */
 #include <math.h>
 #include <signal.h>
@@ -596,7 +596,7 @@ static void exec_on_exit(ac_cli *c, const ac_cli_result *r, void *ud)
             p->err.len = sk_ac_strip_marker(p->err.data, p->err.len);
     }
     if (r->killed && !marker && !r->timed_out)
-        /* README.md §"Background processes": a killed command reports 137 in
+        /* docs/processes.md §"Background processes": a killed command reports 137 in
          * every case, also when the CLI forwarded our SIGTERM and exited
          * 143 itself */
         res.exit_code = 137;

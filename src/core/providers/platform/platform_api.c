@@ -169,25 +169,7 @@ void sk_platform_settings_free(platform_settings *s)
     s->base_url = s->acting_user_id = NULL;
 }
 
-char *sk_platform_enc(const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    size_t n = strlen(s);
-    char *out = malloc(n * 3 + 1), *o = out;
-    if (!out)
-        return NULL;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (isalnum(*p) || strchr("-_.!~*'()", *p)) {
-            *o++ = (char)*p;
-        } else {
-            *o++ = '%';
-            *o++ = hex[*p >> 4];
-            *o++ = hex[*p & 15];
-        }
-    }
-    *o = '\0';
-    return out;
-}
+char *sk_platform_enc(const char *s) { return sk_url_escape(s, "!*'()"); }
 
 double sk_platform_wall_ms(void)
 {

@@ -1,0 +1,92 @@
+--- Descriptor of the docker provider (DockerSandbox): one long-lived
+-- container per sandbox through the Docker Engine API, on Docker Engine or
+-- Podman's compatible service (docs/protocols/docker.md). Options are
+-- upstream's (@mastra/docker 0.3.0) in snake_case, plus pull, docker_host
+-- and api_timeout.
+local options = require "sandkit.options"
+
+local DEFAULT_TIMEOUT = 300000
+
+-- ulimits: { { name = "nofile", soft = 1024, hard = 2048 }, ... }
+local ULIMIT_KEYS = { name = true, soft = true, hard = true }
+
+local function check_ulimits(v)
+  for i, u in ipairs(v) do
+    for k in pairs(u) do
+      if not ULIMIT_KEYS[k] then
+        local hint = options.suggest(k, ULIMIT_KEYS)
+        return ("[%d] has an unknown key '%s' (%s)"):format(i, options.shown(k),
+          hint and ("did you mean '" .. hint .. "'?") or "name, soft, hard")
+      end
+    end
+    if type(u.name) ~= "string" or u.name == "" then return ("[%d].name must be a non-empty string"):format(i) end
+    for _, k in ipairs({ "soft", "hard" }) do
+      if math.type(u[k]) ~= "integer" and not (type(u[k]) == "number" and u[k] == math.floor(u[k])) then
+        return ("[%d].%s must be a whole number"):format(i, k)
+      end
+    end
+  end
+end
+
+local function int(description, min)
+  return { type = "integer", min = min, description = description }
+end
+
+local specific = {
+  name = { type = "string", description = "Container name (sanitised as upstream). Defaults to the sandbox ID." },
+  image = { type = "string", default = "node:22-slim", non_empty = true,
+    flag = { name = "image", arg = "IMAGE", help = "the container's image" },
+    description = "Docker image to use" },
+  command = { type = "array", default = { "sleep", "infinity" },
+    description = "Container command; it must keep the container running (commands run through exec)." },
+  working_directory = { type = "string", default = "/workspace",
+    description = "Working directory inside the container (wins over working_dir)" },
+  working_dir = { type = "string", default = "/workspace",
+    description = "Working directory inside the container (upstream's workingDir)" },
+  privileged = { type = "boolean", default = false, description = "Run in privileged mode" },
+  timeout = { type = "integer", ms = true, zero = "no timeout", default = DEFAULT_TIMEOUT,
+    description = "Timeout of each command that gives none, in milliseconds (0: none)" },
+  volumes = { type = "map", description = "Host-to-container bind mounts (host path -> container path)" },
+  network = { type = "string", description = "Docker network to join (HostConfig.NetworkMode)" },
+  memory = int("Memory limit in bytes", 0),
+  memory_swap = int("Total memory plus swap in bytes (-1: unlimited swap)", -1),
+  cpu_shares = int("CPU shares (relative weight)", 0),
+  cpu_quota = int("CPU quota in microseconds per period (-1: none)", -1),
+  cpu_period = int("CPU period in microseconds", 0),
+  pids_limit = int("Maximum number of processes in the container (0 or -1: unlimited)", -1),
+  readonly_rootfs = { type = "boolean", description = "Mount the container root filesystem read-only" },
+  cap_drop = { type = "array", description = "Linux capabilities to drop" },
+  cap_add = { type = "array", description = "Linux capabilities to add" },
+  security_opt = { type = "array", description = "Docker security options" },
+  ulimits = { type = "array", items = "table", check = check_ulimits,
+    lua_type = "{ name: string, soft: integer, hard: integer }[]",
+    description = "Ulimits: { { name = \"nofile\", soft = 1024, hard = 2048 }, ... }" },
+  tmpfs = { type = "map", description = "tmpfs mounts: container path -> mount options" },
+  labels = { type = "map", description = "Container labels (mastra.sandbox and mastra.sandbox.id are always set)" },
+  pull = { type = "string", enum = { "missing", "never" }, default = "missing",
+    description = "missing: pull the image when it is not present locally; never: fail instead" },
+  docker_host = { type = "string", non_empty = true, env = "DOCKER_HOST",
+    description = "Daemon address as DOCKER_HOST takes it (unix:///path, tcp://host:port; TLS from "
+      .. "DOCKER_TLS_VERIFY and DOCKER_CERT_PATH); without it or DOCKER_HOST, unix:///var/run/docker.sock" },
+  api_timeout = { type = "integer", ms = true, min = 1, default = 60000,
+    description = "Bound on each Engine API request in milliseconds (not on commands; a pull has 10 minutes)" },
+}
+
+local desc = {
+  id = "docker",
+  name = "DockerSandbox",
+  label = "Docker Sandbox",
+  description = "Local container sandbox powered by Docker (Docker Engine API; Docker or Podman)",
+  options = options.with_common(specific),
+  -- sb.fs: short sh scripts in the container (lua/sandkit/fs/exec.lua);
+  -- every capability of options.capabilities holds, so none is listed
+  filesystem = "exec",
+  -- clone() keeps every option but these (name addresses the template's container)
+  clone_drops = { "name" },
+}
+
+function desc.validate(out)
+  if out.timeout == nil then out.timeout = DEFAULT_TIMEOUT end
+end
+
+return desc
