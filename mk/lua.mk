@@ -42,7 +42,7 @@ build-%/bin/sandkit: bin/sandkit
 # conformance suite of every provider, files, the CLI, and the host loops.
 LUA_SPECS := spec/api_spec.lua spec/api_helpers_spec.lua spec/bad_input_spec.lua spec/buffer_spec.lua \
 	spec/trust_sched_spec.lua spec/lifetime_spec.lua $(sort $(wildcard spec/conformance/*_spec.lua)) \
-	spec/fs_local_spec.lua spec/fs_platform_spec.lua spec/fs_remote_spec.lua \
+	spec/fs_local_spec.lua spec/fs_platform_spec.lua spec/fs_remote_spec.lua spec/fs_docker_spec.lua \
 	spec/cli_spec.lua spec/cli_cp_spec.lua spec/host_loops_spec.lua
 
 .PHONY: test-lua test-luajit test-lua51 test-lua53
