@@ -2,7 +2,7 @@
 -- test-luajit & co. do not): `local x <close> = ...` destroys a sandbox
 -- or a fleet and closes a sandkit.Buffer at scope exit, also when the
 -- block raises, and the sandbox's processes die with it
--- (README.md §"Sandbox", README.md §"Fleets").
+-- (docs/sandbox.md, docs/fleets.md).
 local sandkit = require "sandkit"
 local procs = require "helpers.procs"
 local tmp = require "helpers.tmp"

@@ -1,5 +1,5 @@
 -- The host loops of the engines that embed LuaJIT and Lua 5.1
--- (README.md §"Embedding in a host loop"): each example runs as its own
+-- (docs/api.md §"Embedding in a host loop"): each example runs as its own
 -- process under the interpreter of the run (make test-luajit & co. run
 -- this spec under each) and must finish with every command's output,
 -- without starving the host's own work and without spinning.
