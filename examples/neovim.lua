@@ -55,14 +55,10 @@ local function kick()
   timer:start(0, 0, pump)
 end
 
-local function temp_dir()
-  local p = assert(io.popen('mktemp -d "${TMPDIR:-/tmp}/sandkit-nvim.XXXXXX"'))
-  local dir = p:read("*l")
-  p:close()
-  return assert(dir ~= "" and dir, "mktemp failed")
-end
-
-local root = temp_dir()
+local p = assert(io.popen('mktemp -d "${TMPDIR:-/tmp}/sandkit-nvim.XXXXXX"'))
+local root = p:read("*l")
+p:close()
+assert(root and root ~= "", "mktemp failed")
 local sb = sandkit.LocalSandbox { working_directory = root }
 
 -- What a plugin exposes: run a shell command in the sandbox, call on_done
