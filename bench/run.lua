@@ -1150,7 +1150,7 @@ rows[#rows + 1] = {
     local mib = math.floor(size / 1048576)
     return {
       compare(("local sb.fs: write+read %d MiB streamed vs cp"):format(mib), sk, base, fmt_ms, 1.3,
-        "1 MiB chunks in (chunk source) and out (on_chunk); cp(1) copies file to file in the kernel"),
+        "1 MiB chunks in (chunk source), out as sb.fs reads them (on_chunk); cp(1) copies file to file in the kernel"),
       line(("local sb.fs: write+read %d MiB as whole strings"):format(mib), #whole > 0 and fmt_ms(median(whole)) or "pending",
         fmt_ms(median(base)), #whole > 0 and median(whole) / median(base) or nil, "info", "n/a",
         "the read allocates and fills a 100 MiB Lua string (twice the memory traffic)"),
