@@ -31,7 +31,7 @@ import {
 
 const execFileP = promisify(execFile);
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const PROTO = path.resolve(HERE, '../../../src/core/providers/modal/modal.proto');
+const PROTO = path.resolve(HERE, '../../../src/core/providers/modal/third_party/modal.proto');
 const Status = grpc.status;
 
 // ------------------------------------------------------------------ flags --
