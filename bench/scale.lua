@@ -377,39 +377,27 @@ return function(H)
   end
 
   M.rows[#M.rows + 1] = {
-    id = "scale_platform", label = "platform execs in flight", remote = true,
-    run = function(ctx)
-      local srv = H.platform_server()
-      local ok, res = pcall(function()
-        local sizes = ctx.quick and { 4, 8 } or { 100, 1000 }
-        local jwt = srv.lease()
-        local m = measure("platform", sizes, ctx.quick and 1 or 3, function() return srv.url end,
-          function(n) return H.floor_cmd("floor_platform", { "fanout", srv.ws, jwt, 1, 1, n }) end)
-        return scale_lines("platform exec", "in flight (one WebSocket each)", m, sizes, sizes[1], sizes[2], 64,
-          "client memory per in-flight exec = peak RSS growth / n; " .. (nofile_note(m, sizes[2]) or ""))
-      end)
-      srv.stop()
-      if not ok then error(res, 0) end
-      return res
+    id = "scale_platform", label = "platform execs in flight", remote = true, server = H.platform_server,
+    run = function(ctx, srv)
+      local sizes = ctx.quick and { 4, 8 } or { 100, 1000 }
+      local jwt = srv.lease()
+      local m = measure("platform", sizes, ctx.quick and 1 or 3, function() return srv.url end,
+        function(n) return H.floor_cmd("floor_platform", { "fanout", srv.ws, jwt, 1, 1, n }) end)
+      return scale_lines("platform exec", "in flight (one WebSocket each)", m, sizes, sizes[1], sizes[2], 64,
+        "client memory per in-flight exec = peak RSS growth / n; " .. (nofile_note(m, sizes[2]) or ""))
     end,
   }
 
   M.rows[#M.rows + 1] = {
-    id = "scale_modal", label = "modal execs in flight", remote = true,
-    run = function(ctx)
-      local srv = H.modal_server()
-      local ok, res = pcall(function()
-        local sizes = ctx.quick and { 4, 8 } or { 100, 500 }
-        -- the server runs every command: its rounds spread by a quarter
-        local m = measure("modal", sizes, ctx.quick and 1 or 5, function() return srv.url end,
-          function(n) return H.sdk_wide_cmd(srv.url, n) end, "SDK", srv)
-        return scale_lines("modal exec", "in flight", m, sizes, sizes[1], sizes[2], 64,
-          "h2c: streams share connections; SDK = official modal@0.7.6 running the same n at once (Promise.all) against the same server in the same rounds; "
-            .. conns_note(m, sizes) .. "; " .. (nofile_note(m, sizes[2]) or ""))
-      end)
-      srv.stop()
-      if not ok then error(res, 0) end
-      return res
+    id = "scale_modal", label = "modal execs in flight", remote = true, server = H.modal_server,
+    run = function(ctx, srv)
+      local sizes = ctx.quick and { 4, 8 } or { 100, 500 }
+      -- the server runs every command: its rounds spread by a quarter
+      local m = measure("modal", sizes, ctx.quick and 1 or 5, function() return srv.url end,
+        function(n) return H.sdk_wide_cmd(srv.url, n) end, "SDK", srv)
+      return scale_lines("modal exec", "in flight", m, sizes, sizes[1], sizes[2], 64,
+        "h2c: streams share connections; SDK = official modal@0.7.6 running the same n at once (Promise.all) against the same server in the same rounds; "
+          .. conns_note(m, sizes) .. "; " .. (nofile_note(m, sizes[2]) or ""))
     end,
   }
 
@@ -427,8 +415,7 @@ return function(H)
         end
         return lines
       end
-      local srv = H.modal_tls_server(cert, key)
-      local ok, res = pcall(function()
+      return H.with_server(H.modal_tls_server(dir, cert, key), function(srv)
         local m = measure("modal_tls", sizes, ctx.quick and 1 or 5, function() return srv.url .. " " .. cert end,
           function(n) return H.sdk_wide_cmd(srv.url, n, "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=" .. H.shell_quote(cert)) end,
           "SDK", srv)
@@ -436,10 +423,6 @@ return function(H)
           "self-signed certificate for 127.0.0.2, trusted through ca_file; streams share connections, at most 96 on one (docs/protocols/event-core.md §5); SDK = official modal@0.7.6, the same n at once, same rounds; "
             .. conns_note(m, sizes))
       end)
-      srv.stop()
-      H.remove_tree(dir)
-      if not ok then error(res, 0) end
-      return res
     end,
   }
 
