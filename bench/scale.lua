@@ -21,45 +21,51 @@ return function(H)
 
   -- ---- the child ---------------------------------------------------------------
 
+  -- The peaks a child reports: s.sample() takes descriptors (s.peak_fds)
+  -- and the Lua and malloc heaps (M.peak_lua_kb, M.peak_heap_kb); with
+  -- probe, a task also samples every 5 ms until s.stop().
+  local function sampler(sk, probe)
+    local s, done = { peak_fds = H.open_fds() }, false
+    function s.sample()
+      s.peak_fds = math.max(s.peak_fds, H.open_fds())
+      M.peak_lua_kb = math.max(M.peak_lua_kb, collectgarbage("count"))
+      M.peak_heap_kb = math.max(M.peak_heap_kb, H.heap_kb())
+    end
+    function s.stop() done = true end
+    if probe then
+      sk.spawn(function()
+        while not done do
+          s.sample()
+          sk.sleep(0.005)
+        end
+      end)
+    end
+    return s
+  end
+
   -- probe: descriptors (and malloc'd bytes, the Lua heap) are sampled by a
   -- task every 5 ms and by every (n/20)th task right after its command was
   -- launched (short commands can end between two samples); otherwise
   -- nothing runs beside the n commands.
   local function run_wide(sk, n, one, probe)
     local failures, first_err = 0, nil
-    local done, peak_fds = false, H.open_fds()
-    local function sample()
-      local f = H.open_fds()
-      if f > peak_fds then peak_fds = f end
-      local kb = collectgarbage("count")
-      if kb > M.peak_lua_kb then M.peak_lua_kb = kb end
-      local heap = H.heap_kb()
-      if heap > M.peak_heap_kb then M.peak_heap_kb = heap end
-    end
-    if probe then
-      sk.spawn(function()
-        while not done do
-          sample()
-          sk.sleep(0.005)
-        end
-      end)
-    end
+    local probes = sampler(sk, probe)
     local step = probe and math.max(1, math.floor(n / 20)) or math.huge
     local left = n
     local t0 = now()
     for i = 1, n do
       sk.spawn(function()
-        local ok, err = one(i, (i % step == 0 or i == n) and sample or nil)
+        local ok, err = one(i, (i % step == 0 or i == n) and probes.sample or nil)
         if not ok then
           failures = failures + 1
           first_err = first_err or tostring(err)
         end
         left = left - 1
-        if left == 0 then done = true end
+        if left == 0 then probes.stop() end
       end)
     end
     sk.run()
-    return (now() - t0) * 1000, peak_fds, failures, first_err
+    return (now() - t0) * 1000, probes.peak_fds, failures, first_err
   end
 
   local function exec_ok(sb, command, after_launch)
@@ -121,22 +127,8 @@ return function(H)
       wall, peak_fds, failures, first_err = run_wide(sk, n, one, probe)
     else
       -- the whole fleet: start n clones, one exec on each, destroy
-      local done, pf = false, fds0
       local t0 = now()
-      local function sample()
-        local f = H.open_fds()
-        if f > pf then pf = f end
-        M.peak_lua_kb = math.max(M.peak_lua_kb, collectgarbage("count"))
-        M.peak_heap_kb = math.max(M.peak_heap_kb, H.heap_kb())
-      end
-      if probe then
-        sk.spawn(function()
-          while not done do
-            sample()
-            sk.sleep(0.005)
-          end
-        end)
-      end
+      local probes = sampler(sk, probe)
       failures = 0
       sk.spawn(function()
         local fl, err = sk.fleet(fl_template, n)
@@ -151,7 +143,7 @@ return function(H)
             -- timer included) runs again
             local ops = {}
             for i = 1, #fl do ops[i] = fl[i]:exec_async("true") end
-            sample()
+            probes.sample()
             results = {}
             for i, op in ipairs(ops) do
               local r, e = op:wait()
@@ -168,10 +160,10 @@ return function(H)
           end
           fl:destroy()
         end
-        done = true
+        probes.stop()
       end)
       sk.run()
-      wall, peak_fds = (now() - t0) * 1000, pf
+      wall, peak_fds = (now() - t0) * 1000, probes.peak_fds
     end
     local hwm = H.proc_status_kb("VmHWM")
     if sb then sb:destroy() end
