@@ -118,16 +118,8 @@ static int conn_start(conn *c)
 {
     memset(c, 0, sizeof *c);
     struct lws_client_connect_info ci = {
-        .context = fl_ctx,
-        .address = fl_host,
-        .port = fl_port,
-        .path = fl_path,
-        .host = fl_host,
-        .origin = fl_host,
-        .protocol = fl_protocols,
-        .local_protocol_name = "floor",
-        .opaque_user_data = c,
-        .pwsi = &c->wsi,
+        .context = fl_ctx, .address = fl_host, .port = fl_port, .path = fl_path, .host = fl_host, .origin = fl_host,
+        .protocol = fl_protocols, .local_protocol_name = "floor", .opaque_user_data = c, .pwsi = &c->wsi,
     };
     if (!lws_client_connect_via_info(&ci)) {
         conn_finish(c, 0);
