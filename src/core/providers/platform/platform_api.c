@@ -463,6 +463,21 @@ static void call_on_done(sk_http *req, const sk_http_result *res, void *ud)
     call_free(c);
 }
 
+/* A request to url as every request of the API goes: its credentials
+ * (authorization, the acting user when set) in creds (room for 2) and its
+ * transport settings (timeout, CA file, TLS verification). */
+static sk_http_request api_request(const platform_api *api, const char *method, const char *url,
+                                   sk_http_header *creds, size_t *n_creds)
+{
+    size_t n = 0;
+    creds[n++] = (sk_http_header){ "authorization", api->auth };
+    if (api->acting_user)
+        creds[n++] = (sk_http_header){ "x-acting-user-id", api->acting_user };
+    *n_creds = n;
+    return (sk_http_request){ .method = method, .url = url, .timeout_ms = api->timeout_ms, .ca_file = api->ca_file,
+                              .insecure_skip_verify = api->insecure };
+}
+
 platform_call *sk_platform_api_call(platform_api *api, const char *method, const char *path,
                                  const json_t *body, platform_call_cb cb, void *ud, sk_error **err)
 {
@@ -481,24 +496,15 @@ platform_call *sk_platform_api_call(platform_api *api, const char *method, const
     c->cb = cb;
     c->ud = ud;
     sk_http_header headers[3];
-    size_t nh = 0;
-    headers[nh++] = (sk_http_header){ "authorization", api->auth };
-    if (api->acting_user)
-        headers[nh++] = (sk_http_header){ "x-acting-user-id", api->acting_user };
+    size_t nh;
+    sk_http_request rq = api_request(api, method, url, headers, &nh);
     /* no body (exec-lease): no content-type at all, not curl's form default */
     headers[nh++] = (sk_http_header){ "content-type", payload ? "application/json" : NULL };
-    sk_http_request rq = {
-        .method = method,
-        .url = url,
-        .headers = headers,
-        .n_headers = nh,
-        .body = payload,
-        .body_len = payload ? strlen(payload) : 0,
-        .timeout_ms = api->timeout_ms,
-        .ca_file = api->ca_file,
-        .insecure_skip_verify = api->insecure,
-        .max_body_bytes = api->max_response_bytes,
-    };
+    rq.headers = headers;
+    rq.n_headers = nh;
+    rq.body = payload;
+    rq.body_len = payload ? strlen(payload) : 0;
+    rq.max_body_bytes = api->max_response_bytes;
     static const sk_http_callbacks callbacks = { .done = call_on_done };
     const char *why = NULL;
     c->http = sk_http_start(api->loop, &rq, &callbacks, c, &why);
@@ -539,25 +545,16 @@ sk_http *sk_platform_api_request(platform_api *api, const char *method, const ch
         return NULL;
     }
     sk_http_header creds[2];
-    size_t nc = 0;
-    creds[nc++] = (sk_http_header){ "authorization", api->auth };
-    if (api->acting_user)
-        creds[nc++] = (sk_http_header){ "x-acting-user-id", api->acting_user };
-    sk_http_request rq = {
-        .method = method,
-        .url = url,
-        .headers = headers,
-        .n_headers = n_headers,
-        .shared_headers = creds,
-        .n_shared_headers = nc,
-        .body = body,
-        .body_len = len,
-        .body_borrowed = true,
-        .timeout_ms = api->timeout_ms,
-        .ca_file = api->ca_file,
-        .insecure_skip_verify = api->insecure,
-        .recv_buffer_bytes = recv_buffer_bytes,
-    };
+    size_t nc;
+    sk_http_request rq = api_request(api, method, url, creds, &nc);
+    rq.headers = headers;
+    rq.n_headers = n_headers;
+    rq.shared_headers = creds;
+    rq.n_shared_headers = nc;
+    rq.body = body;
+    rq.body_len = len;
+    rq.body_borrowed = true;
+    rq.recv_buffer_bytes = recv_buffer_bytes;
     sk_http *h = sk_http_start(api->loop, &rq, cb, ud, why);
     free(url);
     return h;
