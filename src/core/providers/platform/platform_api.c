@@ -463,19 +463,24 @@ static void call_on_done(sk_http *req, const sk_http_result *res, void *ud)
     call_free(c);
 }
 
-/* A request to url as every request of the API goes: its credentials
- * (authorization, the acting user when set) in creds (room for 2) and its
- * transport settings (timeout, CA file, TLS verification). */
-static sk_http_request api_request(const platform_api *api, const char *method, const char *url,
-                                   sk_http_header *creds, size_t *n_creds)
+/* Completes rq as every request of the API goes: its shared headers (in
+ * shared) are the credentials (authorization, the acting user when set),
+ * then extra when given; its timeout, CA file and TLS verification are the
+ * API's. */
+static void api_complete(const platform_api *api, sk_http_request *rq, sk_http_header shared[3],
+                         const sk_http_header *extra)
 {
     size_t n = 0;
-    creds[n++] = (sk_http_header){ "authorization", api->auth };
+    shared[n++] = (sk_http_header){ "authorization", api->auth };
     if (api->acting_user)
-        creds[n++] = (sk_http_header){ "x-acting-user-id", api->acting_user };
-    *n_creds = n;
-    return (sk_http_request){ .method = method, .url = url, .timeout_ms = api->timeout_ms, .ca_file = api->ca_file,
-                              .insecure_skip_verify = api->insecure };
+        shared[n++] = (sk_http_header){ "x-acting-user-id", api->acting_user };
+    if (extra)
+        shared[n++] = *extra;
+    rq->shared_headers = shared;
+    rq->n_shared_headers = n;
+    rq->timeout_ms = api->timeout_ms;
+    rq->ca_file = api->ca_file;
+    rq->insecure_skip_verify = api->insecure;
 }
 
 platform_call *sk_platform_api_call(platform_api *api, const char *method, const char *path,
@@ -495,16 +500,16 @@ platform_call *sk_platform_api_call(platform_api *api, const char *method, const
         goto oom;
     c->cb = cb;
     c->ud = ud;
-    sk_http_header headers[3];
-    size_t nh;
-    sk_http_request rq = api_request(api, method, url, headers, &nh);
+    sk_http_request rq = {
+        .method = method,
+        .url = url,
+        .body = payload,
+        .body_len = payload ? strlen(payload) : 0,
+        .max_body_bytes = api->max_response_bytes,
+    };
     /* no body (exec-lease): no content-type at all, not curl's form default */
-    headers[nh++] = (sk_http_header){ "content-type", payload ? "application/json" : NULL };
-    rq.headers = headers;
-    rq.n_headers = nh;
-    rq.body = payload;
-    rq.body_len = payload ? strlen(payload) : 0;
-    rq.max_body_bytes = api->max_response_bytes;
+    sk_http_header shared[3], ctype = { "content-type", payload ? "application/json" : NULL };
+    api_complete(api, &rq, shared, &ctype);
     static const sk_http_callbacks callbacks = { .done = call_on_done };
     const char *why = NULL;
     c->http = sk_http_start(api->loop, &rq, &callbacks, c, &why);
@@ -544,17 +549,18 @@ sk_http *sk_platform_api_request(platform_api *api, const char *method, const ch
         *why = "out of memory";
         return NULL;
     }
-    sk_http_header creds[2];
-    size_t nc;
-    sk_http_request rq = api_request(api, method, url, creds, &nc);
-    rq.headers = headers;
-    rq.n_headers = n_headers;
-    rq.shared_headers = creds;
-    rq.n_shared_headers = nc;
-    rq.body = body;
-    rq.body_len = len;
-    rq.body_borrowed = true;
-    rq.recv_buffer_bytes = recv_buffer_bytes;
+    sk_http_request rq = {
+        .method = method,
+        .url = url,
+        .headers = headers,
+        .n_headers = n_headers,
+        .body = body,
+        .body_len = len,
+        .body_borrowed = true,
+        .recv_buffer_bytes = recv_buffer_bytes,
+    };
+    sk_http_header shared[3];
+    api_complete(api, &rq, shared, NULL);
     sk_http *h = sk_http_start(api->loop, &rq, cb, ud, why);
     free(url);
     return h;
