@@ -51,7 +51,7 @@ all: $(LUA_BUILD)/sandkit/core.so build/libsandkit_core.a $(if $(filter bin,$(LU
 
 include $(wildcard mk/*.mk)
 
-$(MODAL_PB): src/core/providers/modal/modal.proto tools/modal_gen.lua
+$(MODAL_PB): src/core/providers/modal/third_party/modal.proto tools/modal_gen.lua
 	@mkdir -p $(dir $@)
 	$(LUA) tools/modal_gen.lua $< $@
 

@@ -117,18 +117,10 @@ static const struct lws_protocols fl_protocols_table[] = {
 static int conn_start(conn *c)
 {
     memset(c, 0, sizeof *c);
-    struct lws_client_connect_info ci;
-    memset(&ci, 0, sizeof ci);
-    ci.context = fl_ctx;
-    ci.address = fl_host;
-    ci.port = fl_port;
-    ci.path = fl_path;
-    ci.host = fl_host;
-    ci.origin = fl_host;
-    ci.protocol = fl_protocols;
-    ci.local_protocol_name = "floor";
-    ci.opaque_user_data = c;
-    ci.pwsi = &c->wsi;
+    struct lws_client_connect_info ci = {
+        .context = fl_ctx, .address = fl_host, .port = fl_port, .path = fl_path, .host = fl_host, .origin = fl_host,
+        .protocol = fl_protocols, .local_protocol_name = "floor", .opaque_user_data = c, .pwsi = &c->wsi,
+    };
     if (!lws_client_connect_via_info(&ci)) {
         conn_finish(c, 0);
         return -1;
@@ -176,12 +168,12 @@ int main(int argc, char **argv)
         snprintf(fl_init, sizeof fl_init, "{\"type\":\"init_exec\",\"data\":{\"command\":\"true\"}}");
 
     lws_set_log_level(LLL_ERR, NULL);
-    struct lws_context_creation_info info;
-    memset(&info, 0, sizeof info);
-    info.port = CONTEXT_PORT_NO_LISTEN;
-    info.protocols = fl_protocols_table;
-    info.max_http_header_data = 16384;
-    info.timeout_secs = 60; /* as sandkit's (src/core/ws.c): 1,000 handshakes at once outlast lws' 5 s */
+    struct lws_context_creation_info info = {
+        .port = CONTEXT_PORT_NO_LISTEN,
+        .protocols = fl_protocols_table,
+        .max_http_header_data = 16384,
+        .timeout_secs = 60, /* as sandkit's (src/core/ws.c): 1,000 handshakes at once outlast lws' 5 s */
+    };
     fl_ctx = lws_create_context(&info);
     if (!fl_ctx) {
         fprintf(stderr, "floor_platform: lws_create_context failed\n");

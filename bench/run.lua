@@ -113,41 +113,38 @@ local function json_decode(s)
       end
     end
   end
+  -- Past the character at pos; true when it is close (the object or array
+  -- ends), false at a comma (another member follows).
+  local function at_end(close)
+    ws()
+    local d = s:sub(pos, pos)
+    pos = pos + 1
+    if d == close then return true end
+    if d ~= "," then fail(",") end
+    return false
+  end
   function value()
     ws()
     local c = s:sub(pos, pos)
-    if c == "{" then
-      local t = {}
+    if c == "{" or c == "[" then
+      local t, close = {}, c == "{" and "}" or "]"
       pos = pos + 1
       ws()
-      if s:sub(pos, pos) == "}" then pos = pos + 1; return t end
-      while true do
-        ws()
-        if s:sub(pos, pos) ~= '"' then fail("key") end
-        local k = str()
-        ws()
-        if s:sub(pos, pos) ~= ":" then fail(":") end
-        pos = pos + 1
-        t[k] = value()
-        ws()
-        local d = s:sub(pos, pos)
-        pos = pos + 1
-        if d == "}" then return t end
-        if d ~= "," then fail(",") end
-      end
-    elseif c == "[" then
-      local t = {}
-      pos = pos + 1
-      ws()
-      if s:sub(pos, pos) == "]" then pos = pos + 1; return t end
-      while true do
-        t[#t + 1] = value()
-        ws()
-        local d = s:sub(pos, pos)
-        pos = pos + 1
-        if d == "]" then return t end
-        if d ~= "," then fail(",") end
-      end
+      if s:sub(pos, pos) == close then pos = pos + 1; return t end
+      repeat
+        if c == "{" then
+          ws()
+          if s:sub(pos, pos) ~= '"' then fail("key") end
+          local k = str()
+          ws()
+          if s:sub(pos, pos) ~= ":" then fail(":") end
+          pos = pos + 1
+          t[k] = value()
+        else
+          t[#t + 1] = value()
+        end
+      until at_end(close)
+      return t
     elseif c == '"' then
       return str()
     elseif s:sub(pos, pos + 3) == "true" then pos = pos + 4; return true
@@ -800,26 +797,51 @@ end
 
 -- ---- platform (spec/servers/platform on 127.0.0.1) --------------------------------
 
--- Starts the reference server as spec/helpers/server.lua does: the first
--- stdout line (LISTENING <port>) read from a FIFO, its stdin held so that it
--- exits when we close it (or die). Returns { url, port, stop }.
-local function platform_server()
-  local dir = make_temp_dir("sandkit-bench-platform")
+-- Starts a reference server (the shell command cmd) as
+-- spec/helpers/server.lua does: the first stdout line read from a FIFO, its
+-- stdin held so that it exits when we close it (or die). Returns stop and
+-- the captures of pattern in that line; raises when it does not match.
+local function start_server(name, cmd, pattern)
+  local dir = make_temp_dir("sandkit-bench-" .. name)
   local fifo = dir .. "/ready"
   assert(os.execute("mkfifo " .. shell_quote(fifo)))
-  local stdin = assert(io.popen(("exec node %s --quiet > %s 2> %s"):format(
-    shell_quote(ROOT .. "/spec/servers/platform/server.mjs"), shell_quote(fifo), shell_quote(dir .. "/log")), "w"))
+  local stdin = assert(io.popen(("exec %s > %s 2> %s"):format(cmd, shell_quote(fifo), shell_quote(dir .. "/log")), "w"))
   local ready = assert(io.open(fifo, "r"))
-  local port = (ready:read("*l") or ""):match("^LISTENING (%d+)")
+  local first = ready:read("*l") or ""
   local function stop()
     stdin:close()
     ready:close()
     remove_tree(dir)
   end
-  if not port then
+  if not first:match(pattern) then
     stop()
-    error("platform reference server did not start (make npm-deps?)", 0)
+    error(name .. " reference server did not start (make npm-deps?)", 0)
   end
+  return stop, first:match(pattern)
+end
+
+-- Runs fn(srv), then stops the server srv whatever fn did; fn's error is
+-- raised after that.
+local function with_server(srv, fn)
+  local ok, res = pcall(fn, srv)
+  srv.stop()
+  if not ok then error(res, 0) end
+  return res
+end
+
+-- A row runs as row.run(ctx), or, where it names a server (a function that
+-- starts one: platform_server, modal_server), as row.run(ctx, srv) with that
+-- server started for it and stopped after.
+local function run_row(row, ctx)
+  if not row.server then return row.run(ctx) end
+  return with_server(row.server(), function(srv) return row.run(ctx, srv) end)
+end
+
+-- The Platform reference server (first line LISTENING <port>). Returns
+-- { url, ws, stop, lease }.
+local function platform_server()
+  local stop, port = start_server("platform",
+    "node " .. shell_quote(ROOT .. "/spec/servers/platform/server.mjs") .. " --quiet", "^LISTENING (%d+)")
   local url = "http://127.0.0.1:" .. port
   local srv = { url = url, ws = "ws://127.0.0.1:" .. port .. "/ws/exec", stop = stop }
   -- the baseline's lease, minted with curl (sandkit caches its own)
@@ -845,103 +867,91 @@ local function platform_sandbox(ctx, srv)
   return sb
 end
 
-local function platform_row(ctx, fn)
-  local srv = platform_server()
-  local ok, res = pcall(fn, srv)
-  srv.stop()
-  if not ok then error(res, 0) end
-  return res
-end
-
 rows[#rows + 1] = {
-  id = "platform_exec", label = "platform exec", target = "≤ 1.3×", remote = true,
-  run = function(ctx)
-    return platform_row(ctx, function(srv)
-      local rounds, per = ctx.quick and 2 or 10, ctx.quick and 5 or 20
-      local size = ctx.quick and 1048576 or 10485760
-      -- 24 paired rounds: one 10 MiB exec takes ~100 ms of CPU on each
-      -- side of a 2-core machine, so a burst of other load moves a single
-      -- sample a lot; the row is the median of per-round ratios. An even
-      -- count, as the second of a pair runs ~10 % slower, so each side goes
-      -- second equally often; see
-      -- docs/performance.md §"Platform 10 MiB: where the spread came from"
-      local big_rounds = ctx.quick and 1 or 24
-      local sb = platform_sandbox(ctx, srv)
-      local jwt = srv.lease(sb and sb:info().metadata.sandbox_id)
-      if sb then time_execs(sb, 5, "true", {}) end -- the lease is cached from here on
-      local base, sk = {}, {}
-      interleave({ sk = sb and ctx.sk }, rounds, function()
-        local j = run_json(floor_cmd("floor_platform", { "exec", srv.ws, jwt, per, 2 }))
-        if j.failures ~= 0 then error("floor_platform: " .. j.failures .. " execs failed", 0) end
-        append(base, j.samples_us)
-      end, function()
-        time_execs(sb, per, "true", sk)
-      end)
-      -- output transfer: stdout of `head -c SIZE /dev/zero`, captured
-      local command = "head -c " .. size .. " /dev/zero"
-      local big_base, big_sk, cpu_base, cpu_sk = {}, {}, {}, {}
-      interleave({ sk = sb and ctx.sk }, big_rounds, function(r)
-        local j = run_json(floor_cmd("floor_platform", { "bytes", srv.ws, jwt, 1, 1, size }))
-        if j.failures ~= 0 or j.bytes ~= size then error("floor_platform bytes: got " .. tostring(j.bytes), 0) end
-        big_base[r] = j.samples_ms[1]
-        cpu_base[r] = j.cpu_ms
-      end, function(r)
-        local c0 = cpu_seconds()
-        local t0 = now()
-        local res = must_succeed(check(sb:exec(command)), command)
-        big_sk[r] = (now() - t0) * 1000
-        cpu_sk[r] = (cpu_seconds() - c0) * 1000
-        if #res.stdout ~= size then error("platform transfer: got " .. #res.stdout .. " bytes", 0) end
-      end)
-      if sb then sb:destroy() end
-      local note = string.format("lease cached on both sides; p90 %s vs %s",
-        #sk > 0 and fmt_us(percentile(sk, 0.9)) or "-", fmt_us(percentile(base, 0.9)))
-      local mib = math.floor(size / 1048576)
-      return {
-        compare(string.format("platform exec (n=%d)", #base), sk, base, fmt_us, 1.3, note),
-        compare_paired(string.format("platform exec, %d MiB stdout", mib), big_sk, big_base, fmt_ms, 1.3,
-          string.format("median of %d per-round ratios (rounds alternate who goes first); sandkit captures the bytes as a string, the baseline counts them",
-            big_rounds)),
-        compare("  client CPU per 10 MiB", cpu_sk, cpu_base, fmt_ms, 1.3,
-          "user + system time of the client process: libwebsockets' frame parser dominates both sides"),
-      }
+  id = "platform_exec", label = "platform exec", target = "≤ 1.3×", remote = true, server = platform_server,
+  run = function(ctx, srv)
+    local rounds, per = ctx.quick and 2 or 10, ctx.quick and 5 or 20
+    local size = ctx.quick and 1048576 or 10485760
+    -- 24 paired rounds: one 10 MiB exec takes ~100 ms of CPU on each
+    -- side of a 2-core machine, so a burst of other load moves a single
+    -- sample a lot; the row is the median of per-round ratios. An even
+    -- count, as the second of a pair runs ~10 % slower, so each side goes
+    -- second equally often; see
+    -- docs/performance.md §"Platform 10 MiB: where the spread came from"
+    local big_rounds = ctx.quick and 1 or 24
+    local sb = platform_sandbox(ctx, srv)
+    local jwt = srv.lease(sb and sb:info().metadata.sandbox_id)
+    if sb then time_execs(sb, 5, "true", {}) end -- the lease is cached from here on
+    local base, sk = {}, {}
+    interleave({ sk = sb and ctx.sk }, rounds, function()
+      local j = run_json(floor_cmd("floor_platform", { "exec", srv.ws, jwt, per, 2 }))
+      if j.failures ~= 0 then error("floor_platform: " .. j.failures .. " execs failed", 0) end
+      append(base, j.samples_us)
+    end, function()
+      time_execs(sb, per, "true", sk)
     end)
+    -- output transfer: stdout of `head -c SIZE /dev/zero`, captured
+    local command = "head -c " .. size .. " /dev/zero"
+    local big_base, big_sk, cpu_base, cpu_sk = {}, {}, {}, {}
+    interleave({ sk = sb and ctx.sk }, big_rounds, function(r)
+      local j = run_json(floor_cmd("floor_platform", { "bytes", srv.ws, jwt, 1, 1, size }))
+      if j.failures ~= 0 or j.bytes ~= size then error("floor_platform bytes: got " .. tostring(j.bytes), 0) end
+      big_base[r] = j.samples_ms[1]
+      cpu_base[r] = j.cpu_ms
+    end, function(r)
+      local c0 = cpu_seconds()
+      local t0 = now()
+      local res = must_succeed(check(sb:exec(command)), command)
+      big_sk[r] = (now() - t0) * 1000
+      cpu_sk[r] = (cpu_seconds() - c0) * 1000
+      if #res.stdout ~= size then error("platform transfer: got " .. #res.stdout .. " bytes", 0) end
+    end)
+    if sb then sb:destroy() end
+    local note = string.format("lease cached on both sides; p90 %s vs %s",
+      #sk > 0 and fmt_us(percentile(sk, 0.9)) or "-", fmt_us(percentile(base, 0.9)))
+    local mib = math.floor(size / 1048576)
+    return {
+      compare(string.format("platform exec (n=%d)", #base), sk, base, fmt_us, 1.3, note),
+      compare_paired(string.format("platform exec, %d MiB stdout", mib), big_sk, big_base, fmt_ms, 1.3,
+        string.format("median of %d per-round ratios (rounds alternate who goes first); sandkit captures the bytes as a string, the baseline counts them",
+          big_rounds)),
+      compare("  client CPU per 10 MiB", cpu_sk, cpu_base, fmt_ms, 1.3,
+        "user + system time of the client process: libwebsockets' frame parser dominates both sides"),
+    }
   end,
 }
 
 rows[#rows + 1] = {
-  id = "platform_fanout", label = "platform fan-out", target = "≤ 1.5×", remote = true,
-  run = function(ctx)
-    return platform_row(ctx, function(srv)
-      local width, rounds = ctx.quick and 20 or 100, ctx.quick and 2 or 10
-      local sb = platform_sandbox(ctx, srv)
-      local jwt = srv.lease(sb and sb:info().metadata.sandbox_id)
-      local function sk_round()
-        local failures = {}
-        local t0 = now()
-        for i = 1, width do
-          ctx.sk.spawn(function()
-            local r, err = sb:exec("true")
-            if not r or r.exit_code ~= 0 then failures[#failures + 1] = tostring(err or r.exit_code) end
-          end)
-        end
-        ctx.sk.run()
-        if #failures > 0 then error("platform fan-out: " .. failures[1], 0) end
-        return (now() - t0) * 1000
+  id = "platform_fanout", label = "platform fan-out", target = "≤ 1.5×", remote = true, server = platform_server,
+  run = function(ctx, srv)
+    local width, rounds = ctx.quick and 20 or 100, ctx.quick and 2 or 10
+    local sb = platform_sandbox(ctx, srv)
+    local jwt = srv.lease(sb and sb:info().metadata.sandbox_id)
+    local function sk_round()
+      local failures = {}
+      local t0 = now()
+      for i = 1, width do
+        ctx.sk.spawn(function()
+          local r, err = sb:exec("true")
+          if not r or r.exit_code ~= 0 then failures[#failures + 1] = tostring(err or r.exit_code) end
+        end)
       end
-      if sb then sk_round() end -- warm-up; caches the lease
-      local base, sk = {}, {}
-      interleave({ sk = sb and ctx.sk }, rounds, function()
-        local j = run_json(floor_cmd("floor_platform", { "fanout", srv.ws, jwt, 1, 1, width }))
-        if j.failures ~= 0 then error("floor_platform fanout: " .. j.failures .. " failed", 0) end
-        append(base, j.samples_ms)
-      end, function()
-        sk[#sk + 1] = sk_round()
-      end)
-      if sb then sb:destroy() end
-      return { compare(string.format("platform fan-out (%d at once)", width), sk, base, fmt_ms, 1.5,
-        rounds .. " rounds, one sandbox, lease cached") }
+      ctx.sk.run()
+      if #failures > 0 then error("platform fan-out: " .. failures[1], 0) end
+      return (now() - t0) * 1000
+    end
+    if sb then sk_round() end -- warm-up; caches the lease
+    local base, sk = {}, {}
+    interleave({ sk = sb and ctx.sk }, rounds, function()
+      local j = run_json(floor_cmd("floor_platform", { "fanout", srv.ws, jwt, 1, 1, width }))
+      if j.failures ~= 0 then error("floor_platform fanout: " .. j.failures .. " failed", 0) end
+      append(base, j.samples_ms)
+    end, function()
+      sk[#sk + 1] = sk_round()
     end)
+    if sb then sb:destroy() end
+    return { compare(string.format("platform fan-out (%d at once)", width), sk, base, fmt_ms, 1.5,
+      rounds .. " rounds, one sandbox, lease cached") }
   end,
 }
 -- ---- modal (spec/servers/modal on 127.0.0.1) -------------------------------------
@@ -950,26 +960,10 @@ rows[#rows + 1] = {
 -- line is "LISTENING <grpc-port> ADMIN <admin-port>". extra: more flags
 -- (--host, --tls-cert, --tls-key for the TLS row).
 local function modal_server(extra, host, scheme)
-  local dir = make_temp_dir("sandkit-bench-modal")
-  local fifo = dir .. "/ready"
-  assert(os.execute("mkfifo " .. shell_quote(fifo)))
   local flags = {}
   for _, a in ipairs(extra or {}) do flags[#flags + 1] = shell_quote(a) end
-  local stdin = assert(io.popen(("exec env MODAL_CONFIG_PATH=/nonexistent node %s --port 0 %s > %s 2> %s"):format(
-    shell_quote(ROOT .. "/spec/servers/modal/server.mjs"), table.concat(flags, " "), shell_quote(fifo),
-    shell_quote(dir .. "/log")), "w"))
-  local ready = assert(io.open(fifo, "r"))
-  local first = ready:read("*l") or ""
-  local port, admin = first:match("^LISTENING (%d+) ADMIN (%d+)")
-  local function stop()
-    stdin:close()
-    ready:close()
-    remove_tree(dir)
-  end
-  if not port then
-    stop()
-    error("modal reference server did not start (make npm-deps?)", 0)
-  end
+  local stop, port, admin = start_server("modal", ("env MODAL_CONFIG_PATH=/nonexistent node %s --port 0 %s"):format(
+    shell_quote(ROOT .. "/spec/servers/modal/server.mjs"), table.concat(flags, " ")), "^LISTENING (%d+) ADMIN (%d+)")
   local srv = { url = (scheme or "http") .. "://" .. (host or "127.0.0.1") .. ":" .. port, stop = stop }
   local admin_url = "http://127.0.0.1:" .. admin
   function srv.reset_log()
@@ -1022,74 +1016,68 @@ end
 local function fmt_conns(x) return string.format("%.2f", x) end
 
 rows[#rows + 1] = {
-  id = "modal_exec", label = "modal exec", target = "< 1×", remote = true,
-  run = function(ctx)
-    local srv = modal_server()
-    local ok, res = pcall(function()
-      -- 4 rounds x 50 = 200 execs a side; each SDK round is one bench_sdk.mjs
-      -- run (its own client and sandbox, one warm-up exec, then `per` execs),
-      -- so both sides report per-round medians and the row their median.
-      local rounds, per = ctx.quick and 1 or 4, ctx.quick and 5 or 50
-      local size = 10485760
-      local sb = modal_sandbox(ctx, srv)
-      local base, sk, big_base, big_sk = {}, {}, {}, {}
-      local cpu_base, cpu_sk, big_cpu_base, big_cpu_sk = {}, {}, {}, {}
-      interleave({ sk = sb and ctx.sk }, rounds, function()
-        local j = run_json(sdk_cmd(srv.url, per))
-        base[#base + 1] = j.exec_true_median_ms * 1000
-        big_base[#big_base + 1] = j.stdout_10mib_ms
-        cpu_base[#cpu_base + 1] = j.exec_true_cpu_us
-        big_cpu_base[#big_cpu_base + 1] = j.stdout_10mib_cpu_ms
-      end, function()
-        local samples = {}
-        local c0 = cpu_seconds()
-        time_execs(sb, per, "true", samples)
-        cpu_sk[#cpu_sk + 1] = (cpu_seconds() - c0) * 1e6 / per
-        sk[#sk + 1] = median(samples)
-        local command = "head -c " .. size .. " /dev/zero"
-        c0 = cpu_seconds()
-        local t0 = now()
-        local r = must_succeed(check(sb:exec(command, nil, { capture = "buffer" })), command)
-        big_sk[#big_sk + 1] = (now() - t0) * 1000
-        big_cpu_sk[#big_cpu_sk + 1] = (cpu_seconds() - c0) * 1000
-        if #r.stdout ~= size then error("modal transfer: got " .. #r.stdout .. " bytes", 0) end
-        r.stdout:close()
-      end)
-      -- connections per exec on h2c (127.0.0.1): each side alone, 20 execs
-      local conns_sk, conns_sdk = {}, {}
-      local nconn = ctx.quick and 5 or 20
-      srv.reset_log()
-      run_json(sdk_cmd(srv.url, nconn))
-      local np, ne = srv.exec_connections()
-      conns_sdk[1] = np / ne
-      if sb then
-        srv.reset_log()
-        time_execs(sb, nconn, "true", {})
-        np, ne = srv.exec_connections()
-        conns_sk[1] = np / ne
-        sb:destroy()
-      end
-      local exec_line = compare(string.format("modal exec (n=%d)", rounds * per), sk, base, fmt_us, 1,
-        string.format("official SDK modal@0.7.6 on the same server; median of %d round medians (%d execs each); router access cached",
-          rounds, per))
-      exec_line.target = "< 1×"
-      if exec_line.ratio then exec_line.result = exec_line.ratio < 1 and "PASS" or "MISS" end
-      local conn_line = line("  connections per exec, h2c", conns_sk[1] and fmt_conns(conns_sk[1]) or "pending",
-        fmt_conns(conns_sdk[1]), nil, "info", "info",
-        "distinct client ports of the TaskExec* calls / execs (h2c: streams share connections, also on libcurl 7.88, docs/protocols/event-core.md §5); over TLS see the next row")
-      return {
-        exec_line,
-        cpu_line("  client CPU per exec", cpu_sk, cpu_base, fmt_us,
-          "user + system time of the client process (getrusage / process.cpuUsage), per exec, same rounds"),
-        conn_line,
-        compare("modal exec, 10 MiB stdout", big_sk, big_base, fmt_ms, 1,
-          string.format("%d round(s); sandkit captures the bytes (capture = \"buffer\"), the SDK drains them", rounds)),
-        cpu_line("  client CPU per 10 MiB", big_cpu_sk, big_cpu_base, fmt_ms, "user + system time of the client process"),
-      }
+  id = "modal_exec", label = "modal exec", target = "< 1×", remote = true, server = modal_server,
+  run = function(ctx, srv)
+    -- 4 rounds x 50 = 200 execs a side; each SDK round is one bench_sdk.mjs
+    -- run (its own client and sandbox, one warm-up exec, then `per` execs),
+    -- so both sides report per-round medians and the row their median.
+    local rounds, per = ctx.quick and 1 or 4, ctx.quick and 5 or 50
+    local size = 10485760
+    local sb = modal_sandbox(ctx, srv)
+    local base, sk, big_base, big_sk = {}, {}, {}, {}
+    local cpu_base, cpu_sk, big_cpu_base, big_cpu_sk = {}, {}, {}, {}
+    interleave({ sk = sb and ctx.sk }, rounds, function()
+      local j = run_json(sdk_cmd(srv.url, per))
+      base[#base + 1] = j.exec_true_median_ms * 1000
+      big_base[#big_base + 1] = j.stdout_10mib_ms
+      cpu_base[#cpu_base + 1] = j.exec_true_cpu_us
+      big_cpu_base[#big_cpu_base + 1] = j.stdout_10mib_cpu_ms
+    end, function()
+      local samples = {}
+      local c0 = cpu_seconds()
+      time_execs(sb, per, "true", samples)
+      cpu_sk[#cpu_sk + 1] = (cpu_seconds() - c0) * 1e6 / per
+      sk[#sk + 1] = median(samples)
+      local command = "head -c " .. size .. " /dev/zero"
+      c0 = cpu_seconds()
+      local t0 = now()
+      local r = must_succeed(check(sb:exec(command, nil, { capture = "buffer" })), command)
+      big_sk[#big_sk + 1] = (now() - t0) * 1000
+      big_cpu_sk[#big_cpu_sk + 1] = (cpu_seconds() - c0) * 1000
+      if #r.stdout ~= size then error("modal transfer: got " .. #r.stdout .. " bytes", 0) end
+      r.stdout:close()
     end)
-    srv.stop()
-    if not ok then error(res, 0) end
-    return res
+    -- connections per exec on h2c (127.0.0.1): each side alone, 20 execs
+    local conns_sk, conns_sdk = {}, {}
+    local nconn = ctx.quick and 5 or 20
+    srv.reset_log()
+    run_json(sdk_cmd(srv.url, nconn))
+    local np, ne = srv.exec_connections()
+    conns_sdk[1] = np / ne
+    if sb then
+      srv.reset_log()
+      time_execs(sb, nconn, "true", {})
+      np, ne = srv.exec_connections()
+      conns_sk[1] = np / ne
+      sb:destroy()
+    end
+    local exec_line = compare(string.format("modal exec (n=%d)", rounds * per), sk, base, fmt_us, 1,
+      string.format("official SDK modal@0.7.6 on the same server; median of %d round medians (%d execs each); router access cached",
+        rounds, per))
+    exec_line.target = "< 1×"
+    if exec_line.ratio then exec_line.result = exec_line.ratio < 1 and "PASS" or "MISS" end
+    local conn_line = line("  connections per exec, h2c", conns_sk[1] and fmt_conns(conns_sk[1]) or "pending",
+      fmt_conns(conns_sdk[1]), nil, "info", "info",
+      "distinct client ports of the TaskExec* calls / execs (h2c: streams share connections, also on libcurl 7.88, docs/protocols/event-core.md §5); over TLS see the next row")
+    return {
+      exec_line,
+      cpu_line("  client CPU per exec", cpu_sk, cpu_base, fmt_us,
+        "user + system time of the client process (getrusage / process.cpuUsage), per exec, same rounds"),
+      conn_line,
+      compare("modal exec, 10 MiB stdout", big_sk, big_base, fmt_ms, 1,
+        string.format("%d round(s); sandkit captures the bytes (capture = \"buffer\"), the SDK drains them", rounds)),
+      cpu_line("  client CPU per 10 MiB", big_cpu_sk, big_cpu_base, fmt_ms, "user + system time of the client process"),
+    }
   end,
 }
 
@@ -1159,118 +1147,109 @@ rows[#rows + 1] = {
 }
 
 rows[#rows + 1] = {
-  id = "fs_platform", label = "PlatformFilesystem 100 MiB", target = "≤ 1.5×", remote = true,
-  run = function(ctx)
-    return platform_row(ctx, function(srv)
-      local size = (ctx.quick and 4 or 100) * 1048576
-      -- 8 paired rounds: one round is ~0.5–3 s a side on the shared 2-core
-      -- machine, and a burst of other load moves a single sample by half;
-      -- the row is the median of per-round ratios (an even count, so each
-      -- side goes first equally often)
-      local rounds = ctx.quick and 1 or 8
-      local dir = make_temp_dir("sandkit-bench-fs")
-      local data = make_file(dir .. "/src.bin", size)
-      local fs = ctx.sk and ctx.sk.PlatformFilesystem({ access_token = "test-token", project_id = "bench",
-        bucket_name = "bench", base_url = srv.url })
-      local url = srv.url .. "/v1/railway/projects/bench/fs/bench/"
-      local base, sk, base_put, sk_put, base_get, sk_get, cpu_sk = {}, {}, {}, {}, {}, {}, {}
-      interleave({ sk = fs and ctx.sk }, rounds, function(r)
-        -- the raw transport: curl (libcurl, as sandkit) PUT then GET
-        local t0 = now()
-        local auth = "-H 'authorization: Bearer test-token'"
-        assert(os.execute(("curl -sf %s -T %s %s >/dev/null"):format(auth, shell_quote(dir .. "/src.bin"), url .. "raw.bin")))
-        local t1 = now()
-        assert(os.execute(("curl -sf %s -o /dev/null %s"):format(auth, url .. "raw.bin")))
-        local t2 = now()
-        base[r], base_put[r], base_get[r] = (t2 - t0) * 1000, (t1 - t0) * 1000, (t2 - t1) * 1000
-      end, function(r)
-        local c0 = cpu_seconds()
-        local t0 = now()
-        check(fs:write_file("sk.bin", data))
-        local t1 = now()
-        local back = check(fs:read_file("sk.bin", { max_bytes = size }))
-        local t2 = now()
-        sk[r], sk_put[r], sk_get[r] = (t2 - t0) * 1000, (t1 - t0) * 1000, (t2 - t1) * 1000
-        cpu_sk[r] = (cpu_seconds() - c0) * 1000
-        if #back ~= size then error("fs_platform: read back " .. #back .. " bytes", 0) end
-        back = nil -- luacheck: ignore
-        collectgarbage()
-      end)
-      remove_tree(dir)
-      local function part(label, s, b)
-        local l = compare_paired(label, s, b, fmt_ms, 1.5, nil)
-        l.target, l.result = "info", #s > 0 and "info" or "pending"
-        return l
-      end
-      return {
-        compare_paired(("PlatformFilesystem: PUT+GET %d MiB vs curl"):format(math.floor(size / 1048576)), sk, base, fmt_ms, 1.5,
-          ("median of %d per-round ratios (rounds alternate who goes first); curl reads/writes files, sandkit writes from and reads into memory (a %d MiB string: fresh pages curl never touches)"):format(
-            rounds, math.floor(size / 1048576))),
-        part("  PUT alone", sk_put, base_put),
-        part("  GET alone", sk_get, base_get),
-        line("  client CPU per PUT+GET", #cpu_sk > 0 and fmt_ms(median(cpu_sk)) or "pending", "-", nil, "info",
-          #cpu_sk > 0 and "info" or "pending", "user + system time of the sandkit process (curl runs as a child: not counted)"),
-      }
+  id = "fs_platform", label = "PlatformFilesystem 100 MiB", target = "≤ 1.5×", remote = true, server = platform_server,
+  run = function(ctx, srv)
+    local size = (ctx.quick and 4 or 100) * 1048576
+    -- 8 paired rounds: one round is ~0.5–3 s a side on the shared 2-core
+    -- machine, and a burst of other load moves a single sample by half;
+    -- the row is the median of per-round ratios (an even count, so each
+    -- side goes first equally often)
+    local rounds = ctx.quick and 1 or 8
+    local dir = make_temp_dir("sandkit-bench-fs")
+    local data = make_file(dir .. "/src.bin", size)
+    local fs = ctx.sk and ctx.sk.PlatformFilesystem({ access_token = "test-token", project_id = "bench",
+      bucket_name = "bench", base_url = srv.url })
+    local url = srv.url .. "/v1/railway/projects/bench/fs/bench/"
+    local base, sk, base_put, sk_put, base_get, sk_get, cpu_sk = {}, {}, {}, {}, {}, {}, {}
+    interleave({ sk = fs and ctx.sk }, rounds, function(r)
+      -- the raw transport: curl (libcurl, as sandkit) PUT then GET
+      local t0 = now()
+      local auth = "-H 'authorization: Bearer test-token'"
+      assert(os.execute(("curl -sf %s -T %s %s >/dev/null"):format(auth, shell_quote(dir .. "/src.bin"), url .. "raw.bin")))
+      local t1 = now()
+      assert(os.execute(("curl -sf %s -o /dev/null %s"):format(auth, url .. "raw.bin")))
+      local t2 = now()
+      base[r], base_put[r], base_get[r] = (t2 - t0) * 1000, (t1 - t0) * 1000, (t2 - t1) * 1000
+    end, function(r)
+      local c0 = cpu_seconds()
+      local t0 = now()
+      check(fs:write_file("sk.bin", data))
+      local t1 = now()
+      local back = check(fs:read_file("sk.bin", { max_bytes = size }))
+      local t2 = now()
+      sk[r], sk_put[r], sk_get[r] = (t2 - t0) * 1000, (t1 - t0) * 1000, (t2 - t1) * 1000
+      cpu_sk[r] = (cpu_seconds() - c0) * 1000
+      if #back ~= size then error("fs_platform: read back " .. #back .. " bytes", 0) end
+      back = nil -- luacheck: ignore
+      collectgarbage()
     end)
+    remove_tree(dir)
+    local function part(label, s, b)
+      local l = compare_paired(label, s, b, fmt_ms, 1.5, nil)
+      l.target, l.result = "info", #s > 0 and "info" or "pending"
+      return l
+    end
+    return {
+      compare_paired(("PlatformFilesystem: PUT+GET %d MiB vs curl"):format(math.floor(size / 1048576)), sk, base, fmt_ms, 1.5,
+        ("median of %d per-round ratios (rounds alternate who goes first); curl reads/writes files, sandkit writes from and reads into memory (a %d MiB string: fresh pages curl never touches)"):format(
+          rounds, math.floor(size / 1048576))),
+      part("  PUT alone", sk_put, base_put),
+      part("  GET alone", sk_get, base_get),
+      line("  client CPU per PUT+GET", #cpu_sk > 0 and fmt_ms(median(cpu_sk)) or "pending", "-", nil, "info",
+        #cpu_sk > 0 and "info" or "pending", "user + system time of the sandkit process (curl runs as a child: not counted)"),
+    }
+  end,
+}
+
+-- The sb.fs read rows: bench.bin, size bytes, written in sb; then one read
+-- of it timed into samples (ms).
+local function write_bench_file(sb, size)
+  check(sb.fs:write_file("bench.bin", ("\0\1\2\255"):rep(math.floor(size / 4))))
+end
+
+local function time_bench_read(sb, size, samples, what)
+  local t0 = now()
+  local data = check(sb.fs:read_file("bench.bin"))
+  samples[#samples + 1] = (now() - t0) * 1000
+  if #data ~= size then error(what .. ": read " .. #data .. " bytes", 0) end
+end
+
+rows[#rows + 1] = {
+  id = "fs_platform_sb", label = "platform sb.fs read 10 MiB", target = "≤ 1.5×", remote = true, server = platform_server,
+  run = function(ctx, srv)
+    local rounds, size = ctx.quick and 1 or 5, 10485760
+    local sb = platform_sandbox(ctx, srv)
+    local jwt = srv.lease(sb and sb:info().metadata.sandbox_id)
+    if sb then write_bench_file(sb, size) end
+    local base, sk = {}, {}
+    interleave({ sk = sb and ctx.sk }, rounds, function()
+      local j = run_json(floor_cmd("floor_platform", { "bytes", srv.ws, jwt, 1, 1, size }))
+      if j.failures ~= 0 or j.bytes ~= size then error("floor_platform bytes: got " .. tostring(j.bytes), 0) end
+      append(base, j.samples_ms)
+    end, function()
+      time_bench_read(sb, size, sk, "platform sb.fs")
+    end)
+    if sb then sb:destroy() end
+    return { compare("platform sb.fs: read 10 MiB vs C exec client", sk, base, fmt_ms, 1.5,
+      "sandkit: sb.fs:read_file (exec streams, one piece); baseline: floor_platform bytes, 10 MiB of stdout") }
   end,
 }
 
 rows[#rows + 1] = {
-  id = "fs_platform_sb", label = "platform sb.fs read 10 MiB", target = "≤ 1.5×", remote = true,
-  run = function(ctx)
-    return platform_row(ctx, function(srv)
-      local rounds, size = ctx.quick and 1 or 5, 10485760
-      local sb = platform_sandbox(ctx, srv)
-      local jwt = srv.lease(sb and sb:info().metadata.sandbox_id)
-      if sb then check(sb.fs:write_file("bench.bin", ("\0\1\2\255"):rep(math.floor(size / 4)))) end
-      local base, sk = {}, {}
-      interleave({ sk = sb and ctx.sk }, rounds, function()
-        local j = run_json(floor_cmd("floor_platform", { "bytes", srv.ws, jwt, 1, 1, size }))
-        if j.failures ~= 0 or j.bytes ~= size then error("floor_platform bytes: got " .. tostring(j.bytes), 0) end
-        append(base, j.samples_ms)
-      end, function()
-        local t0 = now()
-        local data = check(sb.fs:read_file("bench.bin"))
-        sk[#sk + 1] = (now() - t0) * 1000
-        if #data ~= size then error("platform sb.fs: read " .. #data .. " bytes", 0) end
-      end)
-      if sb then sb:destroy() end
-      return { compare("platform sb.fs: read 10 MiB vs C exec client", sk, base, fmt_ms, 1.5,
-        "sandkit: sb.fs:read_file (exec streams, one piece); baseline: floor_platform bytes, 10 MiB of stdout") }
+  id = "fs_modal", label = "modal sb.fs read 10 MiB", target = "≤ 1.5×", remote = true, server = modal_server,
+  run = function(ctx, srv)
+    local rounds, size = ctx.quick and 1 or 3, 10485760
+    local sb = modal_sandbox(ctx, srv)
+    if sb then write_bench_file(sb, size) end
+    local base, sk = {}, {}
+    interleave({ sk = sb and ctx.sk }, rounds, function()
+      base[#base + 1] = run_json(sdk_cmd(srv.url, 1)).stdout_10mib_ms
+    end, function()
+      time_bench_read(sb, size, sk, "modal sb.fs")
     end)
-  end,
-}
-
-rows[#rows + 1] = {
-  id = "fs_modal", label = "modal sb.fs read 10 MiB", target = "≤ 1.5×", remote = true,
-  run = function(ctx)
-    local srv = modal_server()
-    local ok, res = pcall(function()
-      local rounds, size = ctx.quick and 1 or 3, 10485760
-      local sb
-      if ctx.sk and provider_ids().modal then
-        sb = ctx.sk.ModalSandbox({ server_url = srv.url, token_id = "ak-test", token_secret = "as-test" })
-        check(sb:start())
-        check(sb.fs:write_file("bench.bin", ("\0\1\2\255"):rep(math.floor(size / 4))))
-      end
-      local sdk_cmd = ("MODAL_TOKEN_ID=ak-test MODAL_TOKEN_SECRET=as-test MODAL_LOGLEVEL=error node %s %s 1"):format(
-        shell_quote(ROOT .. "/spec/servers/modal/bench_sdk.mjs"), shell_quote(srv.url))
-      local base, sk = {}, {}
-      interleave({ sk = sb and ctx.sk }, rounds, function()
-        base[#base + 1] = run_json(sdk_cmd).stdout_10mib_ms
-      end, function()
-        local t0 = now()
-        local data = check(sb.fs:read_file("bench.bin"))
-        sk[#sk + 1] = (now() - t0) * 1000
-        if #data ~= size then error("modal sb.fs: read " .. #data .. " bytes", 0) end
-      end)
-      if sb then sb:destroy() end
-      return { compare("modal sb.fs: read 10 MiB vs SDK exec stdout", sk, base, fmt_ms, 1.5,
-        "sandkit: sb.fs:read_file (exec streams, 8 MiB pieces); SDK: 10 MiB of exec stdout drained") }
-    end)
-    srv.stop()
-    if not ok then error(res, 0) end
-    return res
+    if sb then sb:destroy() end
+    return { compare("modal sb.fs: read 10 MiB vs SDK exec stdout", sk, base, fmt_ms, 1.5,
+      "sandkit: sb.fs:read_file (exec streams, 8 MiB pieces); SDK: 10 MiB of exec stdout drained") }
   end,
 }
 
@@ -1294,8 +1273,15 @@ local function tls_cert()
   return dir, cert, key
 end
 
-local function modal_tls_server(cert, key)
-  return modal_server({ "--host", "127.0.0.2", "--tls-cert", cert, "--tls-key", key }, "127.0.0.2", "https")
+-- Its stop() also removes dir, the certificate's.
+local function modal_tls_server(dir, cert, key)
+  local srv = modal_server({ "--host", "127.0.0.2", "--tls-cert", cert, "--tls-key", key }, "127.0.0.2", "https")
+  local stop = srv.stop
+  function srv.stop()
+    stop()
+    remove_tree(dir)
+  end
+  return srv
 end
 
 rows[#rows + 1] = {
@@ -1309,8 +1295,7 @@ rows[#rows + 1] = {
         line("client CPU per exec over TLS", "n/a", "n/a", nil, "≤ 0.3×", "n/a"),
       }
     end
-    local srv = modal_tls_server(cert, key)
-    local ok, res = pcall(function()
+    return with_server(modal_tls_server(dir, cert, key), function(srv)
       local per = ctx.quick and 5 or 50
       local sdk_env = "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=" .. shell_quote(cert)
       srv.reset_log()
@@ -1339,10 +1324,6 @@ rows[#rows + 1] = {
         "user + system time of the client process, per exec")
       return lines
     end)
-    srv.stop()
-    remove_tree(dir)
-    if not ok then error(res, 0) end
-    return res
   end,
 }
 
@@ -1352,8 +1333,8 @@ local scale = dofile(ROOT .. "/bench/scale.lua")({
   now = now, line = line, median = median, fmt_ms = fmt_ms, fmt_kib = fmt_kib, open_fds = open_fds,
   raise_nofile = raise_nofile, sandkit = sandkit, proc_status_kb = proc_status_kb, reset_peak_rss = reset_peak_rss,
   json_encode_flat = json_encode_flat, run_child = function(...) return run_child(...) end, shell_quote = shell_quote,
-  platform_server = platform_server, modal_server = modal_server, run_json = run_json, floor_cmd = floor_cmd,
-  tls_cert = tls_cert, modal_tls_server = modal_tls_server, remove_tree = remove_tree, heap_kb = heap_kb,
+  platform_server = platform_server, modal_server = modal_server, with_server = with_server, run_json = run_json, floor_cmd = floor_cmd,
+  tls_cert = tls_cert, modal_tls_server = modal_tls_server, heap_kb = heap_kb,
   bwrap_argv_of = bwrap_argv_of, sdk_wide_cmd = sdk_wide_cmd,
 })
 scale_child = scale.child
@@ -1460,7 +1441,7 @@ local function main(argv)
   for _, row in ipairs(table_rows) do
     if not only or only[row.id] then
       io.stderr:write("bench: ", row.id, " ...\n")
-      local ok, res = pcall(row.run, ctx)
+      local ok, res = pcall(run_row, row, ctx)
       if ok then
         append(lines, res)
       else

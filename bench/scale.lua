@@ -21,45 +21,51 @@ return function(H)
 
   -- ---- the child ---------------------------------------------------------------
 
+  -- The peaks a child reports: s.sample() takes descriptors (s.peak_fds)
+  -- and the Lua and malloc heaps (M.peak_lua_kb, M.peak_heap_kb); with
+  -- probe, a task also samples every 5 ms until s.stop().
+  local function sampler(sk, probe)
+    local s, done = { peak_fds = H.open_fds() }, false
+    function s.sample()
+      s.peak_fds = math.max(s.peak_fds, H.open_fds())
+      M.peak_lua_kb = math.max(M.peak_lua_kb, collectgarbage("count"))
+      M.peak_heap_kb = math.max(M.peak_heap_kb, H.heap_kb())
+    end
+    function s.stop() done = true end
+    if probe then
+      sk.spawn(function()
+        while not done do
+          s.sample()
+          sk.sleep(0.005)
+        end
+      end)
+    end
+    return s
+  end
+
   -- probe: descriptors (and malloc'd bytes, the Lua heap) are sampled by a
   -- task every 5 ms and by every (n/20)th task right after its command was
   -- launched (short commands can end between two samples); otherwise
   -- nothing runs beside the n commands.
   local function run_wide(sk, n, one, probe)
     local failures, first_err = 0, nil
-    local done, peak_fds = false, H.open_fds()
-    local function sample()
-      local f = H.open_fds()
-      if f > peak_fds then peak_fds = f end
-      local kb = collectgarbage("count")
-      if kb > M.peak_lua_kb then M.peak_lua_kb = kb end
-      local heap = H.heap_kb()
-      if heap > M.peak_heap_kb then M.peak_heap_kb = heap end
-    end
-    if probe then
-      sk.spawn(function()
-        while not done do
-          sample()
-          sk.sleep(0.005)
-        end
-      end)
-    end
+    local probes = sampler(sk, probe)
     local step = probe and math.max(1, math.floor(n / 20)) or math.huge
     local left = n
     local t0 = now()
     for i = 1, n do
       sk.spawn(function()
-        local ok, err = one(i, (i % step == 0 or i == n) and sample or nil)
+        local ok, err = one(i, (i % step == 0 or i == n) and probes.sample or nil)
         if not ok then
           failures = failures + 1
           first_err = first_err or tostring(err)
         end
         left = left - 1
-        if left == 0 then done = true end
+        if left == 0 then probes.stop() end
       end)
     end
     sk.run()
-    return (now() - t0) * 1000, peak_fds, failures, first_err
+    return (now() - t0) * 1000, probes.peak_fds, failures, first_err
   end
 
   local function exec_ok(sb, command, after_launch)
@@ -121,22 +127,8 @@ return function(H)
       wall, peak_fds, failures, first_err = run_wide(sk, n, one, probe)
     else
       -- the whole fleet: start n clones, one exec on each, destroy
-      local done, pf = false, fds0
       local t0 = now()
-      local function sample()
-        local f = H.open_fds()
-        if f > pf then pf = f end
-        M.peak_lua_kb = math.max(M.peak_lua_kb, collectgarbage("count"))
-        M.peak_heap_kb = math.max(M.peak_heap_kb, H.heap_kb())
-      end
-      if probe then
-        sk.spawn(function()
-          while not done do
-            sample()
-            sk.sleep(0.005)
-          end
-        end)
-      end
+      local probes = sampler(sk, probe)
       failures = 0
       sk.spawn(function()
         local fl, err = sk.fleet(fl_template, n)
@@ -151,7 +143,7 @@ return function(H)
             -- timer included) runs again
             local ops = {}
             for i = 1, #fl do ops[i] = fl[i]:exec_async("true") end
-            sample()
+            probes.sample()
             results = {}
             for i, op in ipairs(ops) do
               local r, e = op:wait()
@@ -168,10 +160,10 @@ return function(H)
           end
           fl:destroy()
         end
-        done = true
+        probes.stop()
       end)
       sk.run()
-      wall, peak_fds = (now() - t0) * 1000, pf
+      wall, peak_fds = (now() - t0) * 1000, probes.peak_fds
     end
     local hwm = H.proc_status_kb("VmHWM")
     if sb then sb:destroy() end
@@ -377,39 +369,27 @@ return function(H)
   end
 
   M.rows[#M.rows + 1] = {
-    id = "scale_platform", label = "platform execs in flight", remote = true,
-    run = function(ctx)
-      local srv = H.platform_server()
-      local ok, res = pcall(function()
-        local sizes = ctx.quick and { 4, 8 } or { 100, 1000 }
-        local jwt = srv.lease()
-        local m = measure("platform", sizes, ctx.quick and 1 or 3, function() return srv.url end,
-          function(n) return H.floor_cmd("floor_platform", { "fanout", srv.ws, jwt, 1, 1, n }) end)
-        return scale_lines("platform exec", "in flight (one WebSocket each)", m, sizes, sizes[1], sizes[2], 64,
-          "client memory per in-flight exec = peak RSS growth / n; " .. (nofile_note(m, sizes[2]) or ""))
-      end)
-      srv.stop()
-      if not ok then error(res, 0) end
-      return res
+    id = "scale_platform", label = "platform execs in flight", remote = true, server = H.platform_server,
+    run = function(ctx, srv)
+      local sizes = ctx.quick and { 4, 8 } or { 100, 1000 }
+      local jwt = srv.lease()
+      local m = measure("platform", sizes, ctx.quick and 1 or 3, function() return srv.url end,
+        function(n) return H.floor_cmd("floor_platform", { "fanout", srv.ws, jwt, 1, 1, n }) end)
+      return scale_lines("platform exec", "in flight (one WebSocket each)", m, sizes, sizes[1], sizes[2], 64,
+        "client memory per in-flight exec = peak RSS growth / n; " .. (nofile_note(m, sizes[2]) or ""))
     end,
   }
 
   M.rows[#M.rows + 1] = {
-    id = "scale_modal", label = "modal execs in flight", remote = true,
-    run = function(ctx)
-      local srv = H.modal_server()
-      local ok, res = pcall(function()
-        local sizes = ctx.quick and { 4, 8 } or { 100, 500 }
-        -- the server runs every command: its rounds spread by a quarter
-        local m = measure("modal", sizes, ctx.quick and 1 or 5, function() return srv.url end,
-          function(n) return H.sdk_wide_cmd(srv.url, n) end, "SDK", srv)
-        return scale_lines("modal exec", "in flight", m, sizes, sizes[1], sizes[2], 64,
-          "h2c: streams share connections; SDK = official modal@0.7.6 running the same n at once (Promise.all) against the same server in the same rounds; "
-            .. conns_note(m, sizes) .. "; " .. (nofile_note(m, sizes[2]) or ""))
-      end)
-      srv.stop()
-      if not ok then error(res, 0) end
-      return res
+    id = "scale_modal", label = "modal execs in flight", remote = true, server = H.modal_server,
+    run = function(ctx, srv)
+      local sizes = ctx.quick and { 4, 8 } or { 100, 500 }
+      -- the server runs every command: its rounds spread by a quarter
+      local m = measure("modal", sizes, ctx.quick and 1 or 5, function() return srv.url end,
+        function(n) return H.sdk_wide_cmd(srv.url, n) end, "SDK", srv)
+      return scale_lines("modal exec", "in flight", m, sizes, sizes[1], sizes[2], 64,
+        "h2c: streams share connections; SDK = official modal@0.7.6 running the same n at once (Promise.all) against the same server in the same rounds; "
+          .. conns_note(m, sizes) .. "; " .. (nofile_note(m, sizes[2]) or ""))
     end,
   }
 
@@ -427,8 +407,7 @@ return function(H)
         end
         return lines
       end
-      local srv = H.modal_tls_server(cert, key)
-      local ok, res = pcall(function()
+      return H.with_server(H.modal_tls_server(dir, cert, key), function(srv)
         local m = measure("modal_tls", sizes, ctx.quick and 1 or 5, function() return srv.url .. " " .. cert end,
           function(n) return H.sdk_wide_cmd(srv.url, n, "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=" .. H.shell_quote(cert)) end,
           "SDK", srv)
@@ -436,10 +415,6 @@ return function(H)
           "self-signed certificate for 127.0.0.2, trusted through ca_file; streams share connections, at most 96 on one (docs/protocols/event-core.md §5); SDK = official modal@0.7.6, the same n at once, same rounds; "
             .. conns_note(m, sizes))
       end)
-      srv.stop()
-      H.remove_tree(dir)
-      if not ok then error(res, 0) end
-      return res
     end,
   }
 

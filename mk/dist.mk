@@ -26,7 +26,7 @@ dist:
 	@test -n "$(VERSION)" || { echo "no version in lua/sandkit/version.lua"; exit 1; }
 	@test -f $(DIST_ROCKSPEC) || { echo "$(DIST_ROCKSPEC) is missing (lua/sandkit/version.lua says $(VERSION))"; exit 1; }
 	@mkdir -p $(DIST_DIR)/gen
-	git show $(DIST_REF):src/core/providers/modal/modal.proto > $(DIST_DIR)/gen/modal.proto
+	git show $(DIST_REF):src/core/providers/modal/third_party/modal.proto > $(DIST_DIR)/gen/modal.proto
 	git show $(DIST_REF):tools/modal_gen.lua > $(DIST_DIR)/gen/modal_gen.lua
 	$(LUA) $(DIST_DIR)/gen/modal_gen.lua $(DIST_DIR)/gen/modal.proto $(DIST_DIR)/gen/modal_pb.h
 	git archive --format=tar.gz -o $(DIST_DIR)/sandkit-$(VERSION).tar.gz \

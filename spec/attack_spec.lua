@@ -2,6 +2,7 @@
 -- specs did not try: each case is a break found on this build, kept as a
 -- regression test. The command is hostile, the caller is root.
 local sandkit = require "sandkit"
+local server = require "helpers.server"
 local tmp = require "helpers.tmp"
 
 teardown(tmp.cleanup)
@@ -24,7 +25,7 @@ end
 -- An `it` for tests against a reference server: pending when node (or
 -- `needed`, the server's node_modules) is missing.
 local function it_with_node(needed)
-  local missing = require("helpers.server").node_missing(needed)
+  local missing = server.node_missing(needed)
   return function(name, fn)
     if missing then pending(name .. " (" .. missing .. ")") else it(name, fn) end
   end
@@ -191,7 +192,6 @@ describe("attack: LocalSandbox bwrap, what read-only does not stop", function()
 end)
 
 describe("attack: a hostile Platform exec endpoint", function()
-  local server = require "helpers.server"
   local it_node = it_with_node("spec/servers/platform/node_modules/ws")
 
   -- Runs one exec against the server in a child Lua; returns everything it
@@ -246,7 +246,6 @@ describe("attack: a hostile Platform exec endpoint", function()
 end)
 
 describe("attack: a hostile Modal control plane", function()
-  local server = require "helpers.server"
   local it_node = it_with_node()
 
   -- The retry hint is a float from the wire: 3.4e38 s (or 1e16 s) times
@@ -276,7 +275,6 @@ describe("attack: a hostile Modal control plane", function()
 end)
 
 describe("attack: a lying Modal router", function()
-  local server = require "helpers.server"
   local it_node = it_with_node("spec/servers/modal/node_modules")
 
   -- The exit signal is an int32 from the wire and the result is 128 + it:
@@ -305,7 +303,6 @@ describe("attack: a lying Modal router", function()
 end)
 
 describe("attack: a Platform proxy echoing the token into the sandbox record", function()
-  local server = require "helpers.server"
   local it_node = it_with_node("spec/servers/platform/node_modules/ws")
 
   -- docs/errors.md: no info() contains an access token. info().metadata carries
@@ -349,7 +346,6 @@ describe("attack: bad input to the scheduler", function()
 end)
 
 describe("attack: Modal timeouts past 32 bits", function()
-  local server = require "helpers.server"
   local it_node = it_with_node("spec/servers/modal/node_modules")
 
   -- The exec's backstop timeout_secs is a uint32: timeout = 4294967296000 ms

@@ -344,6 +344,30 @@ local function judge(rw, r, err, ms)
   assert.is_true(ms < rw.within_ms, ("took %d ms, bound %d"):format(ms, rw.within_ms))
 end
 
+-- Drives and judges one row with sandboxes made by new_sandbox(base
+-- overlaid by the row's options); then faults_off(), every sandbox made
+-- destroyed, cleanup() when given; no child process of ours may be left.
+local function check_row(rw, ctx, new_sandbox, base, faults_off, cleanup)
+  local before = child_set()
+  local made = {}
+  local ok, e = pcall(function()
+    local _, r, err, ms = drive(rw, ctx, function(extra)
+      local o = {}
+      for k, v in pairs(base) do o[k] = v end
+      for k, v in pairs(extra) do o[k] = v end
+      local sb = new_sandbox(o)
+      made[#made + 1] = sb
+      return sb
+    end)
+    judge(rw, r, err, ms)
+  end)
+  faults_off()
+  for _, sb in ipairs(made) do pcall(sb.destroy, sb) end
+  if cleanup then cleanup() end
+  if not ok then error(e, 0) end
+  assert.same({}, new_children(before))
+end
+
 local function rows_of(provider)
   local out = {}
   for _, rw in ipairs(ROWS) do if rw.provider == provider then out[#out + 1] = rw end end
@@ -369,23 +393,9 @@ describe("fault matrix", function()
     for _, rw in ipairs(rows_of("platform")) do
       it(rw.fault .. " -> " .. rw.expect, function()
         srv:reset()
-        local before = child_set()
-        local made = {}
-        local ok, e = pcall(function()
-          local _, r, err, ms = drive(rw, srv, function(extra)
-            local o = { access_token = "test-token", project_id = "proj_123", environment_id = "env_123",
-              base_url = srv.url, retry_delays_ms = { 20, 40 } }
-            for k, v in pairs(extra) do o[k] = v end
-            local sb = sandkit.PlatformSandbox(o)
-            made[#made + 1] = sb
-            return sb
-          end)
-          judge(rw, r, err, ms)
-        end)
-        srv:reset() -- faults off (and the server kills its commands) before cleaning up
-        for _, sb in ipairs(made) do pcall(sb.destroy, sb) end
-        if not ok then error(e, 0) end
-        assert.same({}, new_children(before))
+        check_row(rw, srv, sandkit.PlatformSandbox, { access_token = "test-token", project_id = "proj_123",
+          environment_id = "env_123", base_url = srv.url, retry_delays_ms = { 20, 40 } },
+          function() srv:reset() end) -- faults off (and the server kills its commands) before cleaning up
       end)
     end
   end)
@@ -400,25 +410,11 @@ describe("fault matrix", function()
 
     for _, rw in ipairs(rows_of("modal")) do
       it(rw.fault .. " -> " .. rw.expect, function()
+        local function reset_sandboxes() srv:admin("POST", "/__admin/reset", { sandboxes = true }) end
         srv:reset()
-        srv:admin("POST", "/__admin/reset", { sandboxes = true })
-        local before = child_set()
-        local made = {}
-        local ok, e = pcall(function()
-          local _, r, err, ms = drive(rw, srv, function(extra)
-            local o = { server_url = srv.url, token_id = "ak-test", token_secret = "as-test" }
-            for k, v in pairs(extra) do o[k] = v end
-            local sb = sandkit.ModalSandbox(o)
-            made[#made + 1] = sb
-            return sb
-          end)
-          judge(rw, r, err, ms)
-        end)
-        srv:reset()
-        for _, sb in ipairs(made) do pcall(sb.destroy, sb) end
-        srv:admin("POST", "/__admin/reset", { sandboxes = true })
-        if not ok then error(e, 0) end
-        assert.same({}, new_children(before))
+        reset_sandboxes()
+        check_row(rw, srv, sandkit.ModalSandbox, { server_url = srv.url, token_id = "ak-test", token_secret = "as-test" },
+          function() srv:reset() end, reset_sandboxes)
       end)
     end
   end)
@@ -432,24 +428,10 @@ describe("fault matrix", function()
 
     for i, rw in ipairs(rows_of("container")) do
       it(rw.fault .. " -> " .. rw.expect, function()
-        env:faults(nil)
-        local before = child_set()
-        local made = {}
-        local ok, e = pcall(function()
-          local _, r, err, ms = drive(rw, env, function(extra)
-            local o = { id = "fault-row-" .. i, container_binary = env.binary }
-            for k, v in pairs(extra) do o[k] = v end
-            local sb = sandkit.AppleContainerSandbox(o)
-            made[#made + 1] = sb
-            return sb
-          end)
-          judge(rw, r, err, ms)
-        end)
-        env:faults(nil)
-        for _, sb in ipairs(made) do pcall(sb.destroy, sb) end
-        env:cli({ "_reap-all", "--delete" })
-        if not ok then error(e, 0) end
-        assert.same({}, new_children(before))
+        local function faults_off() env:faults(nil) end
+        faults_off()
+        check_row(rw, env, sandkit.AppleContainerSandbox, { id = "fault-row-" .. i, container_binary = env.binary },
+          faults_off, function() env:cli({ "_reap-all", "--delete" }) end)
         assert.same({}, ac.wait_live_processes_gone(env.state_dir))
       end)
     end

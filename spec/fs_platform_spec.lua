@@ -8,8 +8,7 @@ local server = require "helpers.server"
 local suite = require "conformance.fs_suite"
 
 describe("PlatformFilesystem", function()
-  local srv = server.start("spec/servers/platform/server.mjs", { "--quiet" })
-  teardown(function() srv:stop() end)
+  local srv = server.for_block("spec/servers/platform/server.mjs", { "--quiet" })
 
   local n = 0
   local function make(extra)

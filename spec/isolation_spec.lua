@@ -119,12 +119,18 @@ describe("bwrap: read_write_paths and read_only_paths", function()
     assert.is_false(exists(base .. "/no"))
   end)
 
-  it_bwrap("a read_only_path inside the working directory stays read-only", function()
+  -- A working directory (handed to the sandbox's user) whose dir/settings
+  -- says "original", and a bwrap sandbox in it with dir read-only.
+  local function read_only_conf(dir)
     local ws = tmp.dir() .. "/ws"
-    os.execute("mkdir -p " .. sh_quote(ws .. "/conf"))
-    write_file(ws .. "/conf/settings", "original")
+    os.execute("mkdir -p " .. sh_quote(ws .. "/" .. dir))
+    write_file(ws .. "/" .. dir .. "/settings", "original")
     give(ws)
-    local sb = bwrap_sandbox { working_directory = ws, read_only_paths = { ws .. "/conf" } }
+    return ws, bwrap_sandbox { working_directory = ws, read_only_paths = { ws .. "/" .. dir } }
+  end
+
+  it_bwrap("a read_only_path inside the working directory stays read-only", function()
+    local ws, sb = read_only_conf("conf")
     local r = assert(sb:exec("cat conf/settings; echo changed > conf/settings; echo new > conf/new; rm -f conf/settings; echo rest > other"))
     sb:destroy()
     assert.equal("original", r.stdout:sub(1, 8))
@@ -156,11 +162,7 @@ describe("bwrap: read_write_paths and read_only_paths", function()
   end)
 
   it_bwrap("a command cannot move a nested read_only_path or a directory on its way", function()
-    local ws = tmp.dir() .. "/ws"
-    os.execute("mkdir -p " .. sh_quote(ws .. "/b/conf"))
-    write_file(ws .. "/b/conf/settings", "original")
-    give(ws)
-    local sb = bwrap_sandbox { working_directory = ws, read_only_paths = { ws .. "/b/conf" } }
+    local ws, sb = read_only_conf("b/conf")
     local up = ("../"):rep(select(2, (ws .. "/b"):gsub("/", "")))
     local r = assert(sb:exec(table.concat({
       "mv b b2 2>/dev/null && echo MOVED_PARENT",
@@ -225,26 +227,28 @@ describe("bwrap: network", function()
       "curl -s -m 2 -o /dev/null http://127.0.0.1:%d/ 2>/dev/null; echo curl=$?"):format(port, port)
   end
 
-  it_bwrap("a 127.0.0.1 listener is unreachable with allow_network = false", function()
+  -- The probe from a bwrap sandbox with allow_network: its result, and the
+  -- connection the listener got (closed) or nil.
+  local function probe_listener(allow_network)
     local srv, port = listener()
-    local sb = bwrap_sandbox { allow_network = false }
+    local sb = bwrap_sandbox { allow_network = allow_network }
     local r = assert(sb:exec(probe(port), nil, { timeout = 20000 }))
     sb:destroy()
     local conn = srv:accept(0)
+    if conn then conn:close() end
     srv:close()
+    return r, conn
+  end
+
+  it_bwrap("a 127.0.0.1 listener is unreachable with allow_network = false", function()
+    local r, conn = probe_listener(false)
     assert.is_nil(conn, "the listener got a connection from the sandbox")
     assert.is_nil(r.stdout:find("CONNECTED", 1, true), r.stdout)
     assert.is_nil(r.stdout:find("curl=0", 1, true), r.stdout)
   end)
 
   it_bwrap("positive control: the same probe connects with allow_network = true", function()
-    local srv, port = listener()
-    local sb = bwrap_sandbox { allow_network = true }
-    local r = assert(sb:exec(probe(port), nil, { timeout = 20000 }))
-    sb:destroy()
-    local conn = srv:accept(0)
-    if conn then conn:close() end
-    srv:close()
+    local r, conn = probe_listener(true)
     assert.truthy(conn, "no connection: the probe cannot show an escape")
     assert.truthy(r.stdout:find("CONNECTED", 1, true), r.stdout)
   end)

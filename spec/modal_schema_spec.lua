@@ -1,5 +1,5 @@
 -- One schema, pinned: the C client's Modal types and field tables are
--- generated from src/core/providers/modal/modal.proto (tools/modal_gen.lua),
+-- generated from src/core/providers/modal/third_party/modal.proto (tools/modal_gen.lua),
 -- the file the reference server loads; the golden bytes in
 -- spec/c/modal_goldens.txt, which the C encoders must produce
 -- (spec/c/modal_msg_test.c), each carry the protoc text they encode. Here
@@ -8,7 +8,7 @@
 
 local ROOT = os.getenv("R") or "."
 local GOLDENS = ROOT .. "/spec/c/modal_goldens.txt"
-local PROTO_DIR = ROOT .. "/src/core/providers/modal"
+local PROTO_DIR = ROOT .. "/src/core/providers/modal/third_party"
 
 local function shell_quote(s)
   return "'" .. s:gsub("'", "'\\''") .. "'"

@@ -5,6 +5,7 @@
 -- Both the development rockspec (scm) and the release one are checked, and
 -- the release one must build exactly what the development one builds.
 local VERSION = require "sandkit.version"
+local sh = require "helpers.sh"
 local SCM = "rockspec/sandkit-scm-1.rockspec"
 local RELEASE = "rockspec/sandkit-" .. VERSION .. "-1.rockspec"
 
@@ -13,15 +14,6 @@ local function load_rockspec(path)
   local chunk = assert(loadfile(path, "t", env))
   chunk()
   return env
-end
-
-local function lines_of(cmd)
-  local p = assert(io.popen(cmd))
-  local out = {}
-  for line in p:lines() do out[#out + 1] = line end
-  p:close()
-  table.sort(out)
-  return out
 end
 
 local function set_of(list)
@@ -55,7 +47,7 @@ for _, ROCKSPEC in ipairs({ SCM, RELEASE }) do
     it("lists every .c file under src/", function()
       local listed = set_of(core.sources)
       local missing = {}
-      for _, f in ipairs(lines_of("find src -name '*.c' -type f")) do
+      for _, f in ipairs(sh.lines("find src -name '*.c' -type f | sort")) do
         if not listed[f] then missing[#missing + 1] = f end
       end
       assert.are.same({}, missing, "add these to " .. ROCKSPEC .. ": " .. table.concat(missing, ", "))
@@ -74,7 +66,7 @@ for _, ROCKSPEC in ipairs({ SCM, RELEASE }) do
 
     it("installs every Lua module under lua/ under its module name", function()
       local missing = {}
-      for _, f in ipairs(lines_of("find lua -name '*.lua' -type f")) do
+      for _, f in ipairs(sh.lines("find lua -name '*.lua' -type f | sort")) do
         local name = f:gsub("^lua/", ""):gsub("%.lua$", ""):gsub("/init$", ""):gsub("/", ".")
         if modules[name] ~= f then missing[#missing + 1] = ('["%s"] = "%s"'):format(name, f) end
       end

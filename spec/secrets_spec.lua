@@ -37,13 +37,8 @@ end
 -- lines go to stderr. It also scans /proc while its commands run: every
 -- process's command line for the secrets, and for the command's marker so
 -- that the scan is known to have seen the command.
-local CHILD = [[
-local cjson = require "cjson"
+local CHILD = child.CONFIG_PRELUDE .. [[
 local sandkit = require "sandkit"
-local f = assert(io.open(os.getenv("SECRETS_CFG"), "rb"))
-local cfg = cjson.decode(f:read("a"))
-f:close()
-os.remove(os.getenv("SECRETS_CFG"))
 
 local function dump(label, v)
   local ok, s = pcall(cjson.encode, v)
@@ -146,10 +141,8 @@ local script = child.script("secrets_child.lua", CHILD)
 
 -- Runs the child; returns its stdout and stderr.
 local function run_child(cfg, child_env)
-  local dir, cfg_path = child.config(cfg)
-  local parts = { "env -i", "PATH=" .. sh_quote(os.getenv("PATH")), "HOME=" .. sh_quote(dir),
-    "LUA_PATH=" .. sh_quote(package.path), "LUA_CPATH=" .. sh_quote(package.cpath),
-    "SECRETS_CFG=" .. sh_quote(cfg_path) }
+  local dir, env_words = child.run_env(cfg)
+  local parts = { "env -i", "PATH=" .. sh_quote(os.getenv("PATH")), "HOME=" .. sh_quote(dir), env_words }
   for _, k in ipairs({ "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS" }) do
     if os.getenv(k) then parts[#parts + 1] = k .. "=" .. sh_quote(os.getenv(k)) end
   end

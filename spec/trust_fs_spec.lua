@@ -428,8 +428,7 @@ end)
 
 describe("row 4: PlatformFilesystem", function()
   local server = require "helpers.server"
-  local srv = server.start("spec/servers/platform/server.mjs", { "--quiet" })
-  teardown(function() srv:stop() end)
+  local srv = server.for_block("spec/servers/platform/server.mjs", { "--quiet" })
 
   it("read_file past max_bytes is nil, FilesystemError naming the limit; on_chunk has no bound", function()
     local fs = sandkit.PlatformFilesystem { access_token = "test-token", project_id = "p", bucket_name = "b",

@@ -36,13 +36,8 @@ end
 -- ---- the child -------------------------------------------------------------
 
 -- cfg: { id, options, mode = "memory" | "start_each" | "exec_each", n, command, env }
-local CHILD = [[
-local cjson = require "cjson"
+local CHILD = child.CONFIG_PRELUDE .. [[
 local sandkit = require "sandkit"
-local f = assert(io.open(os.getenv("TRUST_CFG"), "rb"))
-local cfg = cjson.decode(f:read("a"))
-f:close()
-os.remove(os.getenv("TRUST_CFG"))
 
 local function status_kb(field)
   local h = assert(io.open("/proc/self/status"))
@@ -126,9 +121,8 @@ local script = child.script("trust_child.lua", CHILD)
 
 -- Runs the child with cfg; returns its stdout and stderr.
 local function run_child(cfg, child_env)
-  local dir, cfg_path = child.config(cfg)
-  local parts = { "env", "LUA_PATH=" .. sh_quote(package.path), "LUA_CPATH=" .. sh_quote(package.cpath),
-    "TRUST_CFG=" .. sh_quote(cfg_path), "MODAL_CONFIG_PATH=/nonexistent/sandkit-modal.toml" }
+  local dir, env_words = child.run_env(cfg)
+  local parts = { "env", env_words, "MODAL_CONFIG_PATH=/nonexistent/sandkit-modal.toml" }
   for k, v in pairs(child_env or {}) do parts[#parts + 1] = k .. "=" .. sh_quote(v) end
   local cmd = ("%s timeout -k 5 170 lua5.4 %s"):format(table.concat(parts, " "), sh_quote(script))
   if cfg.ulimit_kb then cmd = ("ulimit -v %d && %s"):format(cfg.ulimit_kb, cmd) end

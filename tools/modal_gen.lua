@@ -1,8 +1,8 @@
 --- Generates the Modal client's message types and field tables from
--- src/core/providers/modal/modal.proto, the schema the reference server
+-- src/core/providers/modal/third_party/modal.proto, the schema the reference server
 -- loads too, so that it is stated once. Run at build time (Makefile: the
 -- rule for build/gen/modal_pb.h):
---   lua5.4 tools/modal_gen.lua src/core/providers/modal/modal.proto build/gen/modal_pb.h
+--   lua5.4 tools/modal_gen.lua src/core/providers/modal/third_party/modal.proto build/gen/modal_pb.h
 -- Output: for every message a C struct and a field table (sk_modal_field
 -- rows that modal_msg.c's one encoder and one decoder walk), a constant per
 -- field number, the enums, and typed encode/decode wrappers for the RPCs.

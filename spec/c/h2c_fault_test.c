@@ -19,28 +19,11 @@
 #include "http.h"
 #include "loop.h"
 
-typedef struct call {
-    sk_http *req;
-    int done;
-    sk_http_err err;
-    int status, http_version;
-    long connects;
-    char error[512];
-    double t_start, t_end;
-} call;
-
+/* A call here has no body callbacks and no body kept: only its end. */
 static void on_done(sk_http *req, const sk_http_result *r, void *ud)
 {
     (void)req;
-    call *c = ud;
-    c->done++;
-    c->req = NULL;
-    c->t_end = sk_now_ms();
-    c->err = r->err;
-    c->status = r->status;
-    c->http_version = r->http_version;
-    c->connects = r->connects;
-    snprintf(c->error, sizeof c->error, "%s", r->error ? r->error : "");
+    call_end(ud, r);
 }
 
 static const sk_http_callbacks cb_done = { .done = on_done };

@@ -16,22 +16,6 @@
 #include "log.h"
 #include "loop.h"
 
-typedef struct call {
-    sk_http *req;
-    int done, heads, datas, trailer_calls;
-    int head_status;
-    bool data_before_head;
-    int cancel_after_datas; /* > 0: cancel itself in the Nth data callback */
-    sk_http_err err;
-    int status, http_version, curl_code;
-    long connects;
-    char error[1024];
-    sk_buf body;
-    char grpc_status_trailer[16], grpc_status_header[16], grpc_message[64], ctype[64];
-    size_t n_trailers;
-    double t_start, t_end;
-} call;
-
 static void on_head(sk_http *req, int status, const sk_http_header *h, size_t n, void *ud)
 {
     (void)req;
@@ -72,16 +56,7 @@ static void on_done(sk_http *req, const sk_http_result *r, void *ud)
 {
     (void)req;
     call *c = ud;
-    c->done++;
-    c->req = NULL;
-    c->t_end = sk_now_ms();
-    c->err = r->err;
-    c->status = r->status;
-    c->http_version = r->http_version;
-    c->curl_code = r->curl_code;
-    c->connects = r->connects;
-    c->n_trailers = r->n_trailers;
-    snprintf(c->error, sizeof c->error, "%s", r->error ? r->error : "");
+    call_end(c, r);
     if (r->body)
         sk_buf_append(&c->body, r->body, r->body_len);
 }
@@ -957,11 +932,10 @@ static void test_grpc_status_missing(sk_loop *loop, const echo_server *s)
 
 int main(void)
 {
-    signal(SIGPIPE, SIG_IGN);
     echo_server s;
-    if (echo_start_tap(&s) != 0)
+    sk_loop *loop = echo_begin(&s);
+    if (!loop)
         return tap_done();
-    sk_loop *loop = sk_loop_new();
     test_get_post(loop, &s);
     test_streaming(loop, &s);
     test_caps(loop, &s);

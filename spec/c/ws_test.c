@@ -587,11 +587,10 @@ static void test_cycles(const echo_server *s)
 
 int main(void)
 {
-    signal(SIGPIPE, SIG_IGN);
     echo_server s;
-    if (echo_start_tap(&s) != 0)
+    sk_loop *loop = echo_begin(&s);
+    if (!loop)
         return tap_done();
-    sk_loop *loop = sk_loop_new();
     test_exchange(loop, &s, false);
     test_hello(loop, &s);
     test_exchange(loop, &s, true);

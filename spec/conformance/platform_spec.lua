@@ -7,8 +7,7 @@ local server = require "helpers.server"
 local suite = require "conformance.suite"
 
 describe("PlatformSandbox conformance", function()
-  local srv = server.start("spec/servers/platform/server.mjs", { "--quiet" })
-  teardown(function() srv:stop() end)
+  local srv = server.for_block("spec/servers/platform/server.mjs", { "--quiet" })
 
   local function options(extra)
     local o = { access_token = "test-token", project_id = "proj_conformance", environment_id = "env_conformance",

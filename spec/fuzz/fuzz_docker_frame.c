@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "fuzz_pieces.h"
 #include "providers/docker/docker_frame.h"
 
 typedef struct fuzz_log {
@@ -59,22 +60,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sk_dk_demux_init(&parts);
     dk_demux_status sw = sk_dk_demux_feed(&whole, (const char *)data, size, fuzz_on_piece, &lw);
 
-    uint32_t seed = 2166136261u;
-    for (size_t i = 0; i < size && i < 8; i++)
-        seed = (seed ^ data[i]) * 16777619u;
-    size_t off = 0;
+    fuzz_pieces ps = fuzz_pieces_of(data, size, 13);
     dk_demux_status sp = DK_DEMUX_OK;
-    while (off < size && sp == DK_DEMUX_OK) {
-        seed = seed * 1103515245u + 12345u;
-        size_t n = 1 + (seed >> 16) % 13;
-        if (n > size - off)
-            n = size - off;
-        char *piece = malloc(n); /* exact size: ASan sees any over-read */
-        memcpy(piece, data + off, n);
-        sp = sk_dk_demux_feed(&parts, piece, n, fuzz_on_piece, &lp);
-        free(piece);
-        off += n;
-    }
+    while (sp == DK_DEMUX_OK && fuzz_pieces_next(&ps))
+        sp = sk_dk_demux_feed(&parts, (const char *)ps.piece, ps.n, fuzz_on_piece, &lp);
+    fuzz_pieces_end(&ps);
     if (sw != sp || !fuzz_same(&lw, &lp))
         abort();
     if (sk_dk_demux_at_boundary(&whole) != sk_dk_demux_at_boundary(&parts))

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "fuzz_pieces.h"
 #include "grpc_frame.h"
 
 typedef struct fuzz_log {
@@ -42,22 +43,11 @@ static void fuzz_deframe(const uint8_t *data, size_t size)
     if (rw == SK_GRPC_DEFRAME_OK)
         rw = sk_grpc_deframer_finish(&whole);
 
-    uint32_t seed = 2166136261u;
-    for (size_t i = 0; i < size && i < 8; i++)
-        seed = (seed ^ data[i]) * 16777619u;
-    size_t off = 0;
+    fuzz_pieces ps = fuzz_pieces_of(data, size, 11);
     int rp = SK_GRPC_DEFRAME_OK;
-    while (off < size && rp == SK_GRPC_DEFRAME_OK) {
-        seed = seed * 1103515245u + 12345u;
-        size_t n = 1 + (seed >> 16) % 11;
-        if (n > size - off)
-            n = size - off;
-        uint8_t *piece = malloc(n);
-        memcpy(piece, data + off, n);
-        rp = sk_grpc_deframer_feed(&parts, piece, n, fuzz_on_message, &lp);
-        free(piece);
-        off += n;
-    }
+    while (rp == SK_GRPC_DEFRAME_OK && fuzz_pieces_next(&ps))
+        rp = sk_grpc_deframer_feed(&parts, ps.piece, ps.n, fuzz_on_message, &lp);
+    fuzz_pieces_end(&ps);
     if (rp == SK_GRPC_DEFRAME_OK)
         rp = sk_grpc_deframer_finish(&parts);
     if (rw != rp || lw.b.len != lp.b.len || (lw.b.len && memcmp(lw.b.data, lp.b.data, lw.b.len) != 0))

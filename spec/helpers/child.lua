@@ -45,6 +45,25 @@ function M.config(cfg)
   return dir, cfg_path
 end
 
+--- The first lines of a child script run with a config: `cjson`, and
+-- `cfg` read (then removed) from the file M.config wrote, which the child
+-- finds through M.run_env's words.
+M.CONFIG_PRELUDE = [[
+local cjson = require "cjson"
+local f = assert(io.open(os.getenv("SANDKIT_CHILD_CFG"), "rb"))
+local cfg = cjson.decode(f:read("a"))
+f:close()
+os.remove(os.getenv("SANDKIT_CHILD_CFG"))
+]]
+
+--- For a child run with cfg (M.CONFIG_PRELUDE): a fresh directory, and the
+-- `env` words that give the child this run's module paths and its config.
+function M.run_env(cfg)
+  local dir, cfg_path = M.config(cfg)
+  return dir, ("LUA_PATH=%s LUA_CPATH=%s SANDKIT_CHILD_CFG=%s"):format(quote(package.path), quote(package.cpath),
+    quote(cfg_path))
+end
+
 --- Runs shell command `cmd` with its stderr in a file under `dir`; returns
 -- its stdout and stderr.
 function M.run(cmd, dir)

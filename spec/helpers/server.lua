@@ -53,7 +53,6 @@ function M.start(script, args, env)
   }, Server)
 end
 
---- Stops the server and waits for it to exit.
 --- Starts the server, calls fn(server), stops the server however fn ends,
 -- and raises what fn raised. env may be left out.
 function M.with(script, args, env, fn)
@@ -64,6 +63,16 @@ function M.with(script, args, env, fn)
   if not ok then error(err, 0) end
 end
 
+--- start() for the describe block being defined: the server runs from now
+-- and is stopped after the block's tests (busted's teardown, reached
+-- through require "busted" as a helper module must).
+function M.for_block(script, args, env)
+  local srv = M.start(script, args, env)
+  require("busted").teardown(function() srv:stop() end)
+  return srv
+end
+
+--- Stops the server and waits for it to exit.
 function Server:stop()
   if self._stdin then
     self._stdin:close()

@@ -1,6 +1,6 @@
 --- Shell helpers for specs that run commands: quoting, a run that returns
--- the exit code with stdout and stderr together, a capture of stdout, and
--- whether bubblewrap works here.
+-- the exit code with stdout and stderr together, a capture of stdout (whole
+-- or its lines), and whether bubblewrap works here.
 local M = {}
 
 --- `s` as one single-quoted shell word.
@@ -52,6 +52,13 @@ end
 --- Runs `cmd` under /bin/sh; returns its stdout and its exit code.
 function M.capture(cmd)
   return M.popen_read(cmd)
+end
+
+--- The lines of `cmd`'s stdout (run under /bin/sh), in order.
+function M.lines(cmd)
+  local out = {}
+  for line in M.capture(cmd):gmatch("[^\n]+") do out[#out + 1] = line end
+  return out
 end
 
 --- Whether `cmd` (os.execute) exits 0: true, or 0 before Lua 5.2.

@@ -173,76 +173,82 @@ static bool cgroup_has_item(const char *list, const char *token, const char *sep
 
 static bool cgroup_has_token(const char *list, const char *token) { return cgroup_has_item(list, token, ","); }
 
-/* The mount point and mount root of the v2 hierarchy or of the v1
- * hierarchy that has controller v1_ctl. */
-static int cgroup_find_mount(int version, const char *v1_ctl, char *mnt, char *root, size_t cap)
+/* What cgroup_own_dir looks for: the hierarchy (v2, or v1 with controller
+ * v1_ctl), and where what it finds goes (cap bytes each). */
+typedef struct cgroup_query {
+    int version;
+    const char *v1_ctl;
+    char *mnt, *root, *own;
+    size_t cap;
+} cgroup_query;
+
+/* Gives each line of path to match until one matches: 0 then, -1 when none
+ * did or path cannot be read. */
+static int cgroup_scan(const char *path, bool (*match)(char *line, cgroup_query *q), cgroup_query *q)
 {
-    FILE *f = fopen("/proc/self/mountinfo", "re");
+    FILE *f = fopen(path, "re");
     if (!f)
         return -1;
     char *line = NULL;
     size_t len = 0;
     int rc = -1;
-    while (rc != 0 && getline(&line, &len, f) > 0) {
-        char *save = NULL, *fields[6] = { 0 };
-        char *t = strtok_r(line, " \n", &save);
-        int i = 0;
-        while (t && i < 6) {
-            fields[i++] = t;
-            t = strtok_r(NULL, " \n", &save);
-        }
-        if (i < 6)
-            continue;
-        while (t && strcmp(t, "-") != 0) /* optional fields end at "-" */
-            t = strtok_r(NULL, " \n", &save);
-        char *fstype = t ? strtok_r(NULL, " \n", &save) : NULL;
-        char *source = fstype ? strtok_r(NULL, " \n", &save) : NULL;
-        char *super = source ? strtok_r(NULL, " \n", &save) : NULL;
-        if (!fstype)
-            continue;
-        bool match = version == CGROUP_V2 ? strcmp(fstype, "cgroup2") == 0
-                                          : strcmp(fstype, "cgroup") == 0 && super &&
-                                                cgroup_has_token(super, v1_ctl);
-        if (!match || strlen(fields[4]) >= cap || strlen(fields[3]) >= cap)
-            continue;
-        strcpy(mnt, fields[4]);
-        strcpy(root, fields[3]);
-        cgroup_unescape(mnt);
-        cgroup_unescape(root);
-        rc = 0;
-    }
+    while (rc != 0 && getline(&line, &len, f) > 0)
+        if (match(line, q))
+            rc = 0;
     free(line);
     fclose(f);
     return rc;
 }
 
-/* This process's cgroup in the hierarchy, from /proc/self/cgroup. */
-static int cgroup_own_path(int version, const char *v1_ctl, char *out, size_t cap)
+/* A /proc/self/mountinfo line of the hierarchy: its mount point and mount
+ * root to q->mnt and q->root. */
+static bool cgroup_mount_line(char *line, cgroup_query *q)
 {
-    FILE *f = fopen("/proc/self/cgroup", "re");
-    if (!f)
-        return -1;
-    char *line = NULL;
-    size_t len = 0;
-    int rc = -1;
-    while (rc != 0 && getline(&line, &len, f) > 0) {
-        line[strcspn(line, "\n")] = '\0';
-        char *c1 = strchr(line, ':');
-        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-        if (!c2)
-            continue;
-        *c1 = *c2 = '\0';
-        const char *controllers = c1 + 1;
-        bool match = version == CGROUP_V2 ? strcmp(line, "0") == 0 && !*controllers
-                                          : cgroup_has_token(controllers, v1_ctl);
-        if (match && strlen(c2 + 1) < cap) {
-            strcpy(out, c2 + 1);
-            rc = 0;
-        }
+    char *save = NULL, *fields[6] = { 0 };
+    char *t = strtok_r(line, " \n", &save);
+    int i = 0;
+    while (t && i < 6) {
+        fields[i++] = t;
+        t = strtok_r(NULL, " \n", &save);
     }
-    free(line);
-    fclose(f);
-    return rc;
+    if (i < 6)
+        return false;
+    while (t && strcmp(t, "-") != 0) /* optional fields end at "-" */
+        t = strtok_r(NULL, " \n", &save);
+    char *fstype = t ? strtok_r(NULL, " \n", &save) : NULL;
+    char *source = fstype ? strtok_r(NULL, " \n", &save) : NULL;
+    char *super = source ? strtok_r(NULL, " \n", &save) : NULL;
+    if (!fstype)
+        return false;
+    bool match = q->version == CGROUP_V2 ? strcmp(fstype, "cgroup2") == 0
+                                         : strcmp(fstype, "cgroup") == 0 && super &&
+                                               cgroup_has_token(super, q->v1_ctl);
+    if (!match || strlen(fields[4]) >= q->cap || strlen(fields[3]) >= q->cap)
+        return false;
+    strcpy(q->mnt, fields[4]);
+    strcpy(q->root, fields[3]);
+    cgroup_unescape(q->mnt);
+    cgroup_unescape(q->root);
+    return true;
+}
+
+/* A /proc/self/cgroup line of the hierarchy: this process's cgroup in it
+ * to q->own. */
+static bool cgroup_own_line(char *line, cgroup_query *q)
+{
+    line[strcspn(line, "\n")] = '\0';
+    char *c1 = strchr(line, ':');
+    char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c2)
+        return false;
+    *c1 = *c2 = '\0';
+    const char *controllers = c1 + 1;
+    bool match = q->version == CGROUP_V2 ? strcmp(line, "0") == 0 && !*controllers
+                                         : cgroup_has_token(controllers, q->v1_ctl);
+    if (!match || strlen(c2 + 1) >= q->cap)
+        return false;
+    strcpy(q->own, c2 + 1);
+    return true;
 }
 
 /* This process's own cgroup directory in a hierarchy (malloc'd), without
@@ -250,8 +256,9 @@ static int cgroup_own_path(int version, const char *v1_ctl, char *out, size_t ca
 static char *cgroup_own_dir(int version, const char *v1_ctl)
 {
     char mnt[PATH_MAX], root[PATH_MAX], own[PATH_MAX];
-    if (cgroup_find_mount(version, v1_ctl, mnt, root, sizeof mnt) != 0 ||
-        cgroup_own_path(version, v1_ctl, own, sizeof own) != 0)
+    cgroup_query q = { .version = version, .v1_ctl = v1_ctl, .mnt = mnt, .root = root, .own = own, .cap = PATH_MAX };
+    if (cgroup_scan("/proc/self/mountinfo", cgroup_mount_line, &q) != 0 ||
+        cgroup_scan("/proc/self/cgroup", cgroup_own_line, &q) != 0)
         return NULL;
     /* inside a cgroup namespace the mount root and our path may share a
      * prefix that the mount point already stands for */

@@ -22,14 +22,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "http.h"
 #include "loop.h"
 
 typedef struct sk_ws sk_ws;
 
-typedef struct sk_ws_header {
-    const char *name;
-    const char *value;
-} sk_ws_header;
+/* A header of the handshake: a name and a value, as an HTTP request's. */
+typedef sk_http_header sk_ws_header;
 
 typedef struct sk_ws_opts {
     const char *url;             /* ws://host[:port][/path[?query]] or wss://... */

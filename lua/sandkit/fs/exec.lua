@@ -22,7 +22,6 @@ local M = {}
 local PIECE = 8 * 1024 * 1024
 -- Reads go in larger pieces (one command each).
 local READ_PIECE = 64 * 1024 * 1024
-local PIECE_TIMEOUT_MS = 600000
 
 local PRELUDE = [[e(){ printf 'sandkit-fs: %s %s\n' "$1" "$2" >&2; exit 3; }; ]]
 
@@ -122,8 +121,8 @@ function Backend:start(name, args, paths, opts)
   for _, a in ipairs(args) do line = line .. " " .. core.quote(a) end
   opts = opts or {}
   -- a piece that never finishes (a stalled stream) must not hang the
-  -- caller: the sandbox's own command timeout, else PIECE_TIMEOUT_MS
-  opts.timeout = self.options.timeout or PIECE_TIMEOUT_MS
+  -- caller: the sandbox's own command timeout, else fs's default
+  opts.timeout = self.options.timeout or fs.DEFAULT_OP_TIMEOUT_MS
   local stderr = {}
   if opts.capture == false then
     -- output is streamed, not kept: keep stderr (the failure report) here

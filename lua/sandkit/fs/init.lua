@@ -14,6 +14,11 @@ local M = {}
 --- read_file's default max_bytes (64 MiB, as exec's max_output_bytes).
 M.DEFAULT_MAX_READ_BYTES = 64 * 1024 * 1024
 
+--- A bound on one operation of a sandbox's files (a piece of a read or
+-- write, a listing) when the sandbox sets no command timeout: a stalled
+-- stream must not hang the caller.
+M.DEFAULT_OP_TIMEOUT_MS = 600000
+
 local Filesystem = { __name = "sandkit.Filesystem" }
 Filesystem.__index = Filesystem
 

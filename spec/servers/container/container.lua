@@ -215,6 +215,16 @@ local function not_found_get(id)
   fail(cz("notFound", "get failed: container " .. id .. " not found"))
 end
 
+-- A launched container's state: running since now, and stored.
+local function mark_running(c, st)
+  st.status = "running"
+  st.startedDate = os.time()
+  c.st = st
+  c.emu.started_once = true
+  store:save_emu(c)
+  store:save_state(c)
+end
+
 function cmd.run(p)
   local o = p.opts
   if o.tty then unsupported("--tty") end
@@ -365,12 +375,7 @@ function cmd.run(p)
     end
     boot_failure(cz("internalError", "failed to bootstrap container", detail))
   end
-  st.status = "running"
-  st.startedDate = os.time()
-  c.st = st
-  c.emu.started_once = true
-  store:save_emu(c)
-  store:save_state(c)
+  mark_running(c, st)
   if o.cidfile and o.cidfile ~= "" then host.write_file(o.cidfile, id) end
   out(id .. "\n")
 end
@@ -462,12 +467,7 @@ local function launch_existing(c)
       or ("working directory " .. c.cfg.initProcess.workingDirectory .. " is not a directory")
     fail(cz("internalError", "failed to bootstrap container", cause))
   end
-  st.status = "running"
-  st.startedDate = os.time()
-  c.st = st
-  c.emu.started_once = true
-  store:save_emu(c)
-  store:save_state(c)
+  mark_running(c, st)
 end
 
 function cmd.start(p)

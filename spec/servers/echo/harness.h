@@ -1,6 +1,7 @@
 /* C-side helpers for tests that drive this server (spec/c/http_test.c,
- * spec/c/ws_test.c): start/stop server.mjs, TAP output, loop helpers, and
- * admin requests through sk_http. Header-only; include once per test. */
+ * spec/c/ws_test.c, spec/c/h2c_fault_test.c): start/stop server.mjs, TAP
+ * output, loop helpers, an sk_http call's record, and admin requests
+ * through sk_http. Header-only; include once per test. */
 #ifndef SK_ECHO_HARNESS_H
 #define SK_ECHO_HARNESS_H
 
@@ -19,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "http.h"
 #include "loop.h"
 
@@ -103,6 +105,15 @@ static int echo_start_tap(echo_server *s)
     return -1;
 }
 
+/* The start of a test program with one server and one loop: SIGPIPE
+ * ignored (the tests write to peers that close), the server started, the
+ * loop made; NULL, a failed test reported, when the server does not start. */
+__attribute__((unused)) static sk_loop *echo_begin(echo_server *s)
+{
+    signal(SIGPIPE, SIG_IGN);
+    return echo_start_tap(s) == 0 ? sk_loop_new() : NULL;
+}
+
 static void echo_stop(echo_server *s)
 {
     if (s->pid <= 0)
@@ -143,6 +154,40 @@ static int closed_port(void)
     getsockname(fd, (struct sockaddr *)&a, &len);
     close(fd);
     return ntohs(a.sin_port);
+}
+
+/* ---- an sk_http call, as http_test.c and h2c_fault_test.c record it ---------- */
+
+typedef struct call {
+    sk_http *req;
+    int done, heads, datas, trailer_calls;
+    int head_status;
+    bool data_before_head;
+    int cancel_after_datas; /* > 0: cancel itself in the Nth data callback */
+    sk_http_err err;
+    int status, http_version, curl_code;
+    long connects;
+    char error[1024];
+    sk_buf body;
+    char grpc_status_trailer[16], grpc_status_header[16], grpc_message[64], ctype[64];
+    size_t n_trailers;
+    double t_start, t_end;
+} call;
+
+/* The call's end, from its done callback: the result's fields (its error
+ * text copied: the result lives only in the callback), when, done counted. */
+__attribute__((unused)) static void call_end(call *c, const sk_http_result *r)
+{
+    c->done++;
+    c->req = NULL;
+    c->t_end = sk_now_ms();
+    c->err = r->err;
+    c->status = r->status;
+    c->http_version = r->http_version;
+    c->curl_code = r->curl_code;
+    c->connects = r->connects;
+    c->n_trailers = r->n_trailers;
+    snprintf(c->error, sizeof c->error, "%s", r->error ? r->error : "");
 }
 
 /* ---- blocking admin requests over sk_http ----------------------------------- */

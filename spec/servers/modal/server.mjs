@@ -28,10 +28,11 @@ import protoLoader from '@grpc/proto-loader';
 import {
   checkLauncher, findExecutable, launchArgv, prepareRoot, removeSandboxDir, startView, stopSpare, stopView, unlockOverlayWork,
 } from './view.mjs';
+import { echoEncode } from '../shared/echo_encode.mjs';
 
 const execFileP = promisify(execFile);
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const PROTO = path.resolve(HERE, '../../../src/core/providers/modal/modal.proto');
+const PROTO = path.resolve(HERE, '../../../src/core/providers/modal/third_party/modal.proto');
 const Status = grpc.status;
 
 // ------------------------------------------------------------------ flags --
@@ -210,34 +211,7 @@ function applyFaults(body) {
 // A careless server's error message: {token_id:<enc>}, {token_secret:<enc>},
 // {auth_token:<enc>}, {router_jwt:<enc>} and {request:<enc>} placeholders
 // become the caller's credentials, tokens or request (as JSON), in the
-// encoding named (raw, json_slash, json_u,
-// percent, percent_lower, form, base64, base64url).
-function echoEncode(v, encoding) {
-  const bytes = Buffer.from(v, 'utf8');
-  const pct = (lower, form) => [...bytes].map((b) => {
-    const c = String.fromCharCode(b);
-    if (/[A-Za-z0-9_.~-]/.test(c)) return c;
-    if (form && c === ' ') return '+';
-    const h = b.toString(16).padStart(2, '0');
-    return `%${lower ? h : h.toUpperCase()}`;
-  }).join('');
-  switch (encoding) {
-    case 'raw': return v;
-    case 'json_slash': return JSON.stringify(v).slice(1, -1).replaceAll('/', '\\/');
-    case 'json_u': return [...v].map((ch) => {
-      let out = '';
-      for (let i = 0; i < ch.length; i++) out += `\\u${ch.charCodeAt(i).toString(16).padStart(4, '0').toUpperCase()}`;
-      return out;
-    }).join('');
-    case 'percent': return pct(false, false);
-    case 'percent_lower': return pct(true, false);
-    case 'form': return pct(false, true);
-    case 'base64': return bytes.toString('base64');
-    case 'base64url': return bytes.toString('base64url');
-    default: throw new Error(`unknown echo encoding ${encoding}`);
-  }
-}
-
+// encoding named (../shared/echo_encode.mjs).
 function echoMessage(message, call) {
   return message.replace(/\{(token_id|token_secret|auth_token|router_jwt|request):([a-z_0-9]+)\}/g, (_, what, enc) => {
     let v;

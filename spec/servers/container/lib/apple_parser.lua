@@ -160,44 +160,47 @@ local function parse_labels(list)
   return labels
 end
 
-local function parse_publish(list)
-  local ports = json.array()
-  for _, spec in ipairs(list or {}) do
-    local body, proto = spec:match("^(.-)/(%a+)$")
-    body, proto = body or spec, proto or "tcp"
-    if proto ~= "tcp" and proto ~= "udp" then fail(cz("invalidArgument", "invalid publish protocol: " .. proto)) end
-    local parts = {}
-    for p in (body .. ":"):gmatch("([^:]*):") do parts[#parts + 1] = p end
-    local addr, hp, cp
-    if #parts == 2 then addr, hp, cp = "0.0.0.0", parts[1], parts[2]
-    elseif #parts == 3 then addr, hp, cp = parts[1], parts[2], parts[3]
-    else fail(cz("invalidArgument", "invalid publish value: " .. spec)) end
-    local hlo, hhi = hp:match("^(%d+)%-?(%d*)$")
-    local clo, chi = cp:match("^(%d+)%-?(%d*)$")
-    if not hlo then fail(cz("invalidArgument", "invalid publish host port: " .. hp)) end
-    if not clo then fail(cz("invalidArgument", "invalid publish container port: " .. cp)) end
-    local count = (tonumber(hhi) or tonumber(hlo)) - tonumber(hlo) + 1
-    local ccount = (tonumber(chi) or tonumber(clo)) - tonumber(clo) + 1
-    if count ~= ccount then
-      fail(cz("invalidArgument", "publish host and container port counts are not equal: " .. hp .. ":" .. cp))
-    end
-    ports[#ports + 1] = { hostAddress = addr, hostPort = tonumber(hlo), containerPort = tonumber(clo),
-      proto = proto, count = count }
-  end
-  return ports
+-- The json array of parse_one(spec) for each value of a repeated flag.
+local function each_spec(list, parse_one)
+  local out = json.array()
+  for _, spec in ipairs(list or {}) do out[#out + 1] = parse_one(spec) end
+  return out
 end
 
-local function parse_sockets(list)
-  local socks = json.array()
-  for _, spec in ipairs(list or {}) do
-    local h, c = spec:match("^([^:]*):(.*)$")
-    if not h then fail(cz("invalidArgument", "invalid publish-socket format " .. spec)) end
-    if h == "" then fail(cz("invalidArgument", "host socket path cannot be empty")) end
-    if c == "" then fail(cz("invalidArgument", "container socket path cannot be empty")) end
-    socks[#socks + 1] = { hostPath = h, containerPath = c }
+-- --publish [addr:]host[-range]:container[-range][/proto]
+local function parse_port(spec)
+  local body, proto = spec:match("^(.-)/(%a+)$")
+  body, proto = body or spec, proto or "tcp"
+  if proto ~= "tcp" and proto ~= "udp" then fail(cz("invalidArgument", "invalid publish protocol: " .. proto)) end
+  local parts = {}
+  for p in (body .. ":"):gmatch("([^:]*):") do parts[#parts + 1] = p end
+  local addr, hp, cp
+  if #parts == 2 then addr, hp, cp = "0.0.0.0", parts[1], parts[2]
+  elseif #parts == 3 then addr, hp, cp = parts[1], parts[2], parts[3]
+  else fail(cz("invalidArgument", "invalid publish value: " .. spec)) end
+  local hlo, hhi = hp:match("^(%d+)%-?(%d*)$")
+  local clo, chi = cp:match("^(%d+)%-?(%d*)$")
+  if not hlo then fail(cz("invalidArgument", "invalid publish host port: " .. hp)) end
+  if not clo then fail(cz("invalidArgument", "invalid publish container port: " .. cp)) end
+  local count = (tonumber(hhi) or tonumber(hlo)) - tonumber(hlo) + 1
+  local ccount = (tonumber(chi) or tonumber(clo)) - tonumber(clo) + 1
+  if count ~= ccount then
+    fail(cz("invalidArgument", "publish host and container port counts are not equal: " .. hp .. ":" .. cp))
   end
-  return socks
+  return { hostAddress = addr, hostPort = tonumber(hlo), containerPort = tonumber(clo), proto = proto, count = count }
 end
+
+-- --publish-socket host_path:container_path
+local function parse_socket(spec)
+  local h, c = spec:match("^([^:]*):(.*)$")
+  if not h then fail(cz("invalidArgument", "invalid publish-socket format " .. spec)) end
+  if h == "" then fail(cz("invalidArgument", "host socket path cannot be empty")) end
+  if c == "" then fail(cz("invalidArgument", "container socket path cannot be empty")) end
+  return { hostPath = h, containerPath = c }
+end
+
+local function parse_publish(list) return each_spec(list, parse_port) end
+local function parse_sockets(list) return each_spec(list, parse_socket) end
 
 local function absolute(path)
   if path:sub(1, 1) == "/" then return path end

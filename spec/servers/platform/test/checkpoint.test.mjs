@@ -1,19 +1,10 @@
 // Id-keyed checkpoints (S7/S8) and idle GC:
 // docs/protocols/platform.md §4.2, §4.3, §4.6 and §4.8.
-import { after, afterEach, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, waitFor } from './harness.mjs';
+import { fileServer, waitFor } from './harness.mjs';
 
-let srv;
-before(async () => {
-  srv = await startServer();
-});
-after(async () => {
-  await srv.stop();
-});
-afterEach(async () => {
-  await srv.admin('POST', 'reset');
-});
+const srv = fileServer([], { reset: true });
 
 const checkpoint = (id, key) => srv.api('POST', `/sandbox/${id}/checkpoint`, { json: { id: key } });
 const dropCheckpoint = (id, key) => srv.api('DELETE', `/sandbox/${id}/checkpoint`, { json: { id: key } });

@@ -1,18 +1,12 @@
 // Exec WebSocket (docs/protocols/platform.md §3.2, §3.3, §3.4): subprotocol JWT auth, init_exec,
 // stdin_close, tagged binary output, the exit frame, the client's close.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import { execWs, startServer, waitFor, wsEntries } from './harness.mjs';
+import { execWs, fileServer, waitFor, wsEntries } from './harness.mjs';
 
-let srv;
-before(async () => {
-  srv = await startServer(['--exit-close-grace-ms', '200']);
-});
-after(async () => {
-  await srv.stop();
-});
+const srv = fileServer(['--exit-close-grace-ms', '200']);
 
 async function lastWs() {
   return waitFor(async () => {

@@ -1,19 +1,10 @@
 // Every fault switch, at runtime (POST /__admin/faults) and from start flags,
 // plus the pinned retry scenarios (docs/protocols/platform.md §3.5).
-import { after, afterEach, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DirectExecClient, execWs, startServer, waitFor, wsEntries } from './harness.mjs';
+import { DirectExecClient, execWs, fileServer, startServer, waitFor, wsEntries } from './harness.mjs';
 
-let srv;
-before(async () => {
-  srv = await startServer(['--exit-close-grace-ms', '200']);
-});
-after(async () => {
-  await srv.stop();
-});
-afterEach(async () => {
-  await srv.admin('POST', 'reset');
-});
+const srv = fileServer(['--exit-close-grace-ms', '200'], { reset: true });
 
 describe('admin API', () => {
   test('invalid fault documents are rejected with 400', async () => {

@@ -1,18 +1,9 @@
 // Bucket filesystem routes (docs/platform-filesystem.md).
-import { after, afterEach, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer } from './harness.mjs';
+import { fileServer } from './harness.mjs';
 
-let srv;
-before(async () => {
-  srv = await startServer();
-});
-after(async () => {
-  await srv.stop();
-});
-afterEach(async () => {
-  await srv.admin('POST', 'reset');
-});
+const srv = fileServer([], { reset: true });
 
 const fs = (method, key, opts) => srv.api(method, `/fs/dev-bucket/${key}`, opts);
 

@@ -2,6 +2,7 @@
 // stdout line `LISTENING <port>`, stdin kept open), and small clients for the
 // REST routes and the exec WebSocket written from the spec text.
 import { spawn } from 'node:child_process';
+import { after, afterEach, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import WebSocket from 'ws';
@@ -10,6 +11,26 @@ export const SERVER = path.join(path.dirname(fileURLToPath(import.meta.url)), '.
 export const TOKEN = 'test-token';
 export const PROJECT = 'proj_123';
 const BOUND_MS = 15_000; // anti-hang bound for every wait below
+
+// The server a test file shares: started (with args) before its tests,
+// reset after each one when reset is set, stopped after them all. The
+// object returned stands for it once it has started.
+export function fileServer(args = [], { reset = false } = {}) {
+  let srv;
+  before(async () => {
+    srv = await startServer(args);
+  });
+  after(async () => {
+    await srv.stop();
+  });
+  if (reset) afterEach(() => srv.admin('POST', 'reset'));
+  return new Proxy({}, {
+    get(_, key) {
+      const v = srv[key];
+      return typeof v === 'function' ? v.bind(srv) : v;
+    },
+  });
+}
 
 export async function startServer(args = [], { env } = {}) {
   const proc = spawn(process.execPath, [SERVER, '--port', '0', '--quiet', ...args], {

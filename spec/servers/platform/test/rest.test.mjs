@@ -1,16 +1,10 @@
 // REST control plane (docs/protocols/platform.md §2): prefix, bearer auth, shapes, status codes,
 // structured error bodies.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PROJECT, api, startServer } from './harness.mjs';
+import { api, fileServer, PROJECT, startServer } from './harness.mjs';
 
-let srv;
-before(async () => {
-  srv = await startServer();
-});
-after(async () => {
-  await srv.stop();
-});
+const srv = fileServer();
 
 function assertError(r, status, type) {
   assert.equal(r.status, status, r.text);

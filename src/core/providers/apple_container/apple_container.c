@@ -96,11 +96,9 @@ static sk_error *ac_error(const ac_op *op, const ac_strv *argv, int exit_code, c
 static sk_error *ac_error(const ac_op *op, const ac_strv *argv, int exit_code, const char *out, size_t out_len,
                           const char *err, size_t err_len, const char *fmt, ...)
 {
-    char *msg = NULL;
     va_list ap;
     va_start(ap, fmt);
-    if (vasprintf(&msg, fmt, ap) < 0)
-        msg = NULL;
+    char *msg = sk_ac_vformat(fmt, ap);
     va_end(ap);
     json_t *fields = json_pack("{s:i,s:s,s:s}", "exit_code", exit_code, "sandbox_id", op->as->cfg.id,
                                "container_id", ac_cid(op->as));

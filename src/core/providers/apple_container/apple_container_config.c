@@ -41,15 +41,19 @@ static void strv_take(ac_strv *a, char *s)
     a->v[a->n] = NULL;
 }
 
+char *sk_ac_vformat(const char *fmt, va_list ap)
+{
+    char *s = NULL;
+    return vasprintf(&s, fmt, ap) < 0 ? NULL : s;
+}
+
 void sk_ac_strv_push(ac_strv *a, const char *s) { strv_take(a, strdup(s)); }
 
 void sk_ac_strv_pushf(ac_strv *a, const char *fmt, ...)
 {
-    char *s = NULL;
     va_list ap;
     va_start(ap, fmt);
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
+    char *s = sk_ac_vformat(fmt, ap);
     va_end(ap);
     strv_take(a, s);
 }
@@ -285,11 +289,9 @@ static sk_error *config_error(const char *key, const char *fmt, ...) __attribute
 
 static sk_error *config_error(const char *key, const char *fmt, ...)
 {
-    char *msg = NULL;
     va_list ap;
     va_start(ap, fmt);
-    if (vasprintf(&msg, fmt, ap) < 0)
-        msg = NULL;
+    char *msg = sk_ac_vformat(fmt, ap);
     va_end(ap);
     sk_error *e = sk_error_new(SK_ERR_CONFIG, json_pack("{s:s,s:s}", "provider", "apple-container", "key", key),
                                "%s", msg ? msg : "invalid option");

@@ -4,6 +4,7 @@
 #ifndef SK_APPLE_CONTAINER_CONFIG_H
 #define SK_APPLE_CONTAINER_CONFIG_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <jansson.h>
 #include "../../buf.h"
@@ -21,6 +22,8 @@ typedef struct ac_strv {
     bool failed; /* ENOMEM on some push */
 } ac_strv;
 
+/* fmt with ap, malloc'd; NULL when out of memory. */
+char *sk_ac_vformat(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 void sk_ac_strv_push(ac_strv *a, const char *s);
 void sk_ac_strv_pushf(ac_strv *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sk_ac_strv_free(ac_strv *a);

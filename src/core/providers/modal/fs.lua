@@ -20,7 +20,6 @@ local M = {}
 -- batches of about 1 MiB, far below the response size limit.
 local READ_PIECE = 16 * 1024 * 1024
 local WRITE_PIECE = 8 * 1024 * 1024
-local OP_TIMEOUT_MS = 600000
 -- SystemErrorCode values (errno numbers)
 local ENOENT, EACCES, ENOTDIR, EISDIR, EPERM = 2, 13, 20, 21, 1
 
@@ -31,7 +30,7 @@ local Backend = {}
 function Backend:start(o, on_data, body)
   local ok, err = self.sb:ensure_running()
   if not ok then return nil, err end
-  o.timeout_ms = self.options.timeout or OP_TIMEOUT_MS
+  o.timeout_ms = self.options.timeout or fs.DEFAULT_OP_TIMEOUT_MS
   local rec = scheduler.record(function(r, kind, stream, data)
     if kind == "output" and stream == 0 then
       r.fd = data

@@ -371,6 +371,17 @@ static int toml_string_char(toml *t, sk_buf *b)
     return 0;
 }
 
+/* One character of a string's body, or an escape in a basic (q '"') one,
+ * appended. */
+static int toml_string_piece(toml *t, sk_buf *b, char q)
+{
+    if (*t->p == '\\' && q == '"') {
+        t->p++;
+        return toml_escape(t, b);
+    }
+    return toml_string_char(t, b);
+}
+
 /* A closing run of quotes in a multi-line string: 3 to 5 quote characters
  * end it, the extra ones belonging to the content. Returns 1 when the
  * string ended, 0 when the quotes were content. */
@@ -434,12 +445,8 @@ static int toml_ml_string(toml *t, sk_buf *b, char q)
                 }
                 continue;
             }
-            t->p++;
-            if (toml_escape(t, b) != 0)
-                return -1;
-            continue;
         }
-        if (toml_string_char(t, b) != 0)
+        if (toml_string_piece(t, b, q) != 0)
             return -1;
     }
 }
@@ -464,13 +471,7 @@ static int toml_string(toml *t, sk_buf *b, bool *multiline)
             t->p++;
             return 0;
         }
-        if (c == '\\' && q == '"') {
-            t->p++;
-            if (toml_escape(t, b) != 0)
-                return -1;
-            continue;
-        }
-        if (toml_string_char(t, b) != 0)
+        if (toml_string_piece(t, b, q) != 0)
             return -1;
     }
 }
@@ -922,6 +923,35 @@ static json_t *toml_value(toml *t)
     return v;
 }
 
+/* The table that all but the last of k's parts lead to from cur, for a
+ * dotted key (header false) or a [header]; the missing ones are made
+ * (TOML_DOTTED, TOML_IMPLICIT). NULL (failed) where a part names what such a
+ * key cannot enter. */
+static json_t *toml_descend(toml *t, json_t *cur, const toml_key *k, bool header)
+{
+    for (size_t i = 0; i + 1 < k->n; i++) {
+        json_t *child = json_object_getn(cur, k->part[i], k->len[i]);
+        if (!child) {
+            cur = toml_new_table(t, cur, k->part[i], k->len[i], header ? TOML_IMPLICIT : TOML_DOTTED);
+            if (!cur)
+                return NULL;
+            continue;
+        }
+        unsigned f = toml_flags(t, child);
+        if (header && json_is_array(child) && (f & TOML_AOT) && json_array_size(child) > 0) {
+            cur = json_array_get(child, json_array_size(child) - 1);
+        } else if (header ? json_is_object(child) && !(f & TOML_SEALED)
+                          : json_is_object(child) && !(f & (TOML_SEALED | TOML_HEADER)) &&
+                                (f & (TOML_DOTTED | TOML_IMPLICIT))) {
+            cur = child;
+        } else {
+            toml_fail(t, header ? "'%s' is not a table" : "cannot add keys to '%s' with a dotted key", k->part[i]);
+            return NULL;
+        }
+    }
+    return cur;
+}
+
 /* key = value into table; dotted keys create (or walk) sub-tables. */
 static int toml_keyval(toml *t, json_t *table)
 {
@@ -935,23 +965,9 @@ static int toml_keyval(toml *t, json_t *table)
     }
     t->p++;
     toml_ws(t);
-    json_t *cur = table;
-    for (size_t i = 0; i + 1 < k.n; i++) {
-        json_t *child = json_object_getn(cur, k.part[i], k.len[i]);
-        if (!child) {
-            cur = toml_new_table(t, cur, k.part[i], k.len[i], TOML_DOTTED);
-            if (!cur)
-                goto out;
-            continue;
-        }
-        unsigned f = toml_flags(t, child);
-        if (!json_is_object(child) || (f & (TOML_SEALED | TOML_HEADER)) ||
-            !(f & (TOML_DOTTED | TOML_IMPLICIT))) {
-            toml_fail(t, "cannot add keys to '%s' with a dotted key", k.part[i]);
-            goto out;
-        }
-        cur = child;
-    }
+    json_t *cur = toml_descend(t, table, &k, false);
+    if (!cur)
+        goto out;
     const char *last = k.part[k.n - 1];
     if (json_object_getn(cur, last, k.len[k.n - 1])) {
         toml_fail(t, "duplicate key '%s'", last);
@@ -984,25 +1000,9 @@ static json_t *toml_header(toml *t, json_t *root)
         goto out;
     }
     t->p += aot ? 2 : 1;
-    json_t *tbl = root;
-    for (size_t i = 0; i + 1 < k.n; i++) {
-        json_t *child = json_object_getn(tbl, k.part[i], k.len[i]);
-        if (!child) {
-            tbl = toml_new_table(t, tbl, k.part[i], k.len[i], TOML_IMPLICIT);
-            if (!tbl)
-                goto out;
-            continue;
-        }
-        unsigned f = toml_flags(t, child);
-        if (json_is_array(child) && (f & TOML_AOT) && json_array_size(child) > 0) {
-            tbl = json_array_get(child, json_array_size(child) - 1);
-        } else if (json_is_object(child) && !(f & TOML_SEALED)) {
-            tbl = child;
-        } else {
-            toml_fail(t, "'%s' is not a table", k.part[i]);
-            goto out;
-        }
-    }
+    json_t *tbl = toml_descend(t, root, &k, true);
+    if (!tbl)
+        goto out;
     const char *last = k.part[k.n - 1];
     size_t last_len = k.len[k.n - 1];
     json_t *child = json_object_getn(tbl, last, last_len);

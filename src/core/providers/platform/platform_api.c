@@ -463,6 +463,26 @@ static void call_on_done(sk_http *req, const sk_http_result *res, void *ud)
     call_free(c);
 }
 
+/* Completes rq as every request of the API goes: its shared headers (in
+ * shared) are the credentials (authorization, the acting user when set),
+ * then extra when given; its timeout, CA file and TLS verification are the
+ * API's. */
+static void api_complete(const platform_api *api, sk_http_request *rq, sk_http_header shared[3],
+                         const sk_http_header *extra)
+{
+    size_t n = 0;
+    shared[n++] = (sk_http_header){ "authorization", api->auth };
+    if (api->acting_user)
+        shared[n++] = (sk_http_header){ "x-acting-user-id", api->acting_user };
+    if (extra)
+        shared[n++] = *extra;
+    rq->shared_headers = shared;
+    rq->n_shared_headers = n;
+    rq->timeout_ms = api->timeout_ms;
+    rq->ca_file = api->ca_file;
+    rq->insecure_skip_verify = api->insecure;
+}
+
 platform_call *sk_platform_api_call(platform_api *api, const char *method, const char *path,
                                  const json_t *body, platform_call_cb cb, void *ud, sk_error **err)
 {
@@ -480,25 +500,16 @@ platform_call *sk_platform_api_call(platform_api *api, const char *method, const
         goto oom;
     c->cb = cb;
     c->ud = ud;
-    sk_http_header headers[3];
-    size_t nh = 0;
-    headers[nh++] = (sk_http_header){ "authorization", api->auth };
-    if (api->acting_user)
-        headers[nh++] = (sk_http_header){ "x-acting-user-id", api->acting_user };
-    /* no body (exec-lease): no content-type at all, not curl's form default */
-    headers[nh++] = (sk_http_header){ "content-type", payload ? "application/json" : NULL };
     sk_http_request rq = {
         .method = method,
         .url = url,
-        .headers = headers,
-        .n_headers = nh,
         .body = payload,
         .body_len = payload ? strlen(payload) : 0,
-        .timeout_ms = api->timeout_ms,
-        .ca_file = api->ca_file,
-        .insecure_skip_verify = api->insecure,
         .max_body_bytes = api->max_response_bytes,
     };
+    /* no body (exec-lease): no content-type at all, not curl's form default */
+    sk_http_header shared[3], ctype = { "content-type", payload ? "application/json" : NULL };
+    api_complete(api, &rq, shared, &ctype);
     static const sk_http_callbacks callbacks = { .done = call_on_done };
     const char *why = NULL;
     c->http = sk_http_start(api->loop, &rq, &callbacks, c, &why);
@@ -538,26 +549,18 @@ sk_http *sk_platform_api_request(platform_api *api, const char *method, const ch
         *why = "out of memory";
         return NULL;
     }
-    sk_http_header creds[2];
-    size_t nc = 0;
-    creds[nc++] = (sk_http_header){ "authorization", api->auth };
-    if (api->acting_user)
-        creds[nc++] = (sk_http_header){ "x-acting-user-id", api->acting_user };
     sk_http_request rq = {
         .method = method,
         .url = url,
         .headers = headers,
         .n_headers = n_headers,
-        .shared_headers = creds,
-        .n_shared_headers = nc,
         .body = body,
         .body_len = len,
         .body_borrowed = true,
-        .timeout_ms = api->timeout_ms,
-        .ca_file = api->ca_file,
-        .insecure_skip_verify = api->insecure,
         .recv_buffer_bytes = recv_buffer_bytes,
     };
+    sk_http_header shared[3];
+    api_complete(api, &rq, shared, NULL);
     sk_http *h = sk_http_start(api->loop, &rq, cb, ud, why);
     free(url);
     return h;
