@@ -8,7 +8,8 @@
  *
  * Today: Modal's Sandbox.open() file handles (modal_fs.c, on a sandbox)
  * and Platform's bucket routes (platform_fs.c, PlatformFilesystem, on a
- * bucket standing alone). An operation is described by a JSON object
+ * bucket standing alone), and Docker's Engine API calls for its Lua
+ * methods (docker_ops.c: not files, but the same shape). An operation is described by a JSON object
  * whose keys the provider defines and documents beside its ops.
  *
  * Callbacks run from the loop, never from inside start. */

@@ -479,4 +479,6 @@ const sk_provider sk_provider_docker = {
     .metadata = dk_metadata,
     .instructions = dk_instructions,
     .free = dk_free,
+    /* not files: the Engine API calls of its Lua methods (docker_ops.c) */
+    .fs = &sk_dk_ops,
 };
