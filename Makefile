@@ -3,6 +3,17 @@
 
 CC ?= cc
 LUA ?= lua5.4
+# LUA_VERSION=5.1, 5.3 or 5.4 picks lua<version>; LUA=luajit, LuaJIT. build/
+# is 5.4's; another interpreter's binding is built in build-<lua>/, its
+# `sandkit` command in build-<lua>/bin/ (mk/lua.mk).
+ifneq ($(LUA_VERSION),)
+LUA := lua$(LUA_VERSION)
+endif
+LUA_NAME = $(notdir $(LUA))
+LUA_BUILD = $(if $(filter lua5.4 lua,$(LUA_NAME)),build,build-$(LUA_NAME))
+LUA_BIN_DIR = $(if $(filter build,$(LUA_BUILD)),bin,$(LUA_BUILD)/bin)
+# The Lua version luarocks installs for: LuaJIT's is 5.1.
+LUA_ABI = $(if $(filter luajit,$(LUA_NAME)),5.1,$(or $(patsubst lua%,%,$(filter lua5.%,$(LUA_NAME))),5.4))
 # Homebrew's Lua 5.4 has lua.pc (Debian: lua5.4.pc).
 LUA_PC := $(shell pkg-config --exists lua5.4 2>/dev/null && echo lua5.4 || echo lua)
 PKGS := libuv libcurl jansson libwebsockets libcrypto $(LUA_PC)
@@ -36,7 +47,7 @@ TEST_PREP :=
 
 .PHONY: all deps test demo docs clean check-deps spec-c npm-deps rock env
 
-all: build/sandkit/core.so build/libsandkit_core.a
+all: $(LUA_BUILD)/sandkit/core.so build/libsandkit_core.a $(if $(filter bin,$(LUA_BIN_DIR)),,$(LUA_BIN_DIR)/sandkit)
 
 include $(wildcard mk/*.mk)
 
@@ -93,8 +104,8 @@ test: deps
 
 demo: deps
 	@$(MAKE) --no-print-directory all
-	@LUA_CPATH='build/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;' $(LUA) examples/demo.lua
-	@echo 'To use this build from your own scripts and shell: eval "$$(make -s env)"'
+	@LUA_CPATH='$(LUA_BUILD)/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;' $(LUA) examples/demo.lua
+	@echo 'To use this build from your own scripts and shell: eval "$$(make -s env$(if $(filter build,$(LUA_BUILD)),, LUA=$(LUA)))"'
 
 # An alias: every generated block, the docs' included (mk/generated.mk).
 docs: generated
@@ -106,8 +117,8 @@ env: all
 	$(if $(findstring ',$(CURDIR)),$(error make env: the clone's path contains a single quote))
 	@printf '%s\n' \
 	  "export LUA_PATH='$(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;'\"\$${LUA_PATH:-;}\"" \
-	  "export LUA_CPATH='$(CURDIR)/build/?.so;'\"\$${LUA_CPATH:-;}\"" \
-	  "export PATH='$(CURDIR)/bin:'\"\$$PATH\""
+	  "export LUA_CPATH='$(CURDIR)/$(LUA_BUILD)/?.so;'\"\$${LUA_CPATH:-;}\"" \
+	  "export PATH='$(CURDIR)/$(LUA_BIN_DIR):'\"\$$PATH\""
 
 # Installs the rock, built in a copy of the sources (build/rock-src) so that
 # no object file or core.so lands in the tree. LUAROCKS_FLAGS picks the tree:
@@ -118,7 +129,7 @@ LUAROCKS_FLAGS ?=
 # runs no generator): made first, and copied with the sources.
 rock: deps $(MODAL_PB)
 	rm -rf build/rock-src && mkdir -p build/rock-src/build && cp -R src lua bin rockspec docs examples LICENSE build/rock-src/ && cp -R build/gen build/rock-src/build/
-	cd build/rock-src && luarocks --lua-version=5.4 $(LUAROCKS_FLAGS) make --deps-mode=none rockspec/sandkit-scm-1.rockspec CFLAGS="-O2 -fPIC -std=c11 -fvisibility=hidden"
+	cd build/rock-src && luarocks --lua-version=$(LUA_ABI) $(LUAROCKS_FLAGS) make --deps-mode=none rockspec/sandkit-scm-1.rockspec CFLAGS="-O2 -fPIC -std=c11 -fvisibility=hidden"
 
 clean:
 	rm -rf build

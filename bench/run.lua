@@ -13,14 +13,25 @@
 
 -- ---- paths -----------------------------------------------------------------
 
+local unpack = table.unpack or unpack -- lua_subset: feature-tested (5.1's global)
+
 local function shell_quote(s)
   return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
 end
 
+-- Output, success and exit code of a shell command. Lua 5.1 and LuaJIT
+-- return no exit code from close: there the command prints it after its
+-- output, behind a byte the output does not hold.
+local close_gives_code = select(3, io.popen("exit 3"):close()) == 3
 local function read_cmd(cmd)
-  local f = assert(io.popen(cmd, "r"))
-  local out = f:read("a")
+  local f = assert(io.popen(close_gives_code and cmd or "(" .. cmd .. "\n); printf '\1%d' $?", "r"))
+  local out = f:read("*a")
   local ok, _, code = f:close()
+  if not close_gives_code then
+    out, code = out:match("^(.*)\1(%d+)$")
+    code = tonumber(code)
+    ok = code == 0 or nil
+  end
   return out, ok, code
 end
 
@@ -34,7 +45,10 @@ end
 
 local ROOT = find_root()
 package.path = table.concat({ ROOT .. "/lua/?.lua", ROOT .. "/lua/?/init.lua", package.path }, ";")
-package.cpath = table.concat({ ROOT .. "/build/?.so", ROOT .. "/build/bench/?.so", package.cpath }, ";")
+-- build/ is Lua 5.4's; LuaJIT's, 5.1's and 5.3's are build-<lua>/ (mk/lua.mk)
+local V = _VERSION:match("%d+%.%d+")
+local LUA_BUILD = ROOT .. "/" .. (rawget(_G, "jit") and "build-luajit" or V ~= "5.4" and "build-lua" .. V or "build")
+package.cpath = table.concat({ LUA_BUILD .. "/?.so", LUA_BUILD .. "/bench/?.so", package.cpath }, ";")
 local FLOOR_DIR = ROOT .. "/build/bench"
 local LUA = arg[-1] or "lua5.4"
 
@@ -59,7 +73,7 @@ end
 local function proc_status_kb(field)
   local f = io.open("/proc/self/status", "r")
   if not f then return nil end
-  local text = f:read("a")
+  local text = f:read("*a")
   f:close()
   local v = text:match(field .. ":%s*(%d+)%s*kB")
   return v and tonumber(v)
@@ -195,8 +209,8 @@ local function median(xs)
   table.sort(s)
   local n = #s
   if n == 0 then return nil end
-  if n % 2 == 1 then return s[(n + 1) // 2] end
-  return (s[n // 2] + s[n // 2 + 1]) / 2
+  if n % 2 == 1 then return s[(n + 1) / 2] end
+  return (s[n / 2] + s[n / 2 + 1]) / 2
 end
 
 local function percentile(xs, p)
@@ -329,7 +343,7 @@ local function child_main(kind, a1, a2, a3, a4)
       peak_reset = reset, retained = retained,
     }), "\n")
   elseif kind == "objects" then
-    local n = math.tointeger(tonumber(a1))
+    local n = tonumber(a1)
     local workdir = a2
     -- the first object pays for one-time set-up (the loop, metatables)
     local keep = { sk.LocalSandbox({ working_directory = workdir }) }
@@ -630,10 +644,9 @@ local function bwrap_argv_of(sb, command, tmpdir)
       argv[i], argv[i + 1] = by_path, argv[i + 2] == "/tmp" and tmpdir or argv[i + 2]
     end
   end
-  if io.popen("id -u"):read("l") == "0" then
+  if io.popen("id -u"):read("*l") == "0" then
     os.execute("chown 65534:65534 " .. shell_quote(tmpdir))
-    table.move(argv, 1, #argv, 6)
-    argv[1], argv[2], argv[3], argv[4], argv[5] = "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"
+    argv = { "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", unpack(argv) }
   end
   return argv
 end
@@ -797,7 +810,7 @@ local function platform_server()
   local stdin = assert(io.popen(("exec node %s --quiet > %s 2> %s"):format(
     shell_quote(ROOT .. "/spec/servers/platform/server.mjs"), shell_quote(fifo), shell_quote(dir .. "/log")), "w"))
   local ready = assert(io.open(fifo, "r"))
-  local port = (ready:read("l") or ""):match("^LISTENING (%d+)")
+  local port = (ready:read("*l") or ""):match("^LISTENING (%d+)")
   local function stop()
     stdin:close()
     ready:close()
@@ -883,7 +896,7 @@ rows[#rows + 1] = {
       if sb then sb:destroy() end
       local note = string.format("lease cached on both sides; p90 %s vs %s",
         #sk > 0 and fmt_us(percentile(sk, 0.9)) or "-", fmt_us(percentile(base, 0.9)))
-      local mib = size // 1048576
+      local mib = math.floor(size / 1048576)
       return {
         compare(string.format("platform exec (n=%d)", #base), sk, base, fmt_us, 1.3, note),
         compare_paired(string.format("platform exec, %d MiB stdout", mib), big_sk, big_base, fmt_ms, 1.3,
@@ -946,7 +959,7 @@ local function modal_server(extra, host, scheme)
     shell_quote(ROOT .. "/spec/servers/modal/server.mjs"), table.concat(flags, " "), shell_quote(fifo),
     shell_quote(dir .. "/log")), "w"))
   local ready = assert(io.open(fifo, "r"))
-  local first = ready:read("l") or ""
+  local first = ready:read("*l") or ""
   local port, admin = first:match("^LISTENING (%d+) ADMIN (%d+)")
   local function stop()
     stdin:close()
@@ -1087,7 +1100,7 @@ local function make_file(path, size)
   local t = {}
   for i = 0, 255 do t[#t + 1] = string.char(i) end
   local block = table.concat(t):rep(4096) -- 1 MiB
-  local data = block:rep(size // #block) .. block:sub(1, size % #block)
+  local data = block:rep(math.floor(size / #block)) .. block:sub(1, size % #block)
   local f = assert(io.open(path, "wb"))
   f:write(data)
   f:close()
@@ -1097,7 +1110,7 @@ end
 rows[#rows + 1] = {
   id = "fs_local", label = "local sb.fs 100 MiB", target = "≤ 1.3×",
   run = function(ctx)
-    local size = ctx.quick and (4 << 20) or (100 << 20)
+    local size = (ctx.quick and 4 or 100) * 1048576
     local rounds = ctx.quick and 1 or 5
     local dir = ctx.tmp .. "/fs_local"
     os.execute("mkdir -p " .. shell_quote(dir))
@@ -1110,7 +1123,7 @@ rows[#rows + 1] = {
       base[#base + 1] = (now() - t0) * 1000
     end, function()
       -- streamed both ways (the large-file path): 1 MiB chunks in and out
-      local block, left = data:sub(1, 1 << 20), size
+      local block, left = data:sub(1, 1048576), size
       local t0 = now()
       check(sb.fs:write_file("copy.bin", function()
         if left <= 0 then return nil end
@@ -1134,10 +1147,10 @@ rows[#rows + 1] = {
       end
       sb:destroy()
     end
-    local mib = size >> 20
+    local mib = math.floor(size / 1048576)
     return {
       compare(("local sb.fs: write+read %d MiB streamed vs cp"):format(mib), sk, base, fmt_ms, 1.3,
-        "1 MiB chunks in (chunk source) and out (on_chunk); cp(1) copies file to file in the kernel"),
+        "1 MiB chunks in (chunk source), out as sb.fs reads them (on_chunk); cp(1) copies file to file in the kernel"),
       line(("local sb.fs: write+read %d MiB as whole strings"):format(mib), #whole > 0 and fmt_ms(median(whole)) or "pending",
         fmt_ms(median(base)), #whole > 0 and median(whole) / median(base) or nil, "info", "n/a",
         "the read allocates and fills a 100 MiB Lua string (twice the memory traffic)"),
@@ -1149,7 +1162,7 @@ rows[#rows + 1] = {
   id = "fs_platform", label = "PlatformFilesystem 100 MiB", target = "≤ 1.5×", remote = true,
   run = function(ctx)
     return platform_row(ctx, function(srv)
-      local size = ctx.quick and (4 << 20) or (100 << 20)
+      local size = (ctx.quick and 4 or 100) * 1048576
       -- 8 paired rounds: one round is ~0.5–3 s a side on the shared 2-core
       -- machine, and a burst of other load moves a single sample by half;
       -- the row is the median of per-round ratios (an even count, so each
@@ -1190,9 +1203,9 @@ rows[#rows + 1] = {
         return l
       end
       return {
-        compare_paired(("PlatformFilesystem: PUT+GET %d MiB vs curl"):format(size >> 20), sk, base, fmt_ms, 1.5,
+        compare_paired(("PlatformFilesystem: PUT+GET %d MiB vs curl"):format(math.floor(size / 1048576)), sk, base, fmt_ms, 1.5,
           ("median of %d per-round ratios (rounds alternate who goes first); curl reads/writes files, sandkit writes from and reads into memory (a %d MiB string: fresh pages curl never touches)"):format(
-            rounds, size >> 20)),
+            rounds, math.floor(size / 1048576))),
         part("  PUT alone", sk_put, base_put),
         part("  GET alone", sk_get, base_get),
         line("  client CPU per PUT+GET", #cpu_sk > 0 and fmt_ms(median(cpu_sk)) or "pending", "-", nil, "info",
@@ -1209,7 +1222,7 @@ rows[#rows + 1] = {
       local rounds, size = ctx.quick and 1 or 5, 10485760
       local sb = platform_sandbox(ctx, srv)
       local jwt = srv.lease(sb and sb:info().metadata.sandbox_id)
-      if sb then check(sb.fs:write_file("bench.bin", ("\0\1\2\255"):rep(size // 4))) end
+      if sb then check(sb.fs:write_file("bench.bin", ("\0\1\2\255"):rep(math.floor(size / 4)))) end
       local base, sk = {}, {}
       interleave({ sk = sb and ctx.sk }, rounds, function()
         local j = run_json(floor_cmd("floor_platform", { "bytes", srv.ws, jwt, 1, 1, size }))
@@ -1238,7 +1251,7 @@ rows[#rows + 1] = {
       if ctx.sk and provider_ids().modal then
         sb = ctx.sk.ModalSandbox({ server_url = srv.url, token_id = "ak-test", token_secret = "as-test" })
         check(sb:start())
-        check(sb.fs:write_file("bench.bin", ("\0\1\2\255"):rep(size // 4)))
+        check(sb.fs:write_file("bench.bin", ("\0\1\2\255"):rep(math.floor(size / 4))))
       end
       local sdk_cmd = ("MODAL_TOKEN_ID=ak-test MODAL_TOKEN_SECRET=as-test MODAL_LOGLEVEL=error node %s %s 1"):format(
         shell_quote(ROOT .. "/spec/servers/modal/bench_sdk.mjs"), shell_quote(srv.url))
@@ -1358,8 +1371,10 @@ for _, r in ipairs(docker.scale_rows) do scale.rows[#scale.rows + 1] = r end
 
 -- ---- table -----------------------------------------------------------------------
 
+-- Characters of UTF-8 text: the bytes that start one.
 local function display_width(s)
-  return utf8.len(s) or #s
+  local _, n = s:gsub("[^\128-\191]", "")
+  return n
 end
 
 local function pad(s, w)

@@ -44,7 +44,7 @@ return function(H)
         end
       end)
     end
-    local step = probe and math.max(1, n // 20) or math.huge
+    local step = probe and math.max(1, math.floor(n / 20)) or math.huge
     local left = n
     local t0 = now()
     for i = 1, n do
@@ -78,7 +78,7 @@ return function(H)
   function M.child(kind, n_arg, arg, mode)
     local probe = mode == "probe"
     local sk = assert(H.sandkit())
-    local n = math.tointeger(tonumber(n_arg))
+    local n = tonumber(n_arg)
     local soft, hard = H.raise_nofile()
     local sb, one, fl_template
     if kind == "local" then

@@ -507,6 +507,13 @@ function sandkit.spawn(fn, ...) end
 function sandkit.run() end
 ---@param seconds number
 function sandkit.sleep(seconds) end
+--- pcall from inside which a task may wait: Lua's pcall in LuaJIT and 5.2
+--- on; in Lua 5.1 (whose pcall cannot be yielded across) f runs in a
+--- coroutine of its own.
+---@param f function
+---@return boolean ok
+---@return any ...
+function sandkit.pcall(f, ...) end
 ---@param items (sandkit.Operation|sandkit.Task|fun(): any, any)[]
 ---@param opts? { concurrency?: integer, on_progress?: fun(done: integer, total: integer) }
 ---@return table results, table errors errors[i]: what item i failed with or raised

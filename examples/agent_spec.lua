@@ -25,7 +25,7 @@ end
 
 local function temp_dir()
   local p = assert(io.popen('mktemp -d "${TMPDIR:-/tmp}/sandkit-agent.XXXXXX"'))
-  local dir = p:read("l")
+  local dir = p:read("*l")
   p:close()
   return dir
 end
@@ -48,7 +48,7 @@ describe("the agent", function()
     assert.equal("hello", transcript[2].output)
     -- what it left behind is visible from the test, in the working directory
     local f = assert(io.open(dir .. "/note.txt"))
-    assert.equal("hello", f:read("a"))
+    assert.equal("hello", f:read("*a"))
     f:close()
   end)
 

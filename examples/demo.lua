@@ -33,7 +33,7 @@ BEGIN {
 
 local function temp_dir()
   local p = assert(io.popen('mktemp -d "${TMPDIR:-/tmp}/sandkit-demo.XXXXXX"'))
-  local dir = p:read("l")
+  local dir = p:read("*l")
   p:close()
   assert(dir and dir ~= "", "mktemp failed")
   return dir
@@ -57,8 +57,8 @@ local failures = 0
 -- One task per sandbox: while one waits for its process, the others run.
 for i, sb in ipairs(sandboxes) do
   sandkit.spawn(function()
-    local lo = (i - 1) * LIMIT // SANDBOXES
-    local hi = i * LIMIT // SANDBOXES
+    local lo = math.floor((i - 1) * LIMIT / SANDBOXES)
+    local hi = math.floor(i * LIMIT / SANDBOXES)
     local row = { i = i, lo = lo, hi = hi }
     rows[i] = row
     assert(sb:start())
@@ -88,7 +88,7 @@ print()
 print(("primes below %d: %d (expected %d) %s"):format(LIMIT, total, EXPECTED,
   total == EXPECTED and "- correct" or "- WRONG"))
 local nproc = io.popen("nproc 2>/dev/null")
-local cores = nproc and nproc:read("n") or 1
+local cores = nproc and nproc:read("*n") or 1
 if nproc then nproc:close() end
 print(("wall time %.0f ms; sum of per-sandbox times %.0f ms: on average %.1f commands overlapped")
   :format(wall, sum_ms, sum_ms / wall))

@@ -19,7 +19,7 @@ local FRAME = 1 / 60 -- seconds
 
 local function temp_dir()
   local p = assert(io.popen('mktemp -d "${TMPDIR:-/tmp}/sandkit-host.XXXXXX"'))
-  local dir = p:read("l")
+  local dir = p:read("*l")
   p:close()
   return assert(dir ~= "" and dir, "mktemp failed")
 end

@@ -15,7 +15,7 @@ local sandkit = require "sandkit"
 
 local function temp_dir()
   local p = assert(io.popen('mktemp -d "${TMPDIR:-/tmp}/sandkit-luv.XXXXXX"'))
-  local dir = p:read("l")
+  local dir = p:read("*l")
   p:close()
   return assert(dir ~= "" and dir, "mktemp failed")
 end

@@ -28,14 +28,14 @@ local function start_reference_server()
       "npm ci failed in spec/servers/platform (is npm installed?)")
   end
   local p = assert(io.popen('mktemp -d "${TMPDIR:-/tmp}/sandkit-platform.XXXXXX"'))
-  local dir = p:read("l")
+  local dir = p:read("*l")
   p:close()
   local fifo = dir .. "/ready"
   assert(os.execute("mkfifo " .. sh_quote(fifo)))
   local stdin = assert(io.popen(("exec node spec/servers/platform/server.mjs --quiet > %s 2> %s"):format(
     sh_quote(fifo), sh_quote(dir .. "/server.log")), "w"))
   local ready = assert(io.open(fifo, "r"))
-  local line = ready:read("l")
+  local line = ready:read("*l")
   local port = line and line:match("^LISTENING (%d+)")
   if not port then
     stdin:close()

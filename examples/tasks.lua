@@ -10,7 +10,7 @@ local now = require("sandkit.core").now -- monotonic clock, milliseconds
 local TASKS, SANDBOXES = 100, 4
 
 local p = assert(io.popen('mktemp -d "${TMPDIR:-/tmp}/sandkit-tasks.XXXXXX"'))
-local root = p:read("l")
+local root = p:read("*l")
 p:close()
 assert(root and root ~= "", "mktemp failed")
 

@@ -2,6 +2,7 @@
 -- Build and install from the project root (`make rock` does both):
 --   make build/gen/modal_pb.h    # Modal's tables, generated from modal.proto
 --   luarocks --lua-version=5.4 make --deps-mode=none rockspec/sandkit-scm-1.rockspec
+-- (--lua-version=5.1 for Lua 5.1 and LuaJIT, 5.3 for 5.3: `make rock LUA=luajit`)
 -- The sources and modules are listed one by one (a rockspec cannot glob):
 -- `make generated` writes the lists from the Makefile's, and
 -- spec/generated_spec.lua fails when they are stale.
@@ -19,15 +20,16 @@ source = {
 description = {
   summary = "Run commands in sandboxes (local, bubblewrap, containers, cloud) from Lua",
   detailed = [[
-sandkit is a Lua 5.4 module with a C core (libuv, libcurl, libwebsockets,
-jansson) that runs commands in sandboxes, one at a time or as a fleet, from
-plain scripts, coroutine tasks or a host program's event loop.
+sandkit is a Lua module (5.4, 5.3, 5.1 and LuaJIT 2.1) with a C core (libuv,
+libcurl, libwebsockets, jansson) that runs commands in sandboxes, one at a
+time or as a fleet, from plain scripts, coroutine tasks or a host program's
+event loop.
 It installs the `sandkit` command-line tool as well.]],
   license = "MIT",
 }
 
 dependencies = {
-  "lua >= 5.4, < 5.5",
+  "lua >= 5.1, < 5.5", -- 5.1 covers LuaJIT 2.1
 }
 
 -- Linux: only the libraries are checked (Debian keeps curl's headers under
@@ -131,6 +133,9 @@ build = {
         "src/core", "src/lua", "build/gen",
         "$(LIBUV_INCDIR)", "$(LIBCURL_INCDIR)", "$(JANSSON_INCDIR)",
         "$(LIBWEBSOCKETS_INCDIR)", "$(OPENSSL_INCDIR)",
+        -- compat-5.3.h for 5.1 and LuaJIT (lua-compat53-dev; Debian keeps it
+        -- with the Lua 5.1 headers, searched after LuaJIT's own)
+        "$(LUA_INCDIR)/../lua5.1",
       },
       libdirs = {
         "$(LIBUV_LIBDIR)", "$(LIBCURL_LIBDIR)", "$(JANSSON_LIBDIR)",
@@ -142,6 +147,7 @@ build = {
     ["sandkit"] = "lua/sandkit/init.lua",
     ["sandkit.cli"] = "lua/sandkit/cli.lua",
     ["sandkit.cli_cp"] = "lua/sandkit/cli_cp.lua",
+    ["sandkit.compat"] = "lua/sandkit/compat.lua",
     ["sandkit.errors"] = "lua/sandkit/errors.lua",
     ["sandkit.fleet"] = "lua/sandkit/fleet.lua",
     ["sandkit.fs"] = "lua/sandkit/fs/init.lua",

@@ -26,9 +26,11 @@ local function message_of(err)
   return tostring(err)
 end
 
+local function pack(...) return { n = select("#", ...), ... } end
+
 -- Runs fn; returns "ok" | "raised" | "failed" (nil, err) and the message.
 local function outcome(fn)
-  local res = table.pack(pcall(fn))
+  local res = pack(pcall(fn))
   if not res[1] then return "raised", message_of(res[2]) end
   if res[2] == nil and res.n >= 3 then return "failed", message_of(res[3]) end
   return "ok", nil, res[2]
@@ -55,7 +57,7 @@ local function accepts(t, v)
   for name in t:gmatch("[^|]+") do
     if name == "string" and type(v) == "string" then return true end
     if name == "number" and type(v) == "number" then return true end
-    if name == "integer" and math.type(v) == "integer" then return true end
+    if name == "integer" and type(v) == "number" and v == math.floor(v) then return true end
     if name == "boolean" and type(v) == "boolean" then return true end
     if name == "function" and type(v) == "function" then return true end
     if (name == "env" or name == "map" or name == "array" or name == "table") and type(v) == "table" then return true end

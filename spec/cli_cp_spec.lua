@@ -54,7 +54,7 @@ describe("sandkit cp", function()
     assert.equal(0, code, err)
     assert.equal("", err)
     f = assert(io.open(dir .. "/copied.bin", "rb"))
-    assert.equal(data, f:read("a"))
+    assert.equal(data, f:read("*a"))
     f:close()
   end)
 

@@ -28,11 +28,9 @@ local function sandkit(args, prefix, input)
   local f = assert(io.open(in_file, "wb"))
   f:write(input or "")
   f:close()
-  local cmd = ("cd %s && env %s TMPDIR=%s %s timeout -k 5 120 lua5.4 %s %s <%s 2>%s"):format(
-    q(scratch), ENV, q(scratch .. "/tmp"), prefix or "", q(BIN), table.concat(words, " "), q(in_file), q(err_file))
-  local p = assert(io.popen(cmd))
-  local out = p:read("a")
-  local _, _, code = p:close()
+  local cmd = ("cd %s && env %s TMPDIR=%s %s timeout -k 5 120 %s %s %s <%s 2>%s"):format(
+    q(scratch), ENV, q(scratch .. "/tmp"), prefix or "", child.LUA, q(BIN), table.concat(words, " "), q(in_file), q(err_file))
+  local out, code = capture(cmd)
   return code, out, slurp(err_file)
 end
 
@@ -94,13 +92,13 @@ describe("sandkit CLI", function()
       -- The command prints a line, then waits (bounded) for a file that the
       -- test creates only after reading that line from the pipe.
       local ws = scratch .. "/stream"
-      local cmd = ("cd %s && env %s lua5.4 %s exec --workdir %s -- %s"):format(q(scratch), ENV, q(BIN), q(ws),
+      local cmd = ("cd %s && env %s %s %s exec --workdir %s -- %s"):format(q(scratch), ENV, child.LUA, q(BIN), q(ws),
         q("echo first; i=0; while [ ! -e go ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; " ..
           "[ -e go ] && echo second-after-go || echo second-no-go"))
-      local p = assert(io.popen(cmd))
-      assert.are.equal("first", p:read("l"))
+      local p = sh.popen(cmd)
+      assert.are.equal("first", p:read("*l"))
       assert(io.open(ws .. "/go", "w")):close()
-      local second = p:read("l")
+      local second = p:read("*l")
       local _, _, code = p:close()
       assert.are.equal("second-after-go", second)
       assert.are.equal(0, code)
@@ -238,12 +236,12 @@ describe("sandkit CLI", function()
       local ws = scratch .. "/ws-int"
       local marker = ("sleep 60.%06d"):format(math.random(0, 999999)) -- unique in the process table
       local script = ([[
-        %s lua5.4 %s exec --workdir %s -- %s &
+        %s %s %s exec --workdir %s -- %s &
         pid=$!
         i=0; while [ ! -e %s ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done
         kill -INT $pid; wait $pid; echo "rc=$?"
         pgrep -f %s >/dev/null && echo leftover || echo clean
-      ]]):format(ENV, q(BIN), q(ws), q("touch started; exec " .. marker), q(ws .. "/started"),
+      ]]):format(ENV, child.LUA, q(BIN), q(ws), q("touch started; exec " .. marker), q(ws .. "/started"),
         q("^" .. marker:gsub("%.", "\\.") .. "$"))
       local out = capture("sh -c " .. q(script))
       assert.are.equal("rc=130\nclean\n", out)
@@ -309,12 +307,12 @@ describe("sandkit CLI", function()
     end)
 
     it("shows a live progress line only on a terminal", function()
-      if not os.execute("command -v script >/dev/null 2>&1") then
+      if not sh.ok("command -v script >/dev/null 2>&1") then
         pending("script(1) is not installed")
         return
       end
-      local inner = ("env %s TMPDIR=%s lua5.4 %s fleet 3 --concurrency 1 -- 'sleep 0.15'"):format(
-        ENV, q(scratch .. "/tmp"), q(BIN))
+      local inner = ("env %s TMPDIR=%s %s %s fleet 3 --concurrency 1 -- 'sleep 0.15'"):format(
+        ENV, q(scratch .. "/tmp"), child.LUA, q(BIN))
       local out = capture("script -qec " .. q(inner) .. " /dev/null")
       assert.is_truthy(out:find("\r\27[Kfleet: %d/3 done, %d running, %d failed, [%d.]+s"), out)
       assert.is_truthy(out:find("3 sandboxes: 3 ok, 0 failed", 1, true), out)
@@ -417,9 +415,8 @@ end)
 
 describe("examples", function()
   local function run_example(name)
-    local p = assert(io.popen(("cd %s && env %s timeout -k 5 120 lua5.4 examples/%s 2>&1"):format(q(ROOT), ENV, name)))
-    local out = p:read("a")
-    local _, _, code = p:close()
+    local out, code = capture(("cd %s && env %s timeout -k 5 120 %s examples/%s 2>&1"):format(
+      q(ROOT), ENV, child.LUA, name))
     return code, out
   end
 

@@ -134,7 +134,7 @@ describe("DockerSandbox faults", function()
       local okk, err = sb:start()
       assert.is_nil(okk)
       assert.equal("TimeoutError", err.kind)
-      assert.matches("did not answer GET /version within 300 ms", err.message)
+      assert.matches("did not answer GET /_ping within 300 ms", err.message)
       assert.truthy(sandkit.now() - t0 < 10000)
     end)
 

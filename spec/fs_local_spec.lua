@@ -63,7 +63,7 @@ describe("LocalSandbox sb.fs under bwrap binds", function()
     local ws, rw, ro_out = tmp.dir() .. "/ws", tmp.dir(), tmp.dir()
     assert(os.execute("mkdir -p '" .. ws .. "/ro' && echo keep > '" .. ws .. "/ro/f.txt' && echo out > '" .. ro_out .. "/o.txt'"))
     -- run by root, commands run as nobody: the working directory is theirs
-    if os.getenv("USER") == "root" or io.popen("id -u"):read("l") == "0" then
+    if os.getenv("USER") == "root" or io.popen("id -u"):read("*l") == "0" then
       assert(os.execute("chown -R 65534:65534 '" .. ws .. "' '" .. rw .. "'"))
     end
     local sb = sandkit.LocalSandbox { working_directory = ws, isolation = "bwrap",
@@ -88,7 +88,7 @@ describe("LocalSandbox sb.fs under bwrap binds", function()
     end
     assert.equal("keep\n", sb.fs:read_file("ro/f.txt"))
     assert.is_true(sb.fs:copy_file("ro/f.txt", rw .. "/f.txt"))
-    assert.equal("keep\n", assert(io.open(rw .. "/f.txt")):read("a"))
+    assert.equal("keep\n", assert(io.open(rw .. "/f.txt")):read("*a"))
     assert.equal("PermissionError", select(2, sb.fs:read_file("/etc/hostname")).kind)
     sb:destroy()
   end)
@@ -99,7 +99,7 @@ end)
 -- too (per-thread fsuid/fsgid, no supplementary groups; src/lua/fs_ud.c).
 describe("LocalSandbox sb.fs as the sandbox user (root caller, bwrap)", function()
   local HAVE_BWRAP = require("helpers.sh").have_bwrap()
-  local IS_ROOT = io.popen("id -u"):read("l") == "0"
+  local IS_ROOT = io.popen("id -u"):read("*l") == "0"
   local function it_root_bwrap(name, fn)
     if HAVE_BWRAP and IS_ROOT then it(name, fn) else pending(name .. " (needs root and bubblewrap)") end
   end
@@ -107,7 +107,7 @@ describe("LocalSandbox sb.fs as the sandbox user (root caller, bwrap)", function
 
   local function owner(path)
     local p = assert(io.popen("stat -c %u:%g " .. sandkit.quote(path) .. " 2>/dev/null"))
-    local s = p:read("l")
+    local s = p:read("*l")
     p:close()
     return s
   end
@@ -199,9 +199,9 @@ describe("LocalSandbox sb.fs as the sandbox user (root caller, bwrap)", function
     assert.is_false(sb:exec("cat root600.txt").success)
     assert.is_false(sb:exec("cat root640.txt").success)
     -- the files are untouched; every call, failed ones included, ended as root
-    assert.equal("SECRET600", assert(io.open(ws .. "/root600.txt")):read("a"))
-    assert.equal("SECRET640", assert(io.open(ws .. "/root640.txt")):read("a"))
-    assert.equal("open", assert(io.open(ws .. "/open644.txt")):read("a"))
+    assert.equal("SECRET600", assert(io.open(ws .. "/root600.txt")):read("*a"))
+    assert.equal("SECRET640", assert(io.open(ws .. "/root640.txt")):read("*a"))
+    assert.equal("open", assert(io.open(ws .. "/open644.txt")):read("*a"))
     assert.is_nil(io.open(ws .. "/rootdir/planted.txt"))
     assert.same(before, thread_ids())
     sb:destroy()

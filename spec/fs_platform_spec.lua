@@ -3,6 +3,7 @@
 -- suite, then the wire format (docs/platform-filesystem.md) from the server's request log.
 local sandkit = require "sandkit"
 local errors = require "sandkit.errors"
+local child = require "helpers.child"
 local server = require "helpers.server"
 local suite = require "conformance.fs_suite"
 
@@ -98,7 +99,7 @@ describe("PlatformFilesystem", function()
   -- doubled or out of place changes the string.
   local function big_content(tag)
     local blocks = {}
-    for i = 1, 192 do blocks[i] = ("%s%06d"):format(tag, i):rep(65536 // (#tag + 6)):sub(1, 65536) end
+    for i = 1, 192 do blocks[i] = ("%s%06d"):format(tag, i):rep(math.floor(65536 / (#tag + 6))):sub(1, 65536) end
     return table.concat(blocks)
   end
 
@@ -155,9 +156,9 @@ describe("PlatformFilesystem", function()
       io.write(fs:info().metadata.bucket_name, " ", assert(fs:read_file("env/fallback.txt")))
     ]]
     local p = assert(io.popen(("env MASTRA_PLATFORM_ACCESS_TOKEN=test-token MASTRA_PROJECT_ID=proj_env "
-      .. "MASTRA_PLATFORM_BUCKET_NAME=bucket-env MASTRA_WORKSPACE_PROXY_URL=%s LUA_PATH=%s LUA_CPATH=%s lua5.4 -e %s 2>&1"):format(
-      q(srv.url), q(package.path), q(package.cpath), q(script))))
-    local out = p:read("a")
+      .. "MASTRA_PLATFORM_BUCKET_NAME=bucket-env MASTRA_WORKSPACE_PROXY_URL=%s LUA_PATH=%s LUA_CPATH=%s %s -e %s 2>&1"):format(
+      q(srv.url), q(package.path), q(package.cpath), child.LUA, q(script))))
+    local out = p:read("*a")
     p:close()
     assert.equal("bucket-env from env", out)
     local r = last("PUT") or last("POST")

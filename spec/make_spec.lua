@@ -72,23 +72,36 @@ end)
 -- the clone's build on the paths, for scripts and the `sandkit` command run
 -- from anywhere.
 describe("make env", function()
-  it("prints the exports after which require 'sandkit' and the sandkit command work from another directory", function()
-    local code, out = run(("cd %s && make -s --no-print-directory env"):format(q(ROOT)))
-    assert.equal(0, code, out)
-    assert.is_truthy(out:find("export LUA_PATH='" .. ROOT .. "/lua/?.lua;", 1, true), out)
-    local elsewhere = tmp.dir()
-    local script = elsewhere .. "/exports.sh"
-    local f = assert(io.open(script, "w"))
-    f:write(out)
-    f:close()
-    -- the paths a user may already have are kept after ours
-    code, out = run(("cd %s && env -i PATH=%s HOME=%s LUA_PATH='/nowhere/?.lua;;' sh -c %s 2>&1"):format(
-      q(elsewhere), q(os.getenv("PATH")), q(elsewhere), q(". ./exports.sh && lua5.4 -e " .. q([[
-        local sandkit = require "sandkit"
-        io.write(package.searchpath("sandkit.core", package.cpath), " ", sandkit._VERSION, "\n")
-        assert(package.path:find("/nowhere/?.lua", 1, true))
-      ]]) .. " && sandkit exec -- echo from-the-command")))
-    assert.equal(0, code, out)
-    assert.equal(ROOT .. "/build/sandkit/core.so " .. require("sandkit.version") .. "\nfrom-the-command\n", out)
-  end)
+  -- LUA=luajit: the LuaJIT build, and a sandkit command run by luajit
+  for _, c in ipairs({ { make = "", lua = "lua5.4", build = "build" },
+    { make = " LUA=luajit", lua = "luajit", build = "build-luajit" } }) do
+    it("prints the exports after which require 'sandkit' and the sandkit command work from another directory ("
+      .. c.lua .. ")", function()
+      local code, out = run(("cd %s && make -s --no-print-directory env%s"):format(q(ROOT), c.make))
+      assert.equal(0, code, out)
+      assert.is_truthy(out:find("export LUA_PATH='" .. ROOT .. "/lua/?.lua;", 1, true), out)
+      local elsewhere = tmp.dir()
+      local script = elsewhere .. "/exports.sh"
+      local f = assert(io.open(script, "w"))
+      f:write(out)
+      f:close()
+      -- the paths a user may already have are kept after ours
+      code, out = run(("cd %s && env -i PATH=%s HOME=%s LUA_PATH='/nowhere/?.lua;;' sh -c %s 2>&1"):format(
+        q(elsewhere), q(os.getenv("PATH")), q(elsewhere), q(". ./exports.sh && " .. c.lua .. " -e " .. q([[
+          local sandkit = require "sandkit"
+          io.write(package.searchpath("sandkit.core", package.cpath), " ", sandkit._VERSION, "\n")
+          assert(package.path:find("/nowhere/?.lua", 1, true))
+        ]]) .. " && sandkit exec -- echo from-the-command && head -c 200 \"$(command -v sandkit)\"")))
+      assert.equal(0, code, out)
+      local want = ROOT .. "/" .. c.build .. "/sandkit/core.so " .. require("sandkit.version") .. "\nfrom-the-command\n"
+      assert.equal(want, out:sub(1, #want))
+      -- the command on PATH is the one for that interpreter
+      local command = out:sub(#want + 1)
+      if c.lua == "lua5.4" then
+        assert.truthy(command:find("^#!/usr/bin/env lua5.4\n"), command)
+      else
+        assert.equal("#!/bin/sh\nexec luajit " .. ROOT .. "/bin/sandkit \"$@\"\n", command)
+      end
+    end)
+  end
 end)

@@ -105,6 +105,48 @@ describe("the rock", function()
   end)
 end)
 
+-- The same rock for Lua 5.1 and LuaJIT (`make rock LUA=luajit`: luarocks
+-- --lua-version=5.1, LuaJIT's version), loaded by both interpreters.
+describe("the rock for Lua 5.1 and LuaJIT", function()
+  local tmp, tree, build_code, build_out
+
+  setup(function()
+    tmp = mktemp()
+    tree = tmp .. "/tree"
+    build_code, build_out = run(TIMEOUT .. "make --no-print-directory rock LUA=luajit LUAROCKS_FLAGS=--tree=" .. q(tree))
+  end)
+
+  teardown(function()
+    if tmp then os.execute("rm -rf " .. q(tmp)) end
+  end)
+
+  it("builds for 5.1 and runs a command under LuaJIT and under Lua 5.1", function()
+    assert.are.equal(0, build_code, build_out)
+    assert.is_truthy(io.open(tree .. "/lib/lua/5.1/sandkit/core.so")):close()
+    local env = "cd " .. q(tmp) .. " && env LUA_PATH=" .. q(tree .. "/share/lua/5.1/?.lua;" .. tree ..
+      "/share/lua/5.1/?/init.lua;;") .. " LUA_CPATH=" .. q(tree .. "/lib/lua/5.1/?.so;;") .. " " .. TIMEOUT
+    for _, lua in ipairs({ "luajit", "lua5.1" }) do
+      local code, out = run(env .. lua .. " -e " .. q([[
+        local where = package.searchpath and package.searchpath("sandkit.core", package.cpath)
+        local sandkit = require "sandkit"
+        local sb = sandkit.LocalSandbox { working_directory = "ws" }
+        io.write(_VERSION, " ", tostring(rawget(_G, "jit") ~= nil), "\n", sb:exec("echo ok").stdout)
+        sb:destroy()
+      ]]))
+      assert.are.equal(0, code, lua .. ": " .. out)
+      assert.is_truthy(out:find("^Lua 5%.1 " .. tostring(lua == "luajit") .. "\nok\n$"), lua .. ": " .. out)
+    end
+  end)
+
+  it("installs the sandkit command, which runs with LUA_PATH unset", function()
+    assert.are.equal(0, build_code, build_out)
+    local code, out = run("cd " .. q(tmp) .. " && env -u LUA_PATH -u LUA_CPATH " .. TIMEOUT ..
+      q(tree .. "/bin/sandkit") .. " exec -- 'echo hi; exit 7'")
+    assert.are.equal(7, code, out)
+    assert.are.equal("hi\n", out)
+  end)
+end)
+
 -- The release: `make dist` (tarball, rockspec, .src.rock), then
 -- `luarocks install ./sandkit-<v>-1.src.rock` from an empty directory into
 -- a fresh tree, with the tarball gone (the rock carries its sources).

@@ -25,7 +25,7 @@ local function run_script(body)
     'io.write(ok and "no error" or tostring(err), "\\n")\n',
     'io.write("cpu=", os.clock(), "\\n")\n')
   f:close()
-  local out, code = capture(("env %s timeout -k 5 %d lua5.4 %s 2>&1"):format(ENV, HANG_GUARD_S, q(path)))
+  local out, code = capture(("env %s timeout -k 5 %d %s %s 2>&1"):format(ENV, HANG_GUARD_S, child.LUA, q(path)))
   os.remove(path)
   assert.are_not.equal(124, code, "hung: " .. out)
   assert.are.equal(0, code, out)

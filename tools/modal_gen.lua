@@ -346,7 +346,7 @@ if arg and arg[0] and arg[0]:match("modal_gen%.lua$") then
     os.exit(2)
   end
   local f = assert(io.open(src, "rb"))
-  local text = f:read("a")
+  local text = f:read("*a")
   f:close()
   local ok, c = pcall(function() return M.generate(M.parse(text), src:match("[^/]*$")) end)
   if not ok then

@@ -5,6 +5,7 @@
 -- drive it. Values given with --env are never printed: not in errors, not
 -- in the fleet summary (where they are masked in the output excerpts).
 local sandkit = require "sandkit"
+local compat = require "sandkit.compat"
 local core = require "sandkit.core"
 local errors = require "sandkit.errors"
 local registry = require "sandkit.registry"
@@ -178,7 +179,7 @@ local function shell_quote(s) return core.quote(s) end
 local function make_temp_dir(dir, opts)
   local p = io.popen("mktemp -d \"${TMPDIR:-/tmp}/sandkit.XXXXXX\"", "r")
   if not p then return nil end
-  local path = p:read("l")
+  local path = p:read("*l")
   p:close()
   if not path or path == "" then return nil end
   local mode = dir.spec.flag.temp_mode and dir.spec.flag.temp_mode(opts)
@@ -194,8 +195,8 @@ end
 
 --- True when file descriptor 1 is a terminal.
 function M.stdout_is_tty()
-  local ok = os.execute("test -t 1")
-  return ok == true
+  local r = os.execute("test -t 1")
+  return r == true or r == 0 -- 0: Lua 5.1 and LuaJIT report the status alone
 end
 
 local function is_interrupt(err)
@@ -237,7 +238,7 @@ local function check_provider_flags(o)
       end
       local t = type(spec.type) == "table" and spec.type[1] or spec.type
       if t == "integer" or t == "number" then
-        v = (t == "integer" and math.tointeger(tonumber(v))) or (t == "number" and tonumber(v))
+        v = (t == "integer" and compat.tointeger(tonumber(v))) or (t == "number" and tonumber(v))
         if not v then usage_error(("--%s expects a%s number (got '%s')"):format(f.name,
           t == "integer" and " whole" or "", o[f.name])) end
       end
@@ -247,7 +248,7 @@ local function check_provider_flags(o)
 end
 
 local function parse_positive_int(flag, v, max)
-  local n = v:match("^%d+$") and math.tointeger(tonumber(v))
+  local n = v:match("^%d+$") and compat.tointeger(tonumber(v))
   if not n or n < 1 or (max and n > max) then
     usage_error(("%s expects a positive integer%s (got '%s')"):format(flag,
       max and (" up to " .. max) or "", v))
@@ -258,7 +259,7 @@ end
 -- --timeout: whole milliseconds, named as the option errors name them; 0
 -- is no timeout, as for the timeout option.
 local function parse_timeout(v)
-  local n = v:match("^%d+$") and math.tointeger(tonumber(v))
+  local n = v:match("^%d+$") and compat.tointeger(tonumber(v))
   if not n or n >= 2^53 then
     usage_error(("--timeout expects a whole number of milliseconds, 0 for none (got '%s')"):format(v))
   end
@@ -314,7 +315,7 @@ function M.parse(argv, getenv)
   end
   if first == "cp" then
     if argv[2] == "--help" or argv[2] == "-h" then return { command = "help" } end
-    local o = require("sandkit.cli_cp").parse(table.move(argv, 2, #argv, 1, {}))
+    local o = require("sandkit.cli_cp").parse({ compat.unpack(argv, 2, #argv) })
     o.command = "cp"
     return o
   end
@@ -443,7 +444,7 @@ local function run_exec(o, env)
     opts[dir.key] = temp .. "/workspace"
   end
   local input
-  if o.stdin then input = env.stdin:read("a") or "" end
+  if o.stdin then input = env.stdin:read("*a") or "" end
 
   local sb, op, write_failed
   local stderr_ends_line = true -- whether the command's stderr so far ends a line
@@ -517,8 +518,8 @@ end
 local function median(sorted)
   local n = #sorted
   if n == 0 then return 0 end
-  if n % 2 == 1 then return sorted[(n + 1) // 2] end
-  return (sorted[n // 2] + sorted[n // 2 + 1]) / 2
+  if n % 2 == 1 then return sorted[(n + 1) / 2] end
+  return (sorted[n / 2] + sorted[n / 2 + 1]) / 2
 end
 
 --- The summary table and totals as a string (rows: { index, exit_code,
@@ -618,7 +619,7 @@ local function run_fleet(o, env)
     jobs[i] = function()
       if stopping then return nil end
       running = running + 1
-      local ok, err = pcall(run_one, i)
+      local ok, err = compat.pcall(run_one, i)
       running = running - 1
       if not ok then
         if is_interrupt(err) then

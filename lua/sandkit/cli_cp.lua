@@ -6,12 +6,13 @@
 -- progress line shows for files of 8 MiB and more. The sandbox is started
 -- (or reattached) and left as it is.
 local sandkit = require "sandkit"
+local compat = require "sandkit.compat"
 local registry = require "sandkit.registry"
 
 local M = {}
 
-local CHUNK = 1 << 20
-local PROGRESS_MIN = 8 << 20
+local CHUNK = 1024 * 1024
+local PROGRESS_MIN = 8 * 1024 * 1024
 
 local function usage_error(msg) error({ usage = msg }, 0) end
 
@@ -53,7 +54,7 @@ end
 local function option_value(v)
   if v == "true" then return true end
   if v == "false" then return false end
-  return math.tointeger(tonumber(v)) or v
+  return compat.tointeger(tonumber(v)) or v
 end
 
 --- Parses argv after "cp": { src, dst, opts }.
@@ -90,7 +91,7 @@ function M.parse(argv)
   return o
 end
 
-local function mib(n) return ("%.1f MiB"):format(n / (1 << 20)) end
+local function mib(n) return ("%.1f MiB"):format(n / 1048576) end
 
 -- DST itself, or SRC's file name inside DST when DST ends with "/".
 local function destination(o)

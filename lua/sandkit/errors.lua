@@ -80,7 +80,8 @@ end
 local own_dirs = { debug.getinfo(1, "S").source:match("^(@.*[/\\])errors%.lua$") }
 
 local function is_own(info)
-  if info.what == "C" then return true end
+  -- "tail": what Lua 5.1 leaves of a frame that made a tail call
+  if info.what == "C" or info.what == "tail" then return true end
   for _, dir in ipairs(own_dirs) do
     if info.source:sub(1, #dir) == dir then return true end
   end

@@ -1,16 +1,15 @@
 --- Fleets: n clones of a template sandbox, started together, driven
 -- concurrently on one loop.
+local compat = require "sandkit.compat"
 local errors = require "sandkit.errors"
 local options = require "sandkit.options"
 local scheduler = require "sandkit.scheduler"
 
 local M = {}
+-- The clones are also the fleet's array part, so that fleet[i] and #fleet
+-- need no metamethod (LuaJIT and 5.1 ignore a table's __len).
 local Fleet = { __name = "sandkit.Fleet" }
-Fleet.__index = function(f, k)
-  if type(k) == "number" then return f.sandboxes[k] end
-  return Fleet[k]
-end
-Fleet.__len = function(f) return #f.sandboxes end
+Fleet.__index = Fleet
 
 local argerror = errors.argument
 
@@ -38,13 +37,16 @@ function M.new(template, n, opts)
   if type(template) ~= "userdata" or not template.clone then
     argerror(1, "fleet", "sandkit.Sandbox expected, got " .. type(template))
   end
-  if math.type(n) ~= "integer" or n < 1 then argerror(2, "fleet", "positive integer expected") end
+  if not compat.is_whole(n) or n < 1 then argerror(2, "fleet", "positive integer expected") end
   opts = options.check(options.fleet, opts, 3)
   local concurrency = opts.concurrency or n
   local on_progress = opts.on_progress
   local f = setmetatable({ sandboxes = {} }, Fleet)
   -- overrides(i): per-clone options, e.g. a working directory each
-  for i = 1, n do f.sandboxes[i] = template:clone(opts.overrides and opts.overrides(i)) end
+  for i = 1, n do
+    f.sandboxes[i] = template:clone(opts.overrides and opts.overrides(i))
+    f[i] = f.sandboxes[i]
+  end
   local _, errs = each(n, concurrency, function(i)
     local ok, err = f.sandboxes[i]:start()
     if not ok then error(err, 0) end

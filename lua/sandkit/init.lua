@@ -1,4 +1,5 @@
 --- sandkit: run commands in sandboxes from Lua. See README.md and docs/api.md.
+local compat = require "sandkit.compat"
 local core = require "sandkit.core"
 local sandbox = require "sandkit.sandbox" -- first: see its core.primitives()
 local errors = require "sandkit.errors"
@@ -60,6 +61,10 @@ end
 M.spawn = scheduler.spawn
 M.run = scheduler.run
 M.sleep = scheduler.sleep
+--- pcall, from inside which a task may wait (sb:exec and the like yield
+-- there): Lua's own pcall in LuaJIT and 5.2 on; in 5.1, whose pcall cannot
+-- be yielded across, a pcall that runs f in a coroutine of its own.
+M.pcall = compat.pcall
 
 --- One turn of the loop for a host: waits at most timeout seconds
 -- (default 0). Returns true while anything is in flight (tasks, starts,

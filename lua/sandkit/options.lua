@@ -4,6 +4,7 @@
 -- default and meaning; check() refuses an unknown key (naming the closest
 -- one) or a bad value with a ConfigError raised at the caller's line, and
 -- returns a checked copy. Values of `env` never appear in a message.
+local compat = require "sandkit.compat"
 local errors = require "sandkit.errors"
 
 local M = {}
@@ -80,7 +81,7 @@ M.capabilities = {
 
 --- Checks an exec option `max_output_bytes`; returns an error message or nil.
 function M.check_max_output(v)
-  if math.type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v) and math.abs(v) < 2^53) then
+  if not compat.is_whole(v) then
     return "must be a whole number of bytes"
   end
   if v < 1 then return "must be at least 1 (use capture = false to keep nothing)" end
@@ -127,7 +128,7 @@ local ON_PROGRESS = { "on_progress", type = "function", expect = "a function(don
   description = "called with (done, total) after each item" }
 
 --- fleet:exec: the exec options plus on_progress.
-M.fleet_exec = M.schema("exec", { ON_PROGRESS, table.unpack(EXEC) }, POSITIONAL)
+M.fleet_exec = M.schema("exec", { ON_PROGRESS, compat.unpack(EXEC) }, POSITIONAL)
 --- sandkit.all(items, opts), fleet:map(fn, opts), sandkit.fleet(template, n, opts).
 M.all = M.schema("all", { CONCURRENCY, ON_PROGRESS })
 M.map = M.schema("map", { CONCURRENCY, ON_PROGRESS })
@@ -227,7 +228,7 @@ function M.suggest(key, names)
     local d = distance(snake, name)
     if d < (best_d or math.huge) or (d == best_d and name < best) then best, best_d = name, d end
   end
-  if best and best_d <= math.max(1, #snake // 3) then return best end
+  if best and best_d <= math.max(1, math.floor(#snake / 3)) then return best end
   return nil
 end
 
@@ -242,7 +243,7 @@ local function check_value(fail, spec, v)
   if spec.ms then
     local msg = M.ms_problem(v, spec.min, spec.zero)
     if msg then fail(msg) end
-    v = math.tointeger(v)
+    v = compat.tointeger(v)
     msg = spec.check and spec.check(v)
     if msg then fail(msg) end
     return v
@@ -251,8 +252,7 @@ local function check_value(fail, spec, v)
   local types = type(t) == "table" and t or { t }
   local matched
   for _, name in ipairs(types) do
-    if name == "integer" and math.type(v) == "integer" then matched = name
-    elseif name == "integer" and type(v) == "number" and v == math.floor(v) and v == v and math.abs(v) < 2^53 then matched = name
+    if name == "integer" and compat.is_whole(v) then matched = name
     elseif (name == "env" or name == "map" or name == "array") and type(v) == "table" then matched = name
     elseif name == type(v) then matched = name end
     if matched then break end
@@ -289,7 +289,7 @@ local function check_value(fail, spec, v)
   elseif matched == "array" then
     local n = #v
     for k in pairs(v) do
-      if math.type(k) ~= "integer" or k < 1 or k > n then fail("must be an array") end
+      if not compat.is_whole(k) or k < 1 or k > n then fail("must be an array") end
     end
     for i = 1, n do
       local item = v[i]

@@ -1,6 +1,7 @@
 --- The user-facing methods of sandkit.Sandbox and sandkit.Process, built on
 -- the core's primitives and the scheduler. The primitives are this
 -- module's alone: no sandbox or process reaches them.
+local compat = require "sandkit.compat"
 local core = require "sandkit.core"
 -- Taken first: a second load (sandkit's Lua modules reloaded, the core
 -- kept) raises here, before the scheduler takes the core's events from
@@ -47,7 +48,7 @@ end
 local function run_hook(sb, name)
   local hook = state(sb).options[name]
   if not hook then return nil end
-  local ok, err = pcall(hook, { sandbox = sb })
+  local ok, err = compat.pcall(hook, { sandbox = sb })
   if not ok then return hook_error(sb, name, err) end
   return nil
 end
@@ -58,7 +59,7 @@ local function shared(sb, slot, body)
   if st[slot] then return scheduler.await(st[slot]) end
   local rec = scheduler.owned_record()
   st[slot] = rec
-  local ok, err = pcall(body)
+  local ok, err = compat.pcall(body)
   st[slot] = nil
   if not ok then
     scheduler.complete(rec, nil, err)
@@ -239,7 +240,7 @@ local function command_line(fname, command, args)
     if type(args) ~= "table" then argerror(2, fname, "table of arguments expected, got " .. type(args)) end
     local n = #args
     for k in pairs(args) do
-      if math.type(k) ~= "integer" or k < 1 or k > n then
+      if not compat.is_whole(k) or k < 1 or k > n then
         argerror(2, fname, ("array of argument strings expected (key %s); options go in argument #3"):format(options.shown(k)))
       end
     end
@@ -335,7 +336,7 @@ Manager.__index = Manager
 local function is_options(t)
   if type(t) ~= "table" then return false end
   for k in pairs(t) do
-    if math.type(k) ~= "integer" then return true end
+    if not compat.is_whole(k) then return true end
   end
   return false
 end
@@ -375,7 +376,7 @@ function Manager:list()
 end
 
 local function check_pid(fname, pid)
-  if type(pid) == "number" then pid = tostring(math.tointeger(pid) or pid) end
+  if type(pid) == "number" then pid = tostring(compat.tointeger(pid) or pid) end
   if type(pid) ~= "string" then argerror(1, fname, "pid string expected, got " .. type(pid)) end
   return pid
 end

@@ -1,6 +1,7 @@
 --- The scheduler: records that core events complete, tasks (coroutines)
 -- that wait on them, and the three ways of waiting — block in a plain
 -- script, yield inside a task, or let a host loop call step().
+local compat = require "sandkit.compat"
 local core = require "sandkit.core"
 local errors = require "sandkit.errors"
 local options = require "sandkit.options"
@@ -22,7 +23,7 @@ local failures = {}         -- uncaught task errors, raised from turn()
 local MAIN = { name = "the main program" }
 local current
 
-local function pack(...) return { n = select("#", ...), ... } end
+local pack, unpack = compat.pack, compat.unpack
 
 --- A record waits for one completion; `handler(rec, kind, ...)` receives
 -- the core's events for its token.
@@ -85,7 +86,7 @@ local function resume(co)
       end
       M.complete(rec, false, res)
     else
-      M.complete(task.rec, true, table.unpack(task.results or {}, 1, task.results and task.results.n or 0))
+      M.complete(task.rec, true, unpack(task.results or {}, 1, task.results and task.results.n or 0))
     end
   elseif res ~= WAIT then
     make_ready(co) -- a task that yielded for its own reasons runs again next turn
@@ -167,15 +168,14 @@ end
 -- line outside sandkit.
 function M.await(rec)
   if not rec.done then
-    local co = coroutine.running()
-    local task = tasks[co]
+    local task = tasks[compat.outer(coroutine.running())]
     local me = task or current or MAIN
     check_cycle(me, rec)
     local outer_wait = me.waiting
     me.waiting = rec
     if task then
       rec.waiters = rec.waiters or {}
-      rec.waiters[#rec.waiters + 1] = co
+      rec.waiters[#rec.waiters + 1] = task.co -- (in Lua 5.1 we may be in compat.pcall's coroutine)
       repeat coroutine.yield(WAIT) until rec.done
     else
       rec.blocked = (rec.blocked or 0) + 1
@@ -185,7 +185,7 @@ function M.await(rec)
     end
     me.waiting = outer_wait
   end
-  return table.unpack(rec.values, 1, rec.values.n)
+  return unpack(rec.values, 1, rec.values.n)
 end
 
 --- "; task 1 (f.lua:3) waits for ..." for every task that waits, for
@@ -211,7 +211,7 @@ end
 
 --- True when the running coroutine is a sandkit task.
 function M.in_task()
-  return tasks[coroutine.running()] ~= nil
+  return tasks[compat.outer(coroutine.running())] ~= nil
 end
 
 local Task = { __name = "sandkit.Task" }
@@ -222,7 +222,7 @@ M.Task = Task
 function Task:wait()
   local vals = pack(M.await(self.rec))
   if not vals[1] then error(vals[2], 0) end
-  return table.unpack(vals, 2, vals.n)
+  return unpack(vals, 2, vals.n)
 end
 
 function Task:__tostring()
@@ -240,7 +240,7 @@ function M.spawn(fn, ...)
     name = ("task %d (spawned at %s)"):format(task_count, errors.caller_where() or "?") }, Task)
   task.rec.owner = task
   local co = coroutine.create(function()
-    task.results = pack(fn(table.unpack(args, 1, args.n)))
+    task.results = pack(fn(unpack(args, 1, args.n)))
   end)
   task.co = co
   tasks[co] = task
@@ -299,7 +299,7 @@ function M.bounded(n, limit, fn, on_done)
     while next_i < n do
       next_i = next_i + 1
       local i = next_i
-      local ok, v = pcall(fn, i)
+      local ok, v = compat.pcall(fn, i)
       if ok then values[i] = v else errs[i] = v end
       if on_done then on_done(i) end
     end
@@ -314,7 +314,11 @@ end
 -- function called; what it raises becomes its error.
 local function settle(item)
   local ok, r, err
-  if type(item) == "function" then ok, r, err = pcall(item) else ok, r, err = pcall(item.wait, item) end
+  if type(item) == "function" then
+    ok, r, err = compat.pcall(item)
+  else
+    ok, r, err = compat.pcall(item.wait, item)
+  end
   if not ok then return nil, r end
   if r == nil then return nil, err end
   return r

@@ -518,8 +518,11 @@ static void test_resets(const echo_server *s)
     for (int i = 0; i < N; i++)
         start(loop, &cs[i], &q);
     int done = run_calls(loop, cs, N, 20000), failed = 0;
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < N; i++) {
         failed += cs[i].done && cs[i].err != SK_HTTP_OK;
+        if (!cs[i].done || cs[i].err == SK_HTTP_OK)
+            tap_note("every stream refused: call %d: done %d, status %d", i, cs[i].done, cs[i].status);
+    }
     int n = received(loop, s, "/h2fault/rst");
     tap(done == N && failed == N && n <= N * 8,
         "every stream refused (REFUSED_STREAM): all %d calls fail, %d attempts reached the server, CPU %.0f ms (%s)",
@@ -544,8 +547,12 @@ static void test_max_streams(const echo_server *s)
         for (int i = 0; i < N; i++)
             start(loop, &cs[i], &q);
         int done = run_calls(loop, cs, N, 25000), good = 0;
-        for (int i = 0; i < N; i++)
+        for (int i = 0; i < N; i++) {
             good += cs[i].status == 200;
+            if (cs[i].done != 1 || (max == 1 && cs[i].status != 200))
+                tap_note("max streams %d: call %d: done %d, status %d, err %s: %s", max, i, cs[i].done,
+                         cs[i].status, sk_http_err_name(cs[i].err), cs[i].error);
+        }
         double took = sk_now_ms() - t0, cpu = thread_cpu_ms() - cpu0;
         free(echo_admin(loop, s, "/__admin/faults", "{\"h2MaxStreams\": null}"));
         long sessions = h2_sessions(loop, s);

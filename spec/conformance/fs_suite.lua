@@ -15,16 +15,17 @@
 local sandkit = require "sandkit"
 local errors = require "sandkit.errors"
 
-local MIB = 1 << 20
+local MIB = 1024 * 1024
 
 -- 1 MiB of every byte value in turn.
 local function block()
   local t = {}
   for i = 0, 255 do t[#t + 1] = string.char(i) end
-  return string.rep(table.concat(t), MIB // 256)
+  return string.rep(table.concat(t), MIB / 256)
 end
 
 return function(config, env)
+  env = env or getfenv(2) -- Lua 5.1 and LuaJIT have no _ENV: the caller's environment
   local describe, it, setup, teardown, assert, pending =
     env.describe, env.it, env.setup, env.teardown, env.assert, env.pending
 
@@ -319,7 +320,7 @@ return function(config, env)
         assert.is_true(fs:delete_file(d .. "/abs"))
         assert.is_true(fs:rmdir(d, { recursive = true }))
         f = assert(io.open(secret))
-        assert.equal("SECRET", f:read("a"))
+        assert.equal("SECRET", f:read("*a"))
         f:close()
         assert.is_nil(io.open(outside .. "/planted.txt"))
         assert.is_nil(io.open(outside .. "/newdir"))

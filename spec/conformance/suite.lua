@@ -10,7 +10,7 @@
 --   domains                   { command_execution, lifecycle, reconnection,
 --                               process_management } (false disables)
 --   fast_only                 skip cases that create extra sandboxes
--- and the spec's _ENV as the second argument.
+-- and the spec's _ENV as the second argument (nil before 5.2: see below).
 -- Upstream's `node -e` cases use the POSIX sh equivalents (docs/protocols/conformance.md §1.1); abort
 -- signals map to op:cancel(); reader/writer streams to on_stdout and
 -- send_stdin.
@@ -40,8 +40,10 @@ local function lines(s)
 end
 
 -- `env` is the calling spec's environment (busted's describe/it/... live
--- there, not in the globals a required module sees).
+-- there, not in the globals a required module sees): its _ENV, which Lua
+-- 5.1 and LuaJIT do not have (nil there: the caller's function environment).
 return function(config, env)
+  env = env or getfenv(2)
   local describe, it, pending, setup, teardown, assert =
     env.describe, env.it, env.pending, env.setup, env.teardown, env.assert
   local caps = declared(config.provider)

@@ -5,6 +5,7 @@
 -- teardown that leaves no container process behind.
 local cjson = require "cjson"
 local files = require "helpers.files"
+local shell = require "helpers.sh"
 
 local M = {}
 
@@ -24,10 +25,7 @@ local function write_file(path, s, mode)
 end
 
 local function sh(cmd)
-  local f = assert(io.popen(cmd, "r"))
-  local out = f:read("a")
-  local _, _, code = f:close()
-  return out, code
+  return shell.capture(cmd)
 end
 M.sh = sh
 

@@ -8,11 +8,16 @@ local tmp = require "helpers.tmp"
 local quote = sh.quote
 local M = {}
 
---- The checkout's root (where busted runs), and the environment words (for
--- `env`) that make a child lua5.4 load this checkout's modules.
+--- The checkout's root (where busted runs), the interpreter of the run
+-- (LUA: lua5.4, or another for make test-luajit & co., mk/lua.mk), and the
+-- environment words (for `env`) that make a child of it load this
+-- checkout's modules and its build for that interpreter
+-- (SANDKIT_LUA_BUILD, default build/).
 M.ROOT = sh.capture("pwd"):gsub("\n$", "")
+M.LUA = os.getenv("LUA") or "lua5.4"
+M.BUILD = M.ROOT .. "/" .. (os.getenv("SANDKIT_LUA_BUILD") or "build")
 M.LUA_ENV = ("LUA_PATH=%s LUA_CPATH=%s"):format(
-  quote(M.ROOT .. "/lua/?.lua;" .. M.ROOT .. "/lua/?/init.lua;;"), quote(M.ROOT .. "/build/?.so;;"))
+  quote(M.ROOT .. "/lua/?.lua;" .. M.ROOT .. "/lua/?/init.lua;;"), quote(M.BUILD .. "/?.so;;"))
 
 --- Writes `s` to `path` readable by its owner only.
 function M.write_private(path, s)
@@ -45,10 +50,10 @@ end
 function M.run(cmd, dir)
   local errfile = dir .. "/stderr"
   local p = assert(io.popen(cmd .. " 2>" .. quote(errfile)))
-  local out = p:read("a")
+  local out = p:read("*a")
   p:close()
   local f = io.open(errfile)
-  local err = f and f:read("a") or ""
+  local err = f and f:read("*a") or ""
   if f then f:close() end
   return out, err
 end

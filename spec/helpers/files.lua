@@ -3,14 +3,17 @@ local M = {}
 
 --- The contents of `path`, or nil when it cannot be opened.
 function M.read(path)
-  local f <close> = io.open(path, "rb")
-  return f and f:read("a")
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
 end
 
 --- The contents of `path`; raises, naming it, when it cannot be opened.
 function M.must_read(path)
   local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
+  local s = f:read("*a")
   f:close()
   return s
 end

@@ -169,7 +169,7 @@ function Env:start_service()
   self.keeper = assert(io.popen("sh -c " .. q(keeper), "w"))
   self.pid = wait_for("the service's pid", 30000, function()
     local f = io.open(pidfile, "r")
-    local pid = f and tonumber(f:read("a"))
+    local pid = f and tonumber(f:read("*a"))
     if f then f:close() end
     return pid
   end)
@@ -182,7 +182,7 @@ end
 local function alive(pid)
   local f = io.open("/proc/" .. pid .. "/stat", "r")
   if not f then return false end
-  local st = f:read("a")
+  local st = f:read("*a")
   f:close()
   return not st:match("^%d+ %b() Z")
 end
@@ -212,7 +212,7 @@ function Env:leftovers()
   local list = sh("ls /proc")
   for pid in list:gmatch("%d+") do
     local f = io.open("/proc/" .. pid .. "/cmdline", "rb")
-    local cmd = f and f:read("a")
+    local cmd = f and f:read("*a")
     if f then f:close() end
     if cmd and cmd:find(self.dir, 1, true) and alive(pid) then
       out[#out + 1] = { pid = tonumber(pid), cmdline = cmd:gsub("%z", " ") }

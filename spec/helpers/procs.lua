@@ -140,7 +140,7 @@ function M.pids_matching(needle)
   for pid in p:lines() do
     if pid:match("^%d+$") then
       local f = io.open("/proc/" .. pid .. "/cmdline", "rb")
-      local cmd = f and f:read("a")
+      local cmd = f and f:read("*a")
       if f then f:close() end
       if cmd and cmd:gsub("%z", " "):find(needle, 1, true) then out[#out + 1] = tonumber(pid) end
     end

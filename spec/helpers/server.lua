@@ -3,6 +3,7 @@
 -- read that line from a FIFO (a blocking read, no polling), and we hold
 -- its stdin: closing it makes the server exit, even if this process dies.
 local cjson = require "cjson"
+local sh = require "helpers.sh"
 
 local M = {}
 local Server = {}
@@ -13,8 +14,8 @@ local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" e
 --- Why a test that needs node (and `needed`, a path such as a server's
 -- node_modules, when given) cannot run here; nil when it can.
 function M.node_missing(needed)
-  if os.execute("command -v node >/dev/null 2>&1") ~= true then return "needs node" end
-  if needed and os.execute("test -e " .. sh_quote(needed)) ~= true then
+  if not sh.ok("command -v node >/dev/null 2>&1") then return "needs node" end
+  if needed and not sh.ok("test -e " .. sh_quote(needed)) then
     return "needs node and " .. needed:gsub("/ws$", "")
   end
   return nil
@@ -36,11 +37,11 @@ function M.start(script, args, env)
   local cmd = table.concat(parts, " ") .. " > " .. sh_quote(fifo) .. " 2> " .. sh_quote(log_path)
   local stdin = assert(io.popen(cmd, "w"))
   local ready = assert(io.open(fifo, "r"))
-  local line = ready:read("l")
+  local line = ready:read("*l")
   if not line or not line:match("^LISTENING") then
     stdin:close()
     local f = io.open(log_path)
-    local log = f and f:read("a") or ""
+    local log = f and f:read("*a") or ""
     if f then f:close() end
     error("server " .. script .. " did not start: " .. tostring(line) .. "\n" .. log, 2)
   end
@@ -76,7 +77,7 @@ local function admin(self, method, path, body)
   local cmd = ("curl -s -m 10 -X %s -H 'content-type: application/json' %s http://127.0.0.1:%d%s"):format(
     method, body and ("--data-binary " .. sh_quote(cjson.encode(body))) or "", self.admin_port, path)
   local p = io.popen(cmd)
-  local out = p:read("a")
+  local out = p:read("*a")
   p:close()
   local ok, decoded = pcall(cjson.decode, out)
   return ok and decoded or out

@@ -14,6 +14,7 @@
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -59,6 +60,8 @@ typedef struct http_hdrs {
  * most HTTP_TLS_POOLS of them; see http_tls_pool. */
 #define HTTP_TLS_POOL_STREAMS 96
 #define HTTP_TLS_POOLS 64
+/* Sockets a pool remembers after curl stopped watching them; see http_h2c_conn_alive. */
+#define HTTP_UNWATCHED 16
 enum { HTTP_POOL_DEFAULT, HTTP_POOL_H2C, HTTP_POOL_TLS, HTTP_POOL_COUNT = HTTP_POOL_TLS + HTTP_TLS_POOLS };
 
 struct http_pool {
@@ -77,6 +80,11 @@ struct http_pool {
     size_t h2c_connecting; /* of them, h2c openers whose request has not gone out yet; see http_h2c_mode */
     bool h2c_idle;        /* an h2c transfer ended well: its connection may wait in curl's cache */
     http_sock *socks;
+    struct {
+        int port;          /* local port */
+        bool healthy;      /* no hang-up or error from the server when curl let it go */
+    } unwatched[HTTP_UNWATCHED]; /* sockets curl stopped watching, newest at unwatched_next - 1 */
+    unsigned unwatched_next;
 };
 
 /* Headers that many requests send alike, one copy for all of them: curl
@@ -144,6 +152,7 @@ struct sk_http {
     bool h2c_server_refused; /* and the server did not process it (http_h2c_conn_alive) */
     int h2c_port;            /* local port of the connection it went out on */
     bool h2c_connecting;     /* an opener counted in pool->h2c_connecting */
+    bool h2c_alone;          /* refused as a joiner, sent again on one connection of its own (http_complete) */
     sk_http *prev, *next; /* in svc->reqs or svc->pending */
     sk_http *sprev, *snext; /* in svc->sending */
 };
@@ -441,6 +450,8 @@ static void http_req_drop(sk_http *r)
 }
 
 static void http_h2c_mode(sk_http *r, enum http_h2c_role role);
+static bool http_h2c_conn_alive(http_pool *pool, int local_port);
+static curl_socket_t http_h2c_alone_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *addr);
 static int http_add(sk_http *r);
 static void http_kick_soon(http_pool *pool);
 
@@ -459,7 +470,7 @@ static void http_complete(sk_http *r, CURLcode rc)
      * its own because the connection died: the server may have processed
      * it, so it is not sent again (unless the server said it had not). */
     bool replay = r->h2c_went_out && !r->h2c_server_refused;
-    if (r->h2c_refused && rc == CURLE_COULDNT_CONNECT && !replay) {
+    if (r->h2c_refused && rc == CURLE_COULDNT_CONNECT && !replay && !r->h2c_alone) {
         /* Nothing was sent: the same request again. While another opener is
          * on its way it waits for that connection (once); else it opens one. */
         r->h2c_refused = false;
@@ -467,6 +478,27 @@ static void http_complete(sk_http *r, CURLcode rc)
         r->errbuf[0] = '\0';
         bool wait = r->pool->h2c_connecting > 0 && ++r->h2c_refusals < 2;
         http_h2c_mode(r, wait ? HTTP_H2C_JOINER : HTTP_H2C_OPENER);
+        if (http_add(r) == 0)
+            return;
+    }
+    /* curl retries a joiner's refused stream (REFUSED_STREAM, or a GOAWAY
+     * naming a lower stream) by joining another live connection, five
+     * times. A server's SETTINGS_MAX_CONCURRENT_STREAMS is unknown until
+     * curl reads the server's SETTINGS, so in a burst each fresh connection
+     * takes joiners past its limit and refuses them: a joiner can be
+     * refused by one new connection after another and run out. Its
+     * connection still up means the last refusal was the server's (see
+     * http_h2c_conn_alive), so it goes once more as an opener: the first
+     * stream on a connection of its own, within any limit but 0. Refused
+     * there too, it ends (http_h2c_alone_socket): the server refuses all. */
+    if (r->h2c == HTTP_H2C_JOINER && !r->h2c_alone && r->h2c_went_out && r->status == 0 && r->acc.len == 0 &&
+        (rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR) && http_h2c_conn_alive(r->pool, r->h2c_port)) {
+        r->h2c_alone = true;
+        r->pool->h2c_idle = false;
+        r->errbuf[0] = '\0';
+        http_h2c_mode(r, HTTP_H2C_OPENER);
+        curl_easy_setopt(r->easy, CURLOPT_OPENSOCKETFUNCTION, http_h2c_alone_socket);
+        curl_easy_setopt(r->easy, CURLOPT_OPENSOCKETDATA, r);
         if (http_add(r) == 0)
             return;
     }
@@ -507,6 +539,13 @@ static void http_complete(sk_http *r, CURLcode rc)
     } else if (r->oom) {
         sk_buf_free(&r->acc);
         snprintf(msg, sizeof msg, "%s: out of memory storing the response", r->what ? r->what : "request");
+        res.error = msg;
+    } else if (r->h2c_alone && r->h2c_refused) {
+        res.err = SK_HTTP_ERR_NETWORK;
+        snprintf(msg, sizeof msg,
+                 "%s: the server refused the HTTP/2 stream (not processed) on every connection, also as the "
+                 "first stream on one of its own",
+                 r->what ? r->what : "request");
         res.error = msg;
     } else if (r->h2c_refused && replay) {
         res.err = SK_HTTP_ERR_NETWORK;
@@ -803,8 +842,29 @@ static void http_on_timer(uv_timer_t *t)
 
 static void http_sock_free(uv_handle_t *h) { free(h->data); }
 
+static int http_local_port(int fd)
+{
+    struct sockaddr_storage a;
+    socklen_t len = sizeof a;
+    if (getsockname(fd, (struct sockaddr *)&a, &len) != 0)
+        return -1;
+    return a.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&a)->sin6_port)
+           : a.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)&a)->sin_port)
+                                    : -1;
+}
+
+/* No hang-up or error from the peer (yet). */
+static bool http_sock_healthy(int fd)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN | POLLRDHUP };
+    return poll(&p, 1, 0) >= 0 && !(p.revents & (POLLERR | POLLHUP | POLLRDHUP | POLLNVAL));
+}
+
 static void http_sock_close(http_pool *pool, http_sock *s)
 {
+    unsigned k = pool->unwatched_next++ % HTTP_UNWATCHED;
+    pool->unwatched[k].port = http_local_port(s->fd);
+    pool->unwatched[k].healthy = http_sock_healthy(s->fd);
     if (s->prev)
         s->prev->next = s->next;
     else
@@ -1086,18 +1146,17 @@ static bool http_h2c_reuse_broken(void)
  * up means refused; anything else counts as died. */
 static bool http_h2c_conn_alive(http_pool *pool, int local_port)
 {
-    for (http_sock *s = pool->socks; s && local_port > 0; s = s->next) {
-        struct sockaddr_storage a;
-        socklen_t len = sizeof a;
-        if (getsockname(s->fd, (struct sockaddr *)&a, &len) != 0)
-            continue;
-        int port = a.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&a)->sin6_port)
-                   : a.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)&a)->sin_port)
-                                            : -1;
-        if (port != local_port)
-            continue;
-        struct pollfd p = { .fd = s->fd, .events = POLLIN | POLLRDHUP };
-        return poll(&p, 1, 0) >= 0 && !(p.revents & (POLLERR | POLLHUP | POLLRDHUP | POLLNVAL));
+    if (local_port <= 0)
+        return false;
+    for (http_sock *s = pool->socks; s; s = s->next)
+        if (http_local_port(s->fd) == local_port)
+            return http_sock_healthy(s->fd);
+    /* Gone from the watch list: curl also closes a connection a refusal
+     * marked unusable itself, once its other streams end. */
+    for (unsigned i = 1; i <= HTTP_UNWATCHED; i++) {
+        unsigned k = (pool->unwatched_next - i) % HTTP_UNWATCHED;
+        if (pool->unwatched[k].port == local_port)
+            return pool->unwatched[k].healthy;
     }
     return false;
 }
@@ -1115,6 +1174,25 @@ static curl_socket_t http_h2c_refuse_socket(void *ud, curlsocktype purpose, stru
     return CURL_SOCKET_BAD;
 }
 
+/* The connection of a request sent again alone (http_complete). Once the
+ * request went out on it, curl asks for another only to retry a refused
+ * stream (an opener's connection is fresh: curl retries nothing else
+ * there), which would be a refusal of the first stream on a connection. */
+static curl_socket_t http_h2c_alone_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+    (void)purpose;
+    sk_http *r = ud;
+    if (r->h2c_went_out) {
+        r->h2c_refused = true;
+        return CURL_SOCKET_BAD;
+    }
+    /* as curl opens one when no callback is set */
+    curl_socket_t fd = socket(addr->family, addr->socktype, addr->protocol);
+    if (fd != CURL_SOCKET_BAD)
+        (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+    return fd;
+}
+
 /* Called before a request goes out: an opener's on the connection it
  * made, a joiner's on the connection it joined. */
 static int http_h2c_prereq(void *ud, char *ip, char *local_ip, int port, int local_port)
@@ -1125,6 +1203,7 @@ static int http_h2c_prereq(void *ud, char *ip, char *local_ip, int port, int loc
     sk_http *r = ud;
     if (r->h2c == HTTP_H2C_OPENER) {
         http_h2c_connected(r);
+        r->h2c_went_out = r->h2c_alone; /* see http_h2c_alone_socket */
         return CURL_PREREQFUNC_OK;
     }
     r->h2c_went_out = true;

@@ -154,11 +154,11 @@ static int buffer_find(lua_State *L)
 static int buffer_write_to(lua_State *L)
 {
     skl_buffer *b = buffer_check(L, 1);
-    luaL_Stream *f = skl_checkudata(L, 2, LUA_FILEHANDLE);
-    if (f->closef == NULL)
+    FILE *f = skl_stream_file((luaL_Stream *)skl_checkudata(L, 2, LUA_FILEHANDLE));
+    if (f == NULL)
         return skl_argerror(L, 2, "attempt to use a closed file");
     /* flushed, so that a full disk shows here and not at a later close */
-    if ((b->bytes.len && fwrite(b->bytes.data, 1, b->bytes.len, f->f) != b->bytes.len) || fflush(f->f) != 0) {
+    if ((b->bytes.len && fwrite(b->bytes.data, 1, b->bytes.len, f) != b->bytes.len) || fflush(f) != 0) {
         int e = errno;
         skl_state *st = skl_state_get(L);
         sk_error *err = sk_error_new(SK_ERR_IO, NULL, "sandkit.Buffer:write_to: %s", strerror(e));

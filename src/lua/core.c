@@ -78,10 +78,28 @@ void skl_target_release(skl_target *t)
     t->last = NULL;
 }
 
+/* A buffer of at least len bytes for an output event: a spare one when one
+ * is large enough. */
+static char *core_buffer(skl_state *st, size_t len, size_t *cap)
+{
+    for (int i = st->nspare - 1; i >= 0; i--) {
+        if (st->spare_cap[i] >= len) {
+            char *b = st->spare[i];
+            *cap = st->spare_cap[i];
+            st->nspare--;
+            st->spare[i] = st->spare[st->nspare];
+            st->spare_cap[i] = st->spare_cap[st->nspare];
+            return b;
+        }
+    }
+    *cap = len;
+    return malloc(len);
+}
+
 void skl_emit(skl_target *t, int stream, const char *data, size_t len)
 {
     skl_event *e = calloc(1, sizeof *e);
-    if (e && len && !(e->data = malloc(len))) {
+    if (e && len && !(e->data = core_buffer(t->st, len, &e->cap))) {
         free(e);
         e = NULL;
     }
@@ -129,11 +147,16 @@ static skl_event *core_pop(skl_state *st)
     return e;
 }
 
-static void core_event_free(skl_event *e)
+static void core_event_free(skl_state *st, skl_event *e)
 {
     if (e->kind == SKL_EV_EXIT)
         skl_process_exit_freed(e);
-    free(e->data);
+    if (e->data && e->cap >= SKL_SPARE_MIN && st->nspare < SKL_SPARES) {
+        st->spare[st->nspare] = e->data;
+        st->spare_cap[st->nspare++] = e->cap;
+    } else {
+        free(e->data);
+    }
     sk_error_free(e->err);
     free(e);
 }
@@ -462,7 +485,7 @@ static int core_step(lua_State *L)
             lua_pushliteral(L, "timer");
             break;
         }
-        core_event_free(core_pop(st));
+        core_event_free(st, core_pop(st));
         dispatched++;
         lua_call(L, nargs, 0);
     }
@@ -755,12 +778,14 @@ static int core_state_gc(lua_State *L)
         return 0;
     skl_event *e;
     while ((e = core_pop(st)))
-        core_event_free(e);
+        core_event_free(st, e);
     sk_loop_free(st->loop);
     st->loop = NULL;
     /* events queued by handles closing during the free */
     while ((e = core_pop(st)))
-        core_event_free(e);
+        core_event_free(st, e);
+    while (st->nspare > 0)
+        free(st->spare[--st->nspare]);
     return 0;
 }
 

@@ -476,26 +476,30 @@ static int root_readdir(lua_State *L)
     return 1;
 }
 
-/* file:read(n): up to n bytes, nil at the end. */
+/* file:read(n): up to n bytes, nil at the end; nil, "ENOMEM" when they
+ * do not fit in memory. Read into malloc'd memory, not a luaL_Buffer:
+ * before 5.3 (compat-5.3's buffer) a large one is a fresh userdata each
+ * call, which made LuaJIT's 1 MiB reads four times slower
+ * (docs/lua-versions.md §4). */
 static int file_read(lua_State *L)
 {
     int fd = check_open(L, 1, FILE_NAME)->fd;
     lua_Integer want = luaL_checkinteger(L, 2);
     luaL_argcheck(L, want > 0, 2, "positive byte count expected");
-    luaL_Buffer b;
-    char *p = luaL_buffinitsize(L, &b, (size_t)want);
+    char *p = malloc((size_t)want);
+    if (!p)
+        return push_fail(L, -ENOMEM);
     ssize_t n;
     do
         n = read(fd, p, (size_t)want);
     while (n < 0 && errno == EINTR);
-    if (n < 0)
-        return push_fail(L, -errno);
-    if (n == 0) {
+    int rc = n < 0 ? -errno : 0;
+    if (n == 0)
         lua_pushnil(L);
-        return 1;
-    }
-    luaL_pushresultsize(&b, (size_t)n);
-    return 1;
+    else if (n > 0 && skl_push_lstring_protected(L, p, (size_t)n) != 0)
+        rc = -ENOMEM;
+    free(p);
+    return rc < 0 ? push_fail(L, rc) : 1;
 }
 
 /* file:read_all(size_hint, max): the rest of the file as one string, or

@@ -19,9 +19,9 @@ local pathmod = require "sandkit.fs.path"
 
 local M = {}
 
-local PIECE = 8 << 20
+local PIECE = 8 * 1024 * 1024
 -- Reads go in larger pieces (one command each).
-local READ_PIECE = 64 << 20
+local READ_PIECE = 64 * 1024 * 1024
 local PIECE_TIMEOUT_MS = 600000
 
 local PRELUDE = [[e(){ printf 'sandkit-fs: %s %s\n' "$1" "$2" >&2; exit 3; }; ]]

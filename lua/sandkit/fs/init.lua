@@ -3,6 +3,7 @@
 -- a read-only filesystem and hands the call to a backend (local system
 -- calls, the Platform HTTP routes, or commands in a sandbox), which returns
 -- results or nil, err with the kinds of sandkit.fs.errors.
+local compat = require "sandkit.compat"
 local core = require "sandkit.core"
 local errors = require "sandkit.errors"
 local fserrors = require "sandkit.fs.errors"
@@ -11,7 +12,7 @@ local options = require "sandkit.options"
 local M = {}
 
 --- read_file's default max_bytes (64 MiB, as exec's max_output_bytes).
-M.DEFAULT_MAX_READ_BYTES = 64 << 20
+M.DEFAULT_MAX_READ_BYTES = 64 * 1024 * 1024
 
 local Filesystem = { __name = "sandkit.Filesystem" }
 Filesystem.__index = Filesystem
@@ -105,7 +106,7 @@ local function define(fname, kinds, mutates)
     end
     if mutates and self.read_only then return nil, fserrors.WorkspaceReadOnlyError(fname) end
     local b = self._b
-    return b[fname](b, table.unpack(args, 1, n))
+    return b[fname](b, compat.unpack(args, 1, n))
   end
 end
 
@@ -134,7 +135,7 @@ function Filesystem:read_file(path, opts)
     for k, v in pairs(opts or {}) do arg[k] = v end
     if not arg.on_chunk and arg.max_bytes == nil then arg.max_bytes = M.DEFAULT_MAX_READ_BYTES end
   end
-  return read_outcome(path, pcall(backend_read, self, path, arg))
+  return read_outcome(path, compat.pcall(backend_read, self, path, arg))
 end
 
 --- write_file(path, content, opts) writes a string or the chunks of a source
@@ -220,8 +221,8 @@ end
 
 --- ISO-8601 UTC of milliseconds since the epoch.
 function M.iso(ms)
-  ms = math.tointeger(ms) or math.floor(ms)
-  return os.date("!%Y-%m-%dT%H:%M:%S", ms // 1000) .. (".%03dZ"):format(ms % 1000)
+  ms = math.floor(ms)
+  return os.date("!%Y-%m-%dT%H:%M:%S", math.floor(ms / 1000)) .. (".%03dZ"):format(ms % 1000)
 end
 
 local function random_id(prefix)
@@ -232,7 +233,7 @@ local function random_id(prefix)
     repeat
       local d = n % 36
       s = chars:sub(d + 1, d + 1) .. s
-      n = n // 36
+      n = math.floor(n / 36)
     until n == 0
     return s
   end

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -388,6 +389,8 @@ static void call_on_data(sk_http *req, const char *data, size_t len, void *ud)
 }
 
 static sk_error *call_start_http(dk_call *c);
+static dk_call *call_new(dk_api *api, const char *method, const char *path, const json_t *body, unsigned flags,
+                         long timeout_ms, dk_call_cb cb, void *ud);
 
 static void call_on_done(sk_http *req, const sk_http_result *res, void *ud)
 {
@@ -456,23 +459,58 @@ static void call_on_done(sk_http *req, const sk_http_result *res, void *ud)
     if (api->negotiating == c) {
         /* the version: the daemon's, capped at what this client knows */
         api->negotiating = NULL;
-        const char *v = json_string_value(json_object_get(doc, "ApiVersion"));
+        /* GET /_ping's API-Version header, as moby's client negotiates: Podman
+         * answers GET /version in seconds (it asks its runtime and conmon for
+         * their versions), and a fleet's sandboxes each ask at once */
+        const char *v = NULL;
+        for (size_t i = 0; res->status == 200 && i < res->n_headers; i++)
+            if (strcasecmp(res->headers[i].name, "Api-Version") == 0)
+                v = res->headers[i].value;
+        if (!v && strcmp(c->path, "/_ping") == 0) {
+            /* a daemon older than API 1.25 says it only in GET /version */
+            dk_call *n = call_new(api, "GET", "/version", NULL, 0, 0, c->cb, NULL);
+            sk_error *nerr = n ? NULL : sk_error_oom();
+            if (n) {
+                n->versioned = false;
+                api->negotiating = n;
+                if ((nerr = call_start_http(n))) {
+                    api->negotiating = NULL;
+                    call_free(n);
+                }
+            }
+            json_decref(doc);
+            if (!nerr) {
+                call_deliver(c, NULL, NULL);
+                return;
+            }
+            while (api->waiting) {
+                dk_call *w = api->waiting;
+                api->waiting = w->wnext;
+                w->wnext = NULL;
+                call_deliver(w, NULL, sk_error_copy(nerr));
+            }
+            call_deliver(c, NULL, NULL);
+            sk_error_free(nerr);
+            return;
+        }
+        if (!v)
+            v = json_string_value(json_object_get(doc, "ApiVersion"));
         int maj = 0, min = 0, cmaj = 0, cmin = 0, lmaj = 0, lmin = 0;
         sk_error *err = NULL;
         if (res->status != 200 || !v || sscanf(v, "%d.%d", &maj, &min) != 2) {
-            err = res->status != 200 ? sk_dk_api_error(api, "GET", "/version", &reply, "Docker API version check")
+            err = res->status != 200 ? sk_dk_api_error(api, "GET", c->path, &reply, "Docker API version check")
                                      : sk_error_new(SK_ERR_DOCKER_API,
                                                     json_pack("{s:i,s:s,s:s,s:s}", "status", res->status, "method",
-                                                              "GET", "path", "/version", "docker_host", api->host),
-                                                    "Docker daemon at %s answered GET /version without an ApiVersion",
-                                                    api->host);
+                                                              "GET", "path", c->path, "docker_host", api->host),
+                                                    "Docker daemon at %s answered GET %s without an API version",
+                                                    api->host, c->path);
         } else {
             sscanf(DK_API_VERSION_MAX, "%d.%d", &cmaj, &cmin);
             sscanf(DK_API_VERSION_MIN, "%d.%d", &lmaj, &lmin);
             if (maj < lmaj || (maj == lmaj && min < lmin))
                 err = sk_error_new(SK_ERR_DOCKER_API,
                                    json_pack("{s:i,s:s,s:s,s:s,s:s}", "status", res->status, "method", "GET", "path",
-                                             "/version", "docker_host", api->host, "api_version", v),
+                                             c->path, "docker_host", api->host, "api_version", v),
                                    "Docker daemon at %s speaks API %s; sandkit needs %s or newer", api->host, v,
                                    DK_API_VERSION_MIN);
             else if (maj > cmaj || (maj == cmaj && min > cmin))
@@ -591,7 +629,7 @@ dk_call *sk_dk_api_call(dk_api *api, const char *method, const char *path, const
     c->wnext = api->waiting;
     api->waiting = c;
     if (!api->negotiating) {
-        dk_call *n = call_new(api, "GET", "/version", NULL, 0, 0, negotiation_done, NULL);
+        dk_call *n = call_new(api, "GET", "/_ping", NULL, 0, 0, negotiation_done, NULL);
         if (!n) {
             call_free(c);
             *err = sk_error_oom();

@@ -21,7 +21,7 @@ local function check_ulimits(v)
     end
     if type(u.name) ~= "string" or u.name == "" then return ("[%d].name must be a non-empty string"):format(i) end
     for _, k in ipairs({ "soft", "hard" }) do
-      if math.type(u[k]) ~= "integer" and not (type(u[k]) == "number" and u[k] == math.floor(u[k])) then
+      if not (type(u[k]) == "number" and u[k] == math.floor(u[k])) then
         return ("[%d].%s must be a whole number"):format(i, k)
       end
     end

@@ -6,6 +6,7 @@
 -- holds a large file whole. Everything else (listing, stat, delete, copy,
 -- move, mkdir, exclusive create) stays on the shared exec-script backend
 -- (lua/sandkit/fs/exec.lua), which Modal's handle API cannot do.
+local compat = require "sandkit.compat"
 local core = require "sandkit.core"
 local fs = require "sandkit.fs"
 local fserrors = require "sandkit.fs.errors"
@@ -17,8 +18,8 @@ local M = {}
 -- Each operation costs two RPCs (and on the reference server a process in
 -- the sandbox), so pieces are large; a read's answer still arrives in
 -- batches of about 1 MiB, far below the response size limit.
-local READ_PIECE = 16 << 20
-local WRITE_PIECE = 8 << 20
+local READ_PIECE = 16 * 1024 * 1024
+local WRITE_PIECE = 8 * 1024 * 1024
 local OP_TIMEOUT_MS = 600000
 -- SystemErrorCode values (errno numbers)
 local ENOENT, EACCES, ENOTDIR, EISDIR, EPERM = 2, 13, 20, 21, 1
@@ -110,7 +111,7 @@ function Backend:read_file(path, opts)
   local parts, total = {}, 0
   local emit = opts.on_chunk or function(c) parts[#parts + 1] = c end
   local ok, rerr
-  local pok, cerr = pcall(function()
+  local pok, cerr = compat.pcall(function()
     while true do
       local got = 0
       -- a whole read asks for one byte past max_bytes at most: a file that grew shows
@@ -146,7 +147,7 @@ function Backend:send(path, content, mode, recursive)
     if not ok then return nil, typed(werr, path, true) end
     return true
   end
-  local pok, ok, werr = pcall(fs.each_piece, content, WRITE_PIECE, piece)
+  local pok, ok, werr = compat.pcall(fs.each_piece, content, WRITE_PIECE, piece)
   if not pok then
     -- the chunk source raised or returned a non-string: the handle is closed first
     self:close(fd)

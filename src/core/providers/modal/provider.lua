@@ -9,7 +9,7 @@ local options = require "sandkit.options"
 local function positive_seconds(v)
   if v <= 0 or v % 1000 ~= 0 then return "must be a positive multiple of 1000 (milliseconds)" end
   -- Modal's timeout_secs is a uint32
-  if v // 1000 > 4294967295 then return "must be at most 4294967295000 (2^32 - 1 seconds)" end
+  if v / 1000 > 4294967295 then return "must be at most 4294967295000 (2^32 - 1 seconds)" end
 end
 
 return {
