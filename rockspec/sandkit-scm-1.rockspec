@@ -98,7 +98,7 @@ build = {
         "src/core/providers/docker/docker_conn.c",
         "src/core/providers/docker/docker_exec.c",
         "src/core/providers/docker/docker_frame.c",
-        "src/core/providers/docker/docker_ops.c",
+        "src/core/providers/docker/docker_methods.c",
         "src/core/providers/docker/docker_ports.c",
         "src/core/providers/local/local.c",
         "src/core/providers/local/local_host.c",
@@ -122,8 +122,8 @@ build = {
         "src/core/ws.c",
         "src/lua/buffer_ud.c",
         "src/lua/core.c",
-        "src/lua/fs_op_ud.c",
         "src/lua/fs_ud.c",
+        "src/lua/ops_ud.c",
         "src/lua/process_ud.c",
         "src/lua/sandbox_ud.c",
         -- END generated: sources

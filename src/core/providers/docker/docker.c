@@ -479,6 +479,5 @@ const sk_provider sk_provider_docker = {
     .metadata = dk_metadata,
     .instructions = dk_instructions,
     .free = dk_free,
-    /* not files: the Engine API calls of its Lua methods (docker_ops.c) */
-    .fs = &sk_dk_ops,
+    .calls = &sk_dk_calls, /* its methods' Engine API calls (docker_methods.c) */
 };

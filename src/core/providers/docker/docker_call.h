@@ -1,6 +1,6 @@
 /* One Engine API call of a DockerSandbox on behalf of its Lua methods
  * beyond the lifecycle (sb:get_port_url, sb:snapshot:
- * methods.lua, through docker_ops.c): the sandbox's own daemon,
+ * methods.lua, through docker_methods.c): the sandbox's own daemon,
  * version and bounds, its container's id put into the path, and an answer
  * of an unexpected status made a DockerApiError as the lifecycle's are. */
 #ifndef SK_DOCKER_CALL_H

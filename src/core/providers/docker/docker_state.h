@@ -3,7 +3,6 @@
 #define SK_DOCKER_STATE_H
 
 #include "../../provider.h"
-#include "../../fs_ops.h"
 #include "docker_api.h"
 #include "docker_config.h"
 
@@ -29,6 +28,6 @@ int sk_dk_write_stdin(sk_process *p, const char *data, size_t len, sk_error **er
 int sk_dk_close_stdin(sk_process *p);
 void sk_dk_release(sk_process *p);
 void sk_dk_kills_free(dk_sandbox *ds);
-extern const sk_fs_ops sk_dk_ops; /* docker_ops.c */
+extern const sk_ops sk_dk_calls; /* docker_methods.c */
 
 #endif

@@ -3,8 +3,9 @@
 -- over the ports the `ports` option published, and sb:snapshot(), the
 -- container committed to an image that a clone or a new DockerSandbox
 -- starts from. Each is one Engine API call through the sandbox's own client
--- (docker_ops.c, reached as every provider's own operations are:
--- core.fs_open / core.fs_op). The descriptor lists them under `methods`.
+-- (the provider's `calls` in docker_methods.c, reached as every provider's
+-- own operations are: core.ops_open(sb, "calls") / core.ops_call). The
+-- descriptor lists them under `methods`.
 local core = require "sandkit.core"
 local errors = require "sandkit.errors"
 local options = require "sandkit.options"
@@ -33,8 +34,8 @@ local function call(sb, req)
   end)
   -- no container yet (never started, destroyed): the core's error, returned
   local started, handle = pcall(function()
-    clients[sb] = clients[sb] or core.fs_open(sb)
-    return core.fs_op(clients[sb], req, nil, rec.token)
+    clients[sb] = clients[sb] or core.ops_open(sb, "calls")
+    return core.ops_call(clients[sb], req, nil, rec.token)
   end)
   if not started then
     if type(handle) == "table" and handle.kind then return nil, handle end

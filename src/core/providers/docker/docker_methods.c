@@ -1,8 +1,9 @@
-/* DockerSandbox's operations for its Lua methods (sb:get_port_url,
- * sb:snapshot: methods.lua), as sk_fs_ops (fs_ops.h) so that the one
- * binding of provider operations (src/lua/fs_op_ud.c) reaches them. An
- * operation is one Engine API call through the sandbox's own client
- * (docker_call.h); its request object:
+/* The calls behind DockerSandbox's own methods (sb:get_port_url,
+ * sb:snapshot: methods.lua), as the provider's `calls` (provider_ops.h),
+ * which the one binding of provider operations (src/lua/ops_ud.c:
+ * core.ops_open(sb, "calls"), core.ops_call) reaches. An operation is one
+ * Engine API call through the sandbox's own client (docker_call.h); its
+ * request object:
  *   method, path ("{container}" becomes the container id),
  *   ok (array of the statuses that are answers), what (for errors),
  *   timeout_ms (0 or absent: api_timeout), body (a JSON value, sent as is).
@@ -11,31 +12,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fs_ops.h"
+#include "../../provider_ops.h"
 #include "docker_call.h"
 
 #define DK_OPS_MAX_OK 8
 
-typedef struct {
+struct sk_op {
     sk_dk_request *req;
-    const sk_fs_events *ev;
+    const sk_op_events *ev;
     void *ud;
-} dk_op;
+};
 
-static void *ops_open(sk_loop *loop, sk_sandbox *sb, const json_t *options, sk_error **err)
+static void *calls_open(sk_loop *loop, sk_sandbox *sb, const json_t *options, sk_error **err)
 {
     (void)loop;
     (void)options;
     if (!sb) {
-        *err = sk_error_new(SK_ERR_CONFIG, NULL, "DockerSandbox has no filesystem standing alone");
+        *err = sk_error_new(SK_ERR_CONFIG, NULL, "DockerSandbox's calls need a sandbox");
         return NULL;
     }
     return sb; /* the binding keeps the sandbox alive while this is open */
 }
 
-static void ops_on_done(void *ud, int status, const char *body, size_t len, const sk_error *err)
+static void calls_on_done(void *ud, int status, const char *body, size_t len, const sk_error *err)
 {
-    dk_op *op = ud;
+    sk_op *op = ud;
     if (!err) {
         char s[16];
         int n = snprintf(s, sizeof s, "%d", status);
@@ -46,8 +47,8 @@ static void ops_on_done(void *ud, int status, const char *body, size_t len, cons
     free(op);
 }
 
-static sk_fs_op *ops_start(void *fs, const json_t *req, const char *body, size_t len, const sk_fs_events *ev,
-                           void *ud, sk_error **err)
+static sk_op *calls_start(void *sb, const json_t *req, const char *body, size_t len, const sk_op_events *ev,
+                          void *ud, sk_error **err)
 {
     (void)body;
     (void)len;
@@ -67,35 +68,34 @@ static sk_fs_op *ops_start(void *fs, const json_t *req, const char *body, size_t
     }
     for (size_t i = 0; i < spec.n_ok; i++)
         ok[i] = (int)json_integer_value(json_array_get(oks, i));
-    dk_op *op = calloc(1, sizeof *op);
+    sk_op *op = calloc(1, sizeof *op);
     if (!op) {
         *err = sk_error_oom();
         return NULL;
     }
     op->ev = ev;
     op->ud = ud;
-    op->req = sk_dk_request_start(fs, &spec, ops_on_done, op, err);
+    op->req = sk_dk_request_start(sb, &spec, calls_on_done, op, err);
     if (!op->req) {
         free(op);
         return NULL;
     }
-    return (sk_fs_op *)op;
+    return op;
 }
 
-static void ops_cancel(sk_fs_op *o)
+static void calls_cancel(sk_op *op)
 {
-    dk_op *op = (dk_op *)o;
     if (!op)
         return;
     sk_dk_request_cancel(op->req);
     free(op);
 }
 
-static void ops_close(void *fs) { (void)fs; }
+static void calls_close(void *sb) { (void)sb; }
 
-const sk_fs_ops sk_dk_ops = {
-    .open = ops_open,
-    .start = ops_start,
-    .cancel = ops_cancel,
-    .close = ops_close,
+const sk_ops sk_dk_calls = {
+    .open = calls_open,
+    .start = calls_start,
+    .cancel = calls_cancel,
+    .close = calls_close,
 };
