@@ -6,6 +6,7 @@
 -- (the provider's `calls` in docker_methods.c, reached as every provider's
 -- own operations are: core.ops_open(sb, "calls") / core.ops_call). The
 -- descriptor lists them under `methods`.
+local compat = require "sandkit.compat"
 local core = require "sandkit.core"
 local errors = require "sandkit.errors"
 local options = require "sandkit.options"
@@ -53,9 +54,7 @@ local function destroyed(sb)
 end
 
 local function check_port(fname, port)
-  if math.type(port) ~= "integer" then
-    port = type(port) == "number" and math.tointeger(port) or nil
-  end
+  port = compat.tointeger(port)
   if not port or port < 1 or port > 65535 then
     errors.misuse(("bad argument #1 to '%s' (port number 1-65535 expected)"):format(fname))
   end
@@ -91,7 +90,7 @@ function M.get_port_url(sb, opts, port)
   local list = type(ports) == "table" and ports[port .. "/tcp"]
   if type(list) ~= "table" then return nil end
   for _, b in ipairs(list) do
-    local hp = type(b) == "table" and math.tointeger(tonumber(b.HostPort))
+    local hp = type(b) == "table" and compat.tointeger(tonumber(b.HostPort))
     if hp and hp > 0 and hp <= 65535 then
       return ("http://%s:%d"):format(url_host(type(b.HostIp) == "string" and b.HostIp or nil, opts), hp)
     end

@@ -3,6 +3,7 @@
 -- Podman's compatible service (docs/protocols/docker.md). Options are
 -- upstream's (@mastra/docker 0.3.0) in snake_case, plus pull, docker_host
 -- and api_timeout.
+local compat = require "sandkit.compat"
 local options = require "sandkit.options"
 
 local DEFAULT_TIMEOUT = 300000
@@ -34,14 +35,14 @@ local PORT_KEYS = { port = true, host_port = true, host_ip = true, protocol = tr
 local PROTOCOLS = { tcp = true, udp = true, sctp = true }
 
 local function port_problem(v)
-  if math.type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v)) then return "must be a whole number" end
+  if not compat.is_whole(v) then return "must be a whole number" end
   if v < 1 or v > 65535 then return "must be a port number from 1 to 65535" end
 end
 
 local function check_ports(v)
   local n = #v
   for k in pairs(v) do
-    if math.type(k) ~= "integer" or k < 1 or k > n then return "must be an array" end
+    if not compat.is_whole(k) or k < 1 or k > n then return "must be an array" end
   end
   for i, p in ipairs(v) do
     if type(p) == "number" then
@@ -138,7 +139,7 @@ function desc.validate(out)
     local norm = {}
     for i, p in ipairs(out.ports) do
       if type(p) == "number" then p = { port = p } end
-      norm[i] = { port = math.tointeger(p.port), host_port = p.host_port and math.tointeger(p.host_port),
+      norm[i] = { port = compat.tointeger(p.port), host_port = p.host_port and compat.tointeger(p.host_port),
         host_ip = p.host_ip or "127.0.0.1", protocol = p.protocol or "tcp" }
     end
     out.ports = norm
