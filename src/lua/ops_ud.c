@@ -109,8 +109,8 @@ static int body_append(collected *b, const char *data, size_t len)
 }
 
 /* Stream 1 passed max_collect: the error now. A callback may not cancel
- * its op (provider_ops.h): the rest is dropped as it comes, until Lua, woken by
- * the error, cancels the handle. */
+ * its op (provider_ops.h): the rest is dropped as it comes, until Lua,
+ * woken by the error, cancels the handle. */
 static void too_large(op_box *box)
 {
     box->too_large = true;
