@@ -479,6 +479,7 @@ const sk_provider sk_provider_docker = {
     .metadata = dk_metadata,
     .instructions = dk_instructions,
     .free = dk_free,
-    /* not files: the Engine API calls of its Lua methods (docker_ops.c) */
-    .fs = &sk_dk_ops,
+    /* its files on the archive endpoints (docker_fs.c, fs.lua), which pass
+     * the Engine API calls of its Lua methods (docker_ops.c) through */
+    .fs = &sk_dk_fs_ops,
 };
