@@ -181,18 +181,8 @@ function Backend:write_file(path, content, opts)
   return self.exec:write_file(path, content, opts)
 end
 
-function Backend:instructions() return self.exec:instructions() end
-
 function M.backend(sb, o)
-  local exec = require("sandkit.fs.exec").backend(sb, o)
-  return setmetatable({ sb = sb, options = o, exec = exec }, {
-    __index = function(_, k)
-      if Backend[k] then return Backend[k] end
-      local f = exec[k]
-      if type(f) == "function" then return function(_, ...) return f(exec, ...) end end
-      return f
-    end,
-  })
+  return require("sandkit.fs.exec").beneath(Backend, sb, o)
 end
 
 return M
