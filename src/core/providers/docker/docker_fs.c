@@ -5,7 +5,8 @@
  * One operation is one request, { kind, path, timeout_ms (0 or absent:
  * api_timeout) } and:
  *   kind "stat":  HEAD /containers/{id}/archive?path=<path>
- *   kind "read":  GET of the same, max_bytes (a larger file is refused)
+ *   kind "read":  GET of the same, max_bytes (required: a larger file is
+ *                 refused)
  *   kind "write": PUT /containers/{id}/archive?path=<parent> of a tar of
  *                 one new file: the body is its content, mode its bits
  * path is absolute in the container. Stream 1 carries the bytes a read
@@ -47,8 +48,9 @@ struct sk_fs_op {
     void *ud;
     sk_http *http;
     char *method, *vpath; /* for errors */
-    sk_buf tar;           /* WRITE: the body; READ: what arrived */
-    size_t cap;           /* READ: the most kept */
+    sk_buf upload;        /* WRITE: the tar sent (borrowed by the request) */
+    sk_buf got;           /* what arrived: READ's tar, or an error's message */
+    size_t cap;           /* READ: the most of the tar kept */
     int status;
     dk_path_stat stat;
     bool have_stat;
@@ -60,7 +62,8 @@ static void op_free(sk_fs_op *op)
         sk_dk_ops.cancel(op->call);
     if (op->http)
         sk_http_cancel(op->http);
-    sk_buf_free(&op->tar);
+    sk_buf_free(&op->upload);
+    sk_buf_free(&op->got);
     free(op->method);
     free(op->vpath);
     free(op);
@@ -113,6 +116,8 @@ static void op_on_head(sk_http *req, int status, const sk_http_header *h, size_t
         op_refuse(op, info);
     } else if ((uint64_t)op->stat.size > op->max_bytes) {
         op_refuse(op, "too_large");
+    } else if (op->ev.size_hint) {
+        op->ev.size_hint(op->ud, (size_t)op->stat.size);
     }
 }
 
@@ -129,18 +134,18 @@ static void op_on_data(sk_http *req, const char *data, size_t len, void *ud)
     (void)req;
     sk_fs_op *op = ud;
     size_t cap = op->status == 200 && op->kind == DK_FS_READ ? op->cap : DK_FS_ERROR_BODY_MAX;
-    if (len > cap - op->tar.len) {
+    if (len > cap - op->got.len) {
         /* more than any file within max_bytes takes: too large if the
          * entry says so, else a daemon sending more than it says */
         if (op->status == 200 && op->kind == DK_FS_READ) {
             char why[128];
-            int r = sk_dk_tar_read_file(op->tar.data, op->tar.len, op->max_bytes, stop_sink, NULL, why, sizeof why);
+            int r = sk_dk_tar_read_file(op->got.data, op->got.len, op->max_bytes, stop_sink, NULL, why, sizeof why);
             op_refuse(op, r == DK_TAR_TOO_LARGE ? "too_large" : "bad_archive: more data than the entry holds");
             return;
         }
-        len = cap - op->tar.len; /* an error message, cut */
+        len = cap - op->got.len; /* an error message, cut */
     }
-    if (sk_buf_append(&op->tar, data, len) != 0)
+    if (sk_buf_append(&op->got, data, len) != 0)
         op_refuse(op, "bad_archive: out of memory");
 }
 
@@ -171,7 +176,7 @@ static void op_on_done(sk_http *req, const sk_http_result *res, void *ud)
     const char *shown = info;
     info[0] = 0;
     if (res->status != 200) {
-        dk_reply reply = { .status = res->status, .body = op->tar.data ? op->tar.data : "", .body_len = op->tar.len };
+        dk_reply reply = { .status = res->status, .body = op->got.data ? op->got.data : "", .body_len = op->got.len };
         json_t *doc = reply.body_len && reply.body[0] == '{' ? json_loadb(reply.body, reply.body_len, 0, NULL) : NULL;
         reply.json = doc;
         snprintf(info, sizeof info, "%s", sk_dk_reply_message(&reply));
@@ -182,7 +187,7 @@ static void op_on_done(sk_http *req, const sk_http_result *res, void *ud)
         shown = "bad_archive: no readable X-Docker-Container-Path-Stat header";
     } else if (op->kind == DK_FS_READ) {
         char why[128];
-        int r = sk_dk_tar_read_file(op->tar.data ? op->tar.data : "", op->tar.len, op->max_bytes, emit_piece, op, why,
+        int r = sk_dk_tar_read_file(op->got.data ? op->got.data : "", op->got.len, op->max_bytes, emit_piece, op, why,
                                     sizeof why);
         if (r == DK_TAR_TOO_LARGE)
             shown = "too_large";
@@ -305,7 +310,8 @@ static sk_fs_op *fs_start(void *fs, const json_t *req, const char *body, size_t 
         }
     const char *path = json_string_value(json_object_get(req, "path"));
     json_t *max = json_object_get(req, "max_bytes"), *mode = json_object_get(req, "mode");
-    if (!op->kind || !path || path[0] != '/' || (max && (!json_is_integer(max) || json_integer_value(max) < 0)) ||
+    if (!op->kind || !path || path[0] != '/' || (op->kind == DK_FS_READ && !max) ||
+        (max && (!json_is_integer(max) || json_integer_value(max) < 0)) ||
         (mode && (!json_is_integer(mode) || json_integer_value(mode) < 0 || json_integer_value(mode) > 07777))) {
         op_free(op);
         *err = sk_error_new(SK_ERR_ARGUMENT, NULL, "DockerSandbox files: malformed operation %s",
@@ -319,7 +325,7 @@ static sk_fs_op *fs_start(void *fs, const json_t *req, const char *body, size_t 
                             ds->cfg.id);
         return NULL;
     }
-    op->max_bytes = max ? (size_t)json_integer_value(max) : SIZE_MAX;
+    op->max_bytes = max ? (size_t)json_integer_value(max) : 0;
     op->cap = op->max_bytes > SIZE_MAX - DK_AR_TAR_SLACK ? SIZE_MAX : op->max_bytes + DK_AR_TAR_SLACK;
     json_t *t = json_object_get(req, "timeout_ms");
     long timeout_ms = json_is_integer(t) && json_integer_value(t) > 0 ? (long)json_integer_value(t) : 0;
@@ -346,7 +352,7 @@ static sk_fs_op *fs_start(void *fs, const json_t *req, const char *body, size_t 
     if (op->kind == DK_FS_WRITE) {
         const char *why;
         unsigned bits = mode ? (unsigned)json_integer_value(mode) : 0644;
-        if (sk_dk_tar_write_file(&op->tar, name, body ? body : "", len, bits, time(NULL), &why) != 0) {
+        if (sk_dk_tar_write_file(&op->upload, name, body ? body : "", len, bits, time(NULL), &why) != 0) {
             free(url);
             op_free(op);
             *err = sk_error_new(SK_ERR_FILESYSTEM, NULL, "DockerSandbox files: %s", why);
@@ -359,8 +365,8 @@ static sk_fs_op *fs_start(void *fs, const json_t *req, const char *body, size_t 
         .url = url,
         .headers = headers,
         .n_headers = 1,
-        .body = op->kind == DK_FS_WRITE ? (op->tar.data ? op->tar.data : "") : NULL,
-        .body_len = op->kind == DK_FS_WRITE ? op->tar.len : 0,
+        .body = op->kind == DK_FS_WRITE ? (op->upload.data ? op->upload.data : "") : NULL,
+        .body_len = op->kind == DK_FS_WRITE ? op->upload.len : 0,
         .body_borrowed = true,
         .timeout_ms = timeout_ms ? timeout_ms : ds->api.timeout_ms,
         .ca_file = ds->api.ca_file,
