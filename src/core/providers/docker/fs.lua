@@ -80,7 +80,7 @@ function Backend:op(o, body)
     return core.fs_op(self.client, o, body, rec.token)
   end)
   if not started then
-    if errors.is(handle) then return nil, handle end
+    if type(handle) == "table" and handle.kind then return nil, handle end
     error(handle, 0)
   end
   rec.handle = handle
