@@ -107,7 +107,8 @@ int sk_dk_tar_read_file(const void *tar, size_t len, size_t max_bytes,
     if (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0 ||
         (uint64_t)archive_entry_size(e) > max_bytes) {
         rc = archive_entry_size_is_set(e) && archive_entry_size(e) >= 0 ? DK_TAR_TOO_LARGE : DK_TAR_BAD;
-        snprintf(why, why_size, "entry without a size");
+        if (rc == DK_TAR_BAD)
+            snprintf(why, why_size, "entry without a size");
         goto out;
     }
     int64_t want = archive_entry_size(e), got = 0;
