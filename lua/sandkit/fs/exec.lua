@@ -315,4 +315,19 @@ function M.backend(sb, o)
   return setmetatable({ sb = sb, options = o }, Backend)
 end
 
+--- The backend of a provider whose own file operations (filesystem =
+-- "own") do part of sb.fs: `own`'s methods where it has them, this
+-- backend's for the rest; own's methods reach this one as self.exec.
+function M.beneath(own, sb, o)
+  local exec = M.backend(sb, o)
+  return setmetatable({ sb = sb, options = o, exec = exec }, {
+    __index = function(_, k)
+      if own[k] then return own[k] end
+      local f = exec[k]
+      if type(f) == "function" then return function(_, ...) return f(exec, ...) end end
+      return f
+    end,
+  })
+end
+
 return M

@@ -124,9 +124,10 @@ local desc = {
   label = "Docker Sandbox",
   description = "Local container sandbox powered by Docker (Docker Engine API; Docker or Podman)",
   options = options.with_common(specific),
-  -- sb.fs: short sh scripts in the container (lua/sandkit/fs/exec.lua);
-  -- every capability of options.capabilities holds, so none is listed
-  filesystem = "exec",
+  -- sb.fs: fs.lua beside this file (the archive endpoints, the exec-script
+  -- backend for the rest); every capability of options.capabilities
+  -- holds, so none is listed
+  filesystem = "own",
   -- clone() keeps every option but these (name addresses the template's container)
   clone_drops = { "name" },
   -- sb:get_port_url(port), sb:snapshot(opts): methods.lua in this folder

@@ -170,16 +170,7 @@ function Backend:append_file(path, content)
 end
 
 function M.backend(sb, o)
-  local exec = require("sandkit.fs.exec").backend(sb, o)
-  local b = setmetatable({ sb = sb, options = o, exec = exec }, {
-    __index = function(_, k)
-      if Backend[k] then return Backend[k] end
-      local f = exec[k]
-      if type(f) == "function" then return function(_, ...) return f(exec, ...) end end
-      return f
-    end,
-  })
-  return b
+  return require("sandkit.fs.exec").beneath(Backend, sb, o)
 end
 
 return M
