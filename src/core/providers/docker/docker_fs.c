@@ -29,8 +29,6 @@
 #include "docker_archive.h"
 #include "docker_state.h"
 
-extern const sk_provider sk_provider_docker;
-
 /* An error reply's body is kept up to this (a JSON message). */
 #define DK_FS_ERROR_BODY_MAX ((size_t)64 << 10)
 
@@ -199,7 +197,8 @@ static void *fs_open(sk_loop *loop, sk_sandbox *sb, const json_t *options, sk_er
 {
     (void)loop;
     (void)options;
-    if (!sb || sb->provider != &sk_provider_docker || !sb->impl) {
+    /* a DockerSandbox's provider has these files (and no call into docker.c) */
+    if (!sb || sb->provider->fs != &sk_dk_fs_ops || !sb->impl) {
         *err = sk_error_new(SK_ERR_ARGUMENT, NULL, "DockerSandbox files: not a DockerSandbox");
         return NULL;
     }
