@@ -16,12 +16,12 @@ LUA_BIN_DIR = $(if $(filter build,$(LUA_BUILD)),bin,$(LUA_BUILD)/bin)
 LUA_ABI = $(if $(filter luajit,$(LUA_NAME)),5.1,$(or $(patsubst lua%,%,$(filter lua5.%,$(LUA_NAME))),5.4))
 # Homebrew's Lua 5.4 has lua.pc (Debian: lua5.4.pc).
 LUA_PC := $(shell pkg-config --exists lua5.4 2>/dev/null && echo lua5.4 || echo lua)
-PKGS := libuv libcurl jansson libwebsockets libcrypto $(LUA_PC)
+PKGS := libuv libcurl jansson libwebsockets libcrypto libarchive $(LUA_PC)
 CFLAGS ?= -O2 -g
 # -fvisibility=hidden: core.so exports luaopen_sandkit_core alone (SKL_EXPORT,
 # src/lua/binding.h); the static library the C tests link is unaffected.
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC -fvisibility=hidden $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LIBS := $(shell pkg-config --libs libuv libcurl jansson libwebsockets libcrypto 2>/dev/null) -lm
+LIBS := $(shell pkg-config --libs libuv libcurl jansson libwebsockets libcrypto libarchive 2>/dev/null) -lm
 # A Lua module on macOS is a bundle whose Lua symbols come from the host.
 SHARED_LDFLAGS := $(if $(filter Darwin,$(shell uname -s)),-bundle -undefined dynamic_lookup,-shared)
 
@@ -30,7 +30,7 @@ SHARED_LDFLAGS := $(if $(filter Darwin,$(shell uname -s)),-bundle -undefined dyn
 # exist, whatever installed them.
 DEB_PACKAGES := build-essential pkg-config lua5.4 liblua5.4-dev luarocks lua-busted lua-cjson \
 	lua-cqueues libuv1-dev libcurl4-openssl-dev libwebsockets-dev libwebsockets-evlib-uv \
-	libjansson-dev libssl-dev bubblewrap procps curl util-linux openssl lua-luv
+	libjansson-dev libssl-dev libarchive-dev bubblewrap procps curl util-linux openssl lua-luv
 
 CORE_SRC := $(sort $(wildcard src/core/*.c src/core/providers/*.c src/core/providers/*/*.c))
 LUA_SRC := $(sort $(wildcard src/lua/*.c))

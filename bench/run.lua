@@ -1327,6 +1327,16 @@ rows[#rows + 1] = {
   end,
 }
 
+-- ---- DockerSandbox (bench/docker.lua) ---------------------------------------------
+
+local docker = dofile(ROOT .. "/bench/docker.lua")({
+  ROOT = ROOT, now = now, cpu_seconds = cpu_seconds, line = line, median = median, compare = compare,
+  compare_paired = compare_paired, fmt_us = fmt_us, fmt_ms = fmt_ms, fmt_kib = fmt_kib, append = append,
+  shell_quote = shell_quote, run_json = run_json, floor_cmd = floor_cmd, json_encode = json_encode_flat,
+  proc_status_kb = proc_status_kb, reset_peak_rss = reset_peak_rss, open_fds = open_fds,
+})
+for _, r in ipairs(docker.rows) do rows[#rows + 1] = r end
+
 -- ---- cost as work grows (bench/scale.lua, --scale) ---------------------------------
 
 local scale = dofile(ROOT .. "/bench/scale.lua")({
@@ -1338,6 +1348,7 @@ local scale = dofile(ROOT .. "/bench/scale.lua")({
   bwrap_argv_of = bwrap_argv_of, sdk_wide_cmd = sdk_wide_cmd,
 })
 scale_child = scale.child
+for _, r in ipairs(docker.scale_rows) do scale.rows[#scale.rows + 1] = r end
 
 -- ---- table -----------------------------------------------------------------------
 

@@ -113,6 +113,7 @@
 ---@field name? string Container name (sanitised as upstream). Defaults to the sandbox ID.
 ---@field network? string Docker network to join (HostConfig.NetworkMode)
 ---@field pids_limit? integer Maximum number of processes in the container (0 or -1: unlimited)
+---@field ports? (integer|{ port: integer, host_port?: integer, host_ip?: string, protocol?: "tcp"|"udp"|"sctp" })[] Container ports to publish: numbers, or { port, host_port, host_ip, protocol } (host_ip 127.0.0.1, protocol tcp, host_port chosen by the engine unless given); see sb:get_port_url()
 ---@field privileged? boolean Run in privileged mode. Default: false.
 ---@field pull? "missing"|"never" missing: pull the image when it is not present locally; never: fail instead. Default: missing.
 ---@field readonly_rootfs? boolean Mount the container root filesystem read-only
@@ -423,6 +424,19 @@ function Sandbox:info() end
 ---@param context? any
 ---@return string
 function Sandbox:instructions(context) end
+--- DockerSandbox only (another provider raises): the URL of a container
+--- port published by the `ports` option, "http://127.0.0.1:<host port>";
+--- nil when the port is not published (for tcp) or the sandbox is not
+--- running; nil, err when the daemon cannot say.
+---@param port integer
+---@return string|nil, sandkit.Error|nil
+function Sandbox:get_port_url(port) end
+--- DockerSandbox only (another provider raises): commits the container
+--- (running or stopped) to an image and returns its name, which
+--- sb:clone{ image = name } or a new DockerSandbox starts from.
+---@param opts? { image?: string }  default "localhost/sandkit-snapshot:<id>-<time>"
+---@return string|nil, sandkit.Error|nil
+function Sandbox:snapshot(opts) end
 
 ---@class sandkit.Task
 local Task = {}

@@ -2,7 +2,7 @@
 # baselines into build/bench/ and prints the table (bench/README.md).
 # `bench-build` is also a test prerequisite, for spec/bench_smoke_spec.lua.
 
-BENCH_FLOORS := floor_spawn floor_fanout floor_reader floor_bwrap floor_fleet
+BENCH_FLOORS := floor_spawn floor_fanout floor_reader floor_bwrap floor_fleet floor_docker
 BENCH_BINS := $(addprefix build/bench/,$(BENCH_FLOORS)) build/bench/floor_platform build/bench/benchclock.so
 BENCH_CC ?= $(CC)
 BENCH_CFLAGS := -std=c11 -O2 -Wall -Wextra -Werror

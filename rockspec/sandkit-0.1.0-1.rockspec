@@ -39,8 +39,9 @@ test_dependencies = {
 -- Linux: only the libraries are checked (Debian keeps curl's headers under
 -- the multiarch include directory, which the compiler searches by itself).
 -- macOS: the Homebrew packages libuv jansson libwebsockets openssl@3
--- (libwebsockets' headers include OpenSSL's, and the core links libcrypto
--- for SHA-256); curl is the system's. Homebrew's prefix (/opt/homebrew on
+-- libarchive (libwebsockets' headers include OpenSSL's, and the core links
+-- libcrypto for SHA-256; libarchive: DockerSandbox's tar); curl is the
+-- system's. Homebrew's prefix (/opt/homebrew on
 -- Apple silicon, /usr/local on Intel) is given as e.g. LIBUV_DIR=$(brew --prefix libuv); see README.
 external_dependencies = {
   LIBUV = { library = "uv" },
@@ -48,12 +49,14 @@ external_dependencies = {
   JANSSON = { library = "jansson" },
   LIBWEBSOCKETS = { library = "websockets" },
   OPENSSL = { library = "crypto" },
+  LIBARCHIVE = { library = "archive" },
   platforms = {
     linux = {
       LIBUV = { header = "uv.h", library = "uv" },
       JANSSON = { header = "jansson.h", library = "jansson" },
       LIBWEBSOCKETS = { header = "libwebsockets.h", library = "websockets" },
       OPENSSL = { header = "openssl/evp.h", library = "crypto" },
+      LIBARCHIVE = { header = "archive.h", library = "archive" },
     },
     macosx = {
       LIBUV = { header = "uv.h", library = "uv" },
@@ -61,6 +64,7 @@ external_dependencies = {
       JANSSON = { header = "jansson.h", library = "jansson" },
       LIBWEBSOCKETS = { header = "libwebsockets.h", library = "websockets" },
       OPENSSL = { header = "openssl/evp.h", library = "crypto" },
+      LIBARCHIVE = { header = "archive.h", library = "archive" },
     },
   },
 }
@@ -93,10 +97,15 @@ build = {
         "src/core/providers/apple_container/apple_container_shell.c",
         "src/core/providers/docker/docker.c",
         "src/core/providers/docker/docker_api.c",
+        "src/core/providers/docker/docker_archive.c",
+        "src/core/providers/docker/docker_call.c",
         "src/core/providers/docker/docker_config.c",
         "src/core/providers/docker/docker_conn.c",
         "src/core/providers/docker/docker_exec.c",
         "src/core/providers/docker/docker_frame.c",
+        "src/core/providers/docker/docker_fs.c",
+        "src/core/providers/docker/docker_methods.c",
+        "src/core/providers/docker/docker_ports.c",
         "src/core/providers/local/local.c",
         "src/core/providers/local/local_host.c",
         "src/core/providers/local/local_pin.c",
@@ -119,8 +128,8 @@ build = {
         "src/core/ws.c",
         "src/lua/buffer_ud.c",
         "src/lua/core.c",
-        "src/lua/fs_op_ud.c",
         "src/lua/fs_ud.c",
+        "src/lua/ops_ud.c",
         "src/lua/process_ud.c",
         "src/lua/sandbox_ud.c",
         -- END generated: sources
@@ -129,16 +138,16 @@ build = {
       incdirs = {
         "src/core", "src/lua", "build/gen",
         "$(LIBUV_INCDIR)", "$(LIBCURL_INCDIR)", "$(JANSSON_INCDIR)",
-        "$(LIBWEBSOCKETS_INCDIR)", "$(OPENSSL_INCDIR)",
+        "$(LIBWEBSOCKETS_INCDIR)", "$(OPENSSL_INCDIR)", "$(LIBARCHIVE_INCDIR)",
         -- compat-5.3.h for 5.1 and LuaJIT (lua-compat53-dev; Debian keeps it
         -- with the Lua 5.1 headers, searched after LuaJIT's own)
         "$(LUA_INCDIR)/../lua5.1",
       },
       libdirs = {
         "$(LIBUV_LIBDIR)", "$(LIBCURL_LIBDIR)", "$(JANSSON_LIBDIR)",
-        "$(LIBWEBSOCKETS_LIBDIR)", "$(OPENSSL_LIBDIR)",
+        "$(LIBWEBSOCKETS_LIBDIR)", "$(OPENSSL_LIBDIR)", "$(LIBARCHIVE_LIBDIR)",
       },
-      libraries = { "uv", "curl", "jansson", "websockets", "crypto", "m" },
+      libraries = { "uv", "curl", "jansson", "websockets", "crypto", "archive", "m" },
     },
     -- BEGIN generated: modules (make generated: the Makefile's LUA_MODULES, tools/generate.lua names them)
     ["sandkit"] = "lua/sandkit/init.lua",
@@ -156,6 +165,8 @@ build = {
     ["sandkit.options"] = "lua/sandkit/options.lua",
     ["sandkit.providers.apple_container"] = "src/core/providers/apple_container/provider.lua",
     ["sandkit.providers.docker"] = "src/core/providers/docker/provider.lua",
+    ["sandkit.providers.docker.fs"] = "src/core/providers/docker/fs.lua",
+    ["sandkit.providers.docker.methods"] = "src/core/providers/docker/methods.lua",
     ["sandkit.providers.local"] = "src/core/providers/local/provider.lua",
     ["sandkit.providers.local.fs"] = "src/core/providers/local/fs.lua",
     ["sandkit.providers.modal"] = "src/core/providers/modal/provider.lua",

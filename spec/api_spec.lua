@@ -74,6 +74,7 @@ describe("options", function()
     assert.equal("own", by.modal.filesystem)
     assert.equal("exec", by.platform.filesystem)
     assert.equal("exec", by["apple-container"].filesystem)
+    assert.equal("own", by.docker.filesystem)
     for _, d in pairs(by) do
       assert.is_true(d.capabilities.stdin, d.id)
       assert.is_false(d.capabilities.mounting, d.id)

@@ -60,7 +60,7 @@ local function accepts(t, v)
     if name == "integer" and type(v) == "number" and v == math.floor(v) then return true end
     if name == "boolean" and type(v) == "boolean" then return true end
     if name == "function" and type(v) == "function" then return true end
-    if (name == "env" or name == "map" or name == "array") and type(v) == "table" then return true end
+    if (name == "env" or name == "map" or name == "array" or name == "table") and type(v) == "table" then return true end
   end
   return false
 end
@@ -95,6 +95,10 @@ local function bad_values(t)
   if t:find("array", 1, true) then
     add({ {} }, "error", "a table element")
     add({ [1] = "a", [3] = "b" }, "error", "a sparse array")
+    add({ k = "v" }, "error", "a string key")
+  end
+  if t == "table" then -- a shape the option's own check knows (docker's ports)
+    add({ {} }, "error", "an empty table element")
     add({ k = "v" }, "error", "a string key")
   end
   if t:find("map", 1, true) then

@@ -54,6 +54,10 @@ local EXPECTED = {
   { prefix = "modal over TLS, connections", remote = true, may_be_na = true },
   { prefix = "modal exec over TLS", remote = true },
   { prefix = "client CPU per exec over TLS", remote = true },
+  { prefix = "docker exec latency", remote = true },
+  { prefix = "vs upstream DockerSandbox, exec", remote = true },
+  { prefix = "client CPU per exec, docker", remote = true },
+  { prefix = "docker fleet of", remote = true },
 }
 
 -- The --scale table: per size a line (`info`), the largest with a verdict.
@@ -71,6 +75,8 @@ local EXPECTED_SCALE = {
   { prefix = "modal exec, 8 in flight", verdict = true, baseline = "SDK" },
   { prefix = "modal exec over TLS, 4 in flight", may_be_na = true },
   { prefix = "modal exec over TLS, 8 in flight", verdict = true, may_be_na = true, baseline = "SDK" },
+  { prefix = "docker fleet, 2 containers" },
+  { prefix = "docker fleet, 4 containers", verdict = true, baseline = "upstream" },
 }
 
 local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end

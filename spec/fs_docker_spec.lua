@@ -1,6 +1,7 @@
 -- The filesystem conformance suite against sb.fs of DockerSandbox (the
--- exec-stream backend, as for the other container providers) on the
--- specs' private Podman service with its busybox image.
+-- archive endpoints where they fit, the exec-stream backend elsewhere:
+-- docs/protocols/docker.md §9) on the specs' private Podman service
+-- with its busybox image.
 local sandkit = require "sandkit"
 local suite = require "conformance.fs_suite"
 local podman = require "helpers.podman"

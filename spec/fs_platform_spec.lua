@@ -116,17 +116,17 @@ describe("PlatformFilesystem", function()
   end)
 
   it("keeps a request body alive while curl sends it, though the caller dropped it", function()
-    -- core.fs_op sends the body string in place: its handle must hold the
+    -- core.ops_call sends the body string in place: its handle must hold the
     -- string until the request ends.
     local core = require "sandkit.core"
     local scheduler = require "sandkit.scheduler"
     local rec = scheduler.record(function(r, kind, stream)
       if kind == "lifecycle" then scheduler.complete(r, stream == nil and true or nil, stream) end
     end)
-    local client = core.fs_open("platform", { base_url = srv.url, access_token = "test-token",
+    local client = core.ops_open("platform", "fs", { base_url = srv.url, access_token = "test-token",
       project_id = "proj_fs", bucket_name = "kept" })
     local body = big_content("k") -- made here: no other reference exists
-    rec.handle = core.fs_op(client, { method = "PUT", key = "k.bin" }, body, rec.token)
+    rec.handle = core.ops_call(client, { method = "PUT", key = "k.bin" }, body, rec.token)
     body = nil -- luacheck: ignore
     collectgarbage("collect")
     collectgarbage("collect")
@@ -206,7 +206,7 @@ describe("PlatformFilesystem", function()
   end)
 end)
 
-describe("core.fs_op on a Platform bucket, PlatformFilesystem's transport", function()
+describe("core.ops_call on a Platform bucket, PlatformFilesystem's transport", function()
   local core = require "sandkit.core"
   local scheduler = require "sandkit.scheduler"
   local echo = server.start("spec/servers/echo/server.mjs")
@@ -214,7 +214,7 @@ describe("core.fs_op on a Platform bucket, PlatformFilesystem's transport", func
 
   -- Runs one request on a bucket of the echo server (which answers a
   -- bucket route as its key's route); returns its stream-1 events (with
-  -- collect: the body core.fs_body hands over, as one piece) and the
+  -- collect: the body core.ops_body hands over, as one piece) and the
   -- transport error.
   local function fetch(req)
     local pieces = {}
@@ -222,15 +222,15 @@ describe("core.fs_op on a Platform bucket, PlatformFilesystem's transport", func
       if kind == "output" and stream == 1 then pieces[#pieces + 1] = data
       elseif kind == "lifecycle" then scheduler.complete(r, stream == nil and true or nil, stream) end
     end)
-    local client = core.fs_open("platform", { base_url = echo.url, access_token = "test-token",
+    local client = core.ops_open("platform", "fs", { base_url = echo.url, access_token = "test-token",
       project_id = "p", bucket_name = "b" })
     req.method = "GET"
-    rec.handle = core.fs_op(client, req, nil, rec.token)
+    rec.handle = core.ops_call(client, req, nil, rec.token)
     local ok, err = scheduler.await(rec)
     if not ok then rec.handle:cancel() end -- past max_collect the transfer still runs
     if ok and req.collect then
       assert.equal(0, #pieces, "a collected body arrives whole, not as events")
-      pieces[1] = assert(core.fs_body(rec.handle))
+      pieces[1] = assert(core.ops_body(rec.handle))
     end
     return pieces, ok and nil or err
   end
@@ -274,9 +274,9 @@ describe("core.fs_op on a Platform bucket, PlatformFilesystem's transport", func
   end)
 
   it("raises on a request without a method or key, sending nothing", function()
-    local client = core.fs_open("platform", { base_url = echo.url, access_token = "test-token",
+    local client = core.ops_open("platform", "fs", { base_url = echo.url, access_token = "test-token",
       project_id = "p", bucket_name = "b" })
-    local ok, err = pcall(core.fs_op, client, { key = "hello" }, nil, 1)
+    local ok, err = pcall(core.ops_call, client, { key = "hello" }, nil, 1)
     assert.is_false(ok)
     assert.truthy(tostring(err):find("method and key", 1, true), tostring(err))
   end)

@@ -61,8 +61,8 @@ describe("the layering check", function()
   end)
 
   it("reports an include up from a lower layer", function()
-    one(tree(function(inc) table.insert(inc["src/core/loop.h"].quoted, "src/core/fs_ops.h") end),
-      "src/core/loop.h (loop) includes src/core/fs_ops.h (sandbox): up")
+    one(tree(function(inc) table.insert(inc["src/core/loop.h"].quoted, "src/core/provider_ops.h") end),
+      "src/core/loop.h (loop) includes src/core/provider_ops.h (sandbox): up")
   end)
 
   it("reports Lua in the core", function()

@@ -69,6 +69,8 @@ local function admits(annotation, name, spec)
     return annotation:find("table<string,", 1, true) ~= nil
   elseif name == "array" then
     return annotation:find("[]", 1, true) ~= nil
+  elseif name == "table" then -- checked by the option's own check: a table or an array of some shape
+    return annotation:find("[]", 1, true) ~= nil or annotation:find("table", 1, true) ~= nil
   end
   return false
 end

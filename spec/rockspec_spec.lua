@@ -38,7 +38,7 @@ for _, ROCKSPEC in ipairs({ SCM, RELEASE }) do
       assert.are.equal("sandkit", spec.package)
       assert.are.equal("builtin", spec.build.type)
       assert.is_table(core)
-      assert.are.same({ "uv", "curl", "jansson", "websockets", "crypto", "m" }, core.libraries)
+      assert.are.same({ "uv", "curl", "jansson", "websockets", "crypto", "archive", "m" }, core.libraries)
       assert.is_truthy(set_of(core.defines)["_GNU_SOURCE"])
       assert.is_truthy(set_of(core.incdirs)["src/core"])
       assert.are.equal("bin/sandkit", spec.build.install.bin.sandkit)
@@ -91,7 +91,7 @@ end
 
 describe("the release rockspec", function()
   local scm, rel = load_rockspec(SCM), load_rockspec(RELEASE)
-  local LIBS = { "LIBUV", "LIBCURL", "JANSSON", "LIBWEBSOCKETS", "OPENSSL" }
+  local LIBS = { "LIBUV", "LIBCURL", "JANSSON", "LIBWEBSOCKETS", "OPENSSL", "LIBARCHIVE" }
 
   it("builds the same modules as the development rockspec", function()
     assert.are.same(scm.build, rel.build)
@@ -158,7 +158,7 @@ describe("README's packages for a rock-only install", function()
     assert.is_truthy(line, "no `apt-get install -y build-essential ...` line in README.md")
     assert.is_true(listed["build-essential"])
     for _, file in ipairs({ "/usr/include/uv.h", "/usr/include/jansson.h", "/usr/include/libwebsockets.h",
-      "/usr/include/openssl/evp.h", "*/curl/curl.h", "/usr/include/lua5.4/lua.h", "*/libwebsockets-evlib_uv.so",
+      "/usr/include/openssl/evp.h", "/usr/include/archive.h", "*/curl/curl.h", "/usr/include/lua5.4/lua.h", "*/libwebsockets-evlib_uv.so",
       "/usr/bin/luarocks", "/usr/bin/lua5.4", "/usr/bin/bwrap" }) do
       local p = assert(io.popen("dpkg -S '" .. file .. "' 2>/dev/null"))
       local owner = (p:read("l") or ""):match("^([^:,]+)")

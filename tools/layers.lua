@@ -23,7 +23,7 @@ M.LAYERS = {
   -- children on the loop
   { name = "process", files = { "proc" } },
   { name = "transport", files = { "http", "ws", "grpc_frame", "grpc" } },
-  { name = "sandbox", files = { "sandbox", "provider", "fs_ops" } },
+  { name = "sandbox", files = { "sandbox", "provider", "provider_ops" } },
   { name = "providers", dir = "src/core/providers/" },
   { name = "binding", dir = "src/lua/" },
 }
@@ -43,7 +43,7 @@ M.UNITS = {
   },
   {
     files = { "src/lua/core.c", "src/lua/buffer_ud.c", "src/lua/process_ud.c", "src/lua/sandbox_ud.c",
-      "src/lua/fs_op_ud.c", "src/lua/fs_ud.c" },
+      "src/lua/ops_ud.c", "src/lua/fs_ud.c" },
     why = "the module sandkit.core: luaopen_sandkit_core (core.c) registers its classes, which queue "
       .. "their events on the state core.c owns and delivers from step",
   },

@@ -479,6 +479,23 @@ core.Sandbox.__close = function(sb)
   if sb.status ~= "destroyed" then sb:destroy() end
 end
 
+-- Methods of some providers only: a descriptor's `methods` names them and
+-- its folder's methods.lua defines each as fn(sb, options, ...); on a
+-- sandbox of another provider they raise.
+for _, d in ipairs(registry.descriptors()) do
+  for _, name in ipairs(d.methods or {}) do
+    if S[name] == nil then
+      S[name] = function(self, ...)
+        check(self, core.Sandbox, name)
+        local fn = registry.get(self.provider).methods
+        fn = fn and registry.module(self.provider, "methods")[name]
+        if not fn then errors.misuse(("the %s provider has no method '%s'"):format(self.provider, name)) end
+        return fn(self, state(self).options, ...)
+      end
+    end
+  end
+end
+
 --- Creates a sandbox of provider `id` from validated options.
 function M.new(id, opts)
   local desc = type(id) == "string" and registry.get(id)

@@ -79,9 +79,12 @@ struct sk_provider {
     int (*close_stdin)(sk_process *p);
     /* Free per-process state (after finish, or when the sandbox is freed). */
     void (*release)(sk_process *p);
-    /* Optional: the provider's own filesystem operations (fs_ops.h), which
-     * its Lua filesystem module reaches through core.fs_open/core.fs_op. */
-    const sk_fs_ops *fs;
+    /* Optional: the provider's own operations (provider_ops.h), which its
+     * Lua reaches through core.ops_open(target, "fs" or "calls") and
+     * core.ops_call: fs, its files (its Lua filesystem module); calls, the
+     * calls behind the sandbox methods its descriptor lists in `methods`. */
+    const sk_ops *fs;
+    const sk_ops *calls;
     /* Optional: sb.fs over the files the provider pinned at start
      * (sandbox.h, sk_sandbox_fs_generation and sk_sandbox_fs_get; sb's
      * provider is this one). */

@@ -710,7 +710,8 @@ sk_buf *sk_process_capture(sk_process *p, int stream) { return stream == 1 ? &p-
 const char *sk_provider_id(const sk_provider *p) { return p->id; }
 const char *sk_provider_name(const sk_provider *p) { return p->name; }
 bool sk_provider_stops_when_idle(const sk_provider *p) { return p->stop_when_idle; }
-const sk_fs_ops *sk_provider_fs(const sk_provider *p) { return p->fs; }
+const sk_ops *sk_provider_fs(const sk_provider *p) { return p->fs; }
+const sk_ops *sk_provider_calls(const sk_provider *p) { return p->calls; }
 
 long sk_sandbox_fs_generation(const sk_sandbox *sb)
 {

@@ -24,7 +24,7 @@
 #include "error.h"
 #include <sys/types.h>
 #include "fs_local.h"
-#include "fs_ops.h"
+#include "provider_ops.h"
 #include "loop.h"
 
 typedef enum {
@@ -88,8 +88,10 @@ const char *sk_provider_name(const sk_provider *p); /* "LocalSandbox", ... */
 /* Whether stop() reaches the provider from pending and error too (never
  * from stopped; see sk_provider.stop_when_idle). */
 bool sk_provider_stops_when_idle(const sk_provider *p);
-/* The provider's own filesystem operations (fs_ops.h), or NULL. */
-const sk_fs_ops *sk_provider_fs(const sk_provider *p);
+/* The provider's own operations (provider_ops.h), or NULL: on its files,
+ * and behind its own sandbox methods. */
+const sk_ops *sk_provider_fs(const sk_provider *p);
+const sk_ops *sk_provider_calls(const sk_provider *p);
 
 /* ---- sandboxes ------------------------------------------------------------ */
 

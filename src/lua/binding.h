@@ -151,10 +151,10 @@ void skl_process_push_exit(lua_State *L, const skl_event *e);
 void skl_process_exit_freed(skl_event *e);
 /* The Process class, and its primitives into the table on top. */
 void skl_open_process(lua_State *L, int state_idx, int module_idx);
-int skl_fs_open(lua_State *L); /* core.fs_open (fs_op_ud.c) */
-int skl_fs_op(lua_State *L);   /* core.fs_op (fs_op_ud.c) */
-int skl_fs_info(lua_State *L); /* core.fs_info (fs_op_ud.c) */
-int skl_fs_body(lua_State *L); /* core.fs_body (fs_op_ud.c) */
+int skl_ops_open(lua_State *L); /* core.ops_open (ops_ud.c) */
+int skl_ops_call(lua_State *L); /* core.ops_call (ops_ud.c) */
+int skl_ops_info(lua_State *L); /* core.ops_info (ops_ud.c) */
+int skl_ops_body(lua_State *L); /* core.ops_body (ops_ud.c) */
 void skl_open_fs(lua_State *L); /* adds fs_root & co. to the module table on top */
 
 /* sandkit.Buffer (buffer_ud.c): adds core.Buffer and core.buffer to the

@@ -38,15 +38,19 @@ local SCRIPTS = {
   probe = REGULAR,
   -- $3: offset (from 1), $4: bytes; $2 as in REGULAR
   read = REGULAR .. [[tail -c "+$3" -- "$1" | head -c "$4"]],
-  write = [[d=$(dirname -- "$1")
-if [ "$3" = 1 ]; then mkdir -p -- "$d" 2>/dev/null || e NotDirectoryError p
-else [ -d "$d" ] || { [ -e "$d" ] && e NotDirectoryError p; e DirectoryNotFoundError p; }; fi
-[ -d "$1" ] && e IsDirectoryError 1
-[ -e "$1" ] && [ ! -f "$1" ] && e NotRegular 1
+  -- A write that fails reads its data to the end first (f, z): a command
+  -- that exits leaving stdin unread can lose its stderr on Podman, whose
+  -- conmon then resets the attach socket (docs/protocols/docker.md §7).
+  write = [[f(){ cat >/dev/null; e "$@"; }; z(){ cat >/dev/null; exit 1; }
+d=$(dirname -- "$1")
+if [ "$3" = 1 ]; then mkdir -p -- "$d" 2>/dev/null || f NotDirectoryError p
+else [ -d "$d" ] || { [ -e "$d" ] && f NotDirectoryError p; f DirectoryNotFoundError p; }; fi
+[ -d "$1" ] && f IsDirectoryError 1
+[ -e "$1" ] && [ ! -f "$1" ] && f NotRegular 1
 case $2 in
-x) set -C; cat > "$1" 2>/dev/null || { [ -e "$1" ] && e FileExistsError 1; exit 1; } ;;
-w) cat > "$1" ;;
-*) cat >> "$1" ;;
+x) set -C; cat > "$1" 2>/dev/null || { [ -e "$1" ] && f FileExistsError 1; z; } ;;
+w) cat > "$1" || z ;;
+*) cat >> "$1" || z ;;
 esac]],
   delete = [[if [ ! -e "$1" ] && [ ! -L "$1" ]; then [ "$2" = 1 ] && exit 0; e FileNotFoundError 1; fi
 if [ -d "$1" ] && [ ! -L "$1" ]; then [ "$3" = 1 ] || e IsDirectoryError 1; exec rm -rf -- "$1"; fi
@@ -312,6 +316,21 @@ end
 
 function M.backend(sb, o)
   return setmetatable({ sb = sb, options = o }, Backend)
+end
+
+--- The backend of a provider whose own file operations (filesystem =
+-- "own") do part of sb.fs: `own`'s methods where it has them, this
+-- backend's for the rest; own's methods reach this one as self.exec.
+function M.beneath(own, sb, o)
+  local exec = M.backend(sb, o)
+  return setmetatable({ sb = sb, options = o, exec = exec }, {
+    __index = function(_, k)
+      if own[k] then return own[k] end
+      local f = exec[k]
+      if type(f) == "function" then return function(_, ...) return f(exec, ...) end end
+      return f
+    end,
+  })
 end
 
 return M

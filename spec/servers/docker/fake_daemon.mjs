@@ -1,5 +1,5 @@
 // A fake Docker daemon on a unix socket for DockerSandbox's fault specs
-// (spec/docker_offline_spec.lua): just enough of the Engine API for a sandbox to
+// (spec/docker_offline_spec.lua, spec/fs_docker_archive_spec.lua): just enough of the Engine API for a sandbox to
 // start and exec, then one way of misbehaving, chosen by the second
 // argument:
 //   hang            accept connections, never answer
@@ -10,6 +10,11 @@
 //   flood           stdout frames without end, until a kill exec runs
 //   pull_error      no image; the pull answers 200 with an error line
 //   systemerr       the stream carries a daemon error frame (stream 3)
+//   tar_flood       archive GET: a tar entry of 10 bytes, then bytes without end
+//   tar_huge        archive GET: the stat says 10 bytes, the entry 1 GiB, bytes
+//                   without end
+//   tar_bad         archive GET: a body that is no tar
+//   tar_dir         archive GET: the stat says a directory, bytes without end
 // Usage: node fake_daemon.mjs <socket path> <mode>. Loopback only (a unix
 // socket); it stops when its parent closes its stdin.
 import net from "node:net";
@@ -84,6 +89,43 @@ function onExecStart(sock, id) {
   }
 }
 
+// A ustar header of a regular file name of size bytes.
+function tarHeader(name, size) {
+  const h = Buffer.alloc(512);
+  h.write(name, 0);
+  h.write("0000644\0", 100); h.write("0000000\0", 108); h.write("0000000\0", 116);
+  h.write(size.toString(8).padStart(11, "0") + "\0", 124);
+  h.write("00000000000\0", 136);
+  h.write("        ", 148);
+  h.write("0", 156);
+  h.write("ustar\0" + "00", 257);
+  let sum = 0;
+  for (const b of h) sum += b;
+  h.write(sum.toString(8).padStart(6, "0") + "\0 ", 148);
+  return h;
+}
+
+function onArchive(sock, method) {
+  const dir = mode === "tar_dir";
+  const stat = { name: "f", size: dir ? 4096 : 10, mode: dir ? 2147484141 : 420, mtime: "2026-01-02T03:04:05Z", linkTarget: "" };
+  const b64 = Buffer.from(JSON.stringify(stat)).toString("base64");
+  const head = `HTTP/1.1 200 OK\r\nX-Docker-Container-Path-Stat: ${b64}\r\n`;
+  if (method === "HEAD") return sock.write(`${head}Content-Length: 0\r\n\r\n`);
+  if (mode === "tar_bad") {
+    const junk = Buffer.alloc(2048, 0x41);
+    sock.write(`${head}Content-Type: application/x-tar\r\nContent-Length: ${junk.length}\r\n\r\n`);
+    return sock.write(junk);
+  }
+  sock.write(`${head}Content-Type: application/x-tar\r\n\r\n`); // no length: to the close
+  sock.write(tarHeader("f", mode === "tar_huge" ? 1 << 30 : 10));
+  const chunk = Buffer.alloc(64 << 10, 0x78);
+  const pump = () => {
+    while (!sock.destroyed && sock.write(chunk)) {}
+    if (!sock.destroyed) sock.once("drain", pump);
+  };
+  pump();
+}
+
 function route(sock, method, path) {
   requests.push(`${method} ${path}`);
   const p = path.replace(/^\/v[0-9.]+/, "");
@@ -109,6 +151,7 @@ function route(sock, method, path) {
   const m = p.match(/^\/exec\/([^/]+)\/(start|json)$/);
   if (m && m[2] === "start") return onExecStart(sock, m[1]);
   if (m) return reply(sock, 200, { ID: m[1], Running: false, ExitCode: 0, Pid: 0 });
+  if (p.startsWith(`/containers/${CONTAINER}/archive`)) return onArchive(sock, method);
   if (p.startsWith(`/containers/${CONTAINER}`)) return reply(sock, 204);
   reply(sock, 404, { message: `no such route ${method} ${p}` });
 }

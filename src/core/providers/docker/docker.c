@@ -479,4 +479,6 @@ const sk_provider sk_provider_docker = {
     .metadata = dk_metadata,
     .instructions = dk_instructions,
     .free = dk_free,
+    .fs = &sk_dk_fs_ops,       /* its files on the archive endpoints (docker_fs.c, fs.lua) */
+    .calls = &sk_dk_calls, /* its methods' Engine API calls (docker_methods.c) */
 };

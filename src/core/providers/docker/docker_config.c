@@ -210,6 +210,8 @@ json_t *sk_dk_create_body(const dk_config *c, const json_t *env)
     json_t *tmpfs = json_object_get(o, "tmpfs");
     if (json_is_object(tmpfs))
         json_object_set_new(host, "Tmpfs", json_deep_copy(tmpfs));
+    if (sk_dk_ports_apply(body, host, json_object_get(o, "ports")) != 0)
+        goto oom;
 
     json_t *cmd = json_object_get(o, "command");
     json_object_set_new(body, "Image", json_string(c->image));

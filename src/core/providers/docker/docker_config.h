@@ -36,6 +36,9 @@ char *sk_dk_sanitize_name(const char *value);
 /* POST /containers/create's body; env: the sandbox's env (values are
  * secrets: the body is wiped after sending). New reference. */
 json_t *sk_dk_create_body(const dk_config *c, const json_t *env);
+/* The ports option as ExposedPorts (into body) and PortBindings (into
+ * host); 0 or -1 (ENOMEM). docker_ports.c */
+int sk_dk_ports_apply(json_t *body, json_t *host, const json_t *ports);
 /* "K=V" strings of env (an array), NULL for an empty env. */
 json_t *sk_dk_env_array(const json_t *env);
 /* dockerode's parseRepoTag: fromImage and tag ("latest" when none). */

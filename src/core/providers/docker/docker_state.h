@@ -28,5 +28,7 @@ int sk_dk_write_stdin(sk_process *p, const char *data, size_t len, sk_error **er
 int sk_dk_close_stdin(sk_process *p);
 void sk_dk_release(sk_process *p);
 void sk_dk_kills_free(dk_sandbox *ds);
+extern const sk_ops sk_dk_calls;  /* docker_methods.c: its Lua methods' calls */
+extern const sk_ops sk_dk_fs_ops; /* docker_fs.c: its files */
 
 #endif

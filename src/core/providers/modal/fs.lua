@@ -1,8 +1,8 @@
 --- sb.fs of a ModalSandbox (the descriptor's filesystem = "own"): reading
 -- and writing files go through the SDK's own filesystem calls
 -- (Sandbox.open() and its file handle over ContainerFilesystemExec,
--- docs/modal-filesystem.md; the provider's sk_fs_ops in modal_fs.c,
--- reached through core.fs_open / core.fs_op), in pieces so neither side
+-- docs/modal-filesystem.md; the provider's `fs` operations in modal_fs.c,
+-- reached through core.ops_open / core.ops_call), in pieces so neither side
 -- holds a large file whole. Everything else (listing, stat, delete, copy,
 -- move, mkdir, exclusive create) stays on the shared exec-script backend
 -- (lua/sandkit/fs/exec.lua), which Modal's handle API cannot do.
@@ -42,8 +42,8 @@ function Backend:start(o, on_data, body)
       scheduler.complete(r, stream == nil and true or nil, stream)
     end
   end)
-  self.client = self.client or core.fs_open(self.sb)
-  rec.handle = core.fs_op(self.client, o, body, rec.token)
+  self.client = self.client or core.ops_open(self.sb, "fs")
+  rec.handle = core.ops_call(self.client, o, body, rec.token)
   return rec
 end
 
@@ -169,16 +169,7 @@ function Backend:append_file(path, content)
 end
 
 function M.backend(sb, o)
-  local exec = require("sandkit.fs.exec").backend(sb, o)
-  local b = setmetatable({ sb = sb, options = o, exec = exec }, {
-    __index = function(_, k)
-      if Backend[k] then return Backend[k] end
-      local f = exec[k]
-      if type(f) == "function" then return function(_, ...) return f(exec, ...) end end
-      return f
-    end,
-  })
-  return b
+  return require("sandkit.fs.exec").beneath(Backend, sb, o)
 end
 
 return M

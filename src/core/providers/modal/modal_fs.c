@@ -1,7 +1,7 @@
 /* ModalSandbox filesystem operations (Sandbox.open() and its file handle):
  * ContainerFilesystemExec, then its output through
  * ContainerFilesystemExecGetOutput, for sb.fs (docs/modal-filesystem.md).
- * The provider's sk_fs_ops (fs_ops.h): open takes the sandbox; one
+ * The provider's sk_ops (provider_ops.h): open takes the sandbox; one
  * operation is { kind = "open"|"read"|"write"|"flush"|"close", fd, path,
  * mode, n, timeout_ms } with the data of a write as its body. Stream 0
  * carries the file descriptor an open returned, stream 1 the bytes read.
@@ -22,11 +22,11 @@
 
 #define MODAL_FS_POLL_S 55 /* ContainerFilesystemExecGetOutput timeout, as the SDK */
 
-struct sk_fs_op {
+struct sk_op {
     modal_sandbox *ms;
     sk_modal_container_filesystem_exec_req req; /* strings and data owned */
     char *exec_id, *fd_out;
-    sk_fs_events ev;
+    sk_op_events ev;
     void *ud;
     mc_call *call;
     bool waiting; /* on a waiter list */
@@ -39,7 +39,7 @@ struct sk_fs_op {
     bool finishing;
 };
 
-static void fs_op_free(sk_fs_op *op)
+static void fs_op_free(sk_op *op)
 {
     free((char *)op->req.fd);
     free((char *)op->req.path);
@@ -53,7 +53,7 @@ static void fs_op_free(sk_fs_op *op)
     free(op);
 }
 
-static void fs_op_detach(sk_fs_op *op)
+static void fs_op_detach(sk_op *op)
 {
     if (op->waiting) {
         sk_waiters_remove(&op->ms->prov.waiters, op);
@@ -64,7 +64,7 @@ static void fs_op_detach(sk_fs_op *op)
     op->call = NULL;
 }
 
-static void modal_fs_cancel(sk_fs_op *op)
+static void modal_fs_cancel(sk_op *op)
 {
     if (!op)
         return;
@@ -74,7 +74,7 @@ static void modal_fs_cancel(sk_fs_op *op)
 
 static void fs_on_finish_timer(uv_timer_t *t)
 {
-    sk_fs_op *op = t->data;
+    sk_op *op = t->data;
     if (!op->final_err && op->fd_out)
         op->ev.output(op->ud, 0, op->fd_out, strlen(op->fd_out));
     op->ev.done(op->ud, op->final_err);
@@ -82,7 +82,7 @@ static void fs_on_finish_timer(uv_timer_t *t)
 }
 
 /* Ends the operation from the loop (never inside a call's callback chain). */
-static void fs_finish(sk_fs_op *op, sk_error *err)
+static void fs_finish(sk_op *op, sk_error *err)
 {
     if (op->finishing) {
         sk_error_free(err);
@@ -97,14 +97,14 @@ static void fs_finish(sk_fs_op *op, sk_error *err)
 
 static void fs_on_deadline(uv_timer_t *t)
 {
-    sk_fs_op *op = t->data;
+    sk_op *op = t->data;
     fs_finish(op, sk_error_new(SK_ERR_TIMEOUT, json_pack("{s:s}", "rpc", SK_MODAL_RPC_CONTAINER_FILESYSTEM_EXEC),
                                "The filesystem operation did not finish in time"));
 }
 
 static void fs_on_output(void *ud, const uint8_t *data, size_t len)
 {
-    sk_fs_op *op = ud;
+    sk_op *op = ud;
     if (op->req.kind != SK_MODAL_FS_READ || op->batch_error || op->eof)
         return;
     /* A retried GetOutput starts the same output again: skip what was
@@ -120,7 +120,7 @@ static void fs_on_output(void *ud, const uint8_t *data, size_t len)
 
 static void fs_on_batch(void *ud, const uint8_t *data, size_t len)
 {
-    sk_fs_op *op = ud;
+    sk_op *op = ud;
     if (op->finishing)
         return;
     sk_modal_fs_batch b;
@@ -139,11 +139,11 @@ static void fs_on_batch(void *ud, const uint8_t *data, size_t len)
         op->eof = true;
 }
 
-static void fs_get_output(sk_fs_op *op);
+static void fs_get_output(sk_op *op);
 
 static void fs_on_output_end(void *ud, const mc_reply *r)
 {
-    sk_fs_op *op = ud;
+    sk_op *op = ud;
     op->call = NULL;
     if (op->batch_error) {
         sk_error *e = op->batch_error;
@@ -161,7 +161,7 @@ static void fs_on_output_end(void *ud, const mc_reply *r)
     }
 }
 
-static void fs_get_output(sk_fs_op *op)
+static void fs_get_output(sk_op *op)
 {
     sk_buf msg = { 0 };
     op->seen = 0;
@@ -177,7 +177,7 @@ static void fs_get_output(sk_fs_op *op)
 
 static void fs_on_exec(void *ud, const mc_reply *r)
 {
-    sk_fs_op *op = ud;
+    sk_op *op = ud;
     op->call = NULL;
     if (r->code != 0) {
         fs_finish(op, sk_mc_error(op->ms->client, r, r->code == SK_GRPC_NOT_FOUND ? "NotFoundError" : NULL));
@@ -199,12 +199,12 @@ static void fs_on_exec(void *ud, const mc_reply *r)
     fs_get_output(op);
 }
 
-static void fs_acquire(sk_fs_op *op);
+static void fs_acquire(sk_op *op);
 
 static void fs_on_waited(sk_sandbox *sb, const sk_error *err, void *ud)
 {
     (void)sb;
-    sk_fs_op *op = ud;
+    sk_op *op = ud;
     op->waiting = false;
     if (err) {
         fs_finish(op, sk_error_copy(err));
@@ -214,7 +214,7 @@ static void fs_on_waited(sk_sandbox *sb, const sk_error *err, void *ud)
 }
 
 /* The task id first (provisioning or reconnecting as commands do). */
-static void fs_acquire(sk_fs_op *op)
+static void fs_acquire(sk_op *op)
 {
     modal_sandbox *ms = op->ms;
     op->waiting = true;
@@ -267,8 +267,8 @@ static void *modal_fs_open(sk_loop *loop, sk_sandbox *sb, const json_t *options,
 static void modal_fs_close(void *fs) { (void)fs; /* the sandbox's own state */ }
 
 /* req: see the head of this file. A malformed one is the caller's bug. */
-static sk_fs_op *modal_fs_start(void *fs, const json_t *req, const char *body, size_t len,
-                                const sk_fs_events *ev, void *ud, sk_error **err)
+static sk_op *modal_fs_start(void *fs, const json_t *req, const char *body, size_t len,
+                             const sk_op_events *ev, void *ud, sk_error **err)
 {
     modal_sandbox *ms = fs;
     sk_modal_container_filesystem_exec_req r = { 0 };
@@ -291,7 +291,7 @@ static sk_fs_op *modal_fs_start(void *fs, const json_t *req, const char *body, s
     }
     json_t *t = json_object_get(req, "timeout_ms");
     int64_t timeout_ms = json_is_integer(t) ? (int64_t)json_integer_value(t) : 0;
-    sk_fs_op *op = calloc(1, sizeof *op);
+    sk_op *op = calloc(1, sizeof *op);
     if (!op) {
         *err = sk_error_oom();
         return NULL;
@@ -323,7 +323,7 @@ static sk_fs_op *modal_fs_start(void *fs, const json_t *req, const char *body, s
     return op;
 }
 
-const sk_fs_ops sk_modal_fs_ops = {
+const sk_ops sk_modal_fs_ops = {
     .open = modal_fs_open,
     .start = modal_fs_start,
     .cancel = modal_fs_cancel,

@@ -64,8 +64,8 @@ void sk_modal_revive(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud);
 void sk_modal_ready(modal_sandbox *ms, sk_lifecycle_cb fn, void *ud);
 sk_modal_kv *sk_modal_env_kvs(const json_t *env, size_t *n);
 
-/* modal_fs.c: Sandbox.open() and its file handle (fs_ops.h) */
-extern const sk_fs_ops sk_modal_fs_ops;
+/* modal_fs.c: Sandbox.open() and its file handle (provider_ops.h) */
+extern const sk_ops sk_modal_fs_ops;
 
 /* modal_exec.c: the command half of the provider table */
 int sk_modal_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_error **err);

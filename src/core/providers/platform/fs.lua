@@ -2,7 +2,7 @@
 -- proxy's filesystem routes (docs/platform-filesystem.md). The wire is the
 -- provider's C (platform_fs.c beside this file: settings and base URL as
 -- the sandbox resolves them, the bucket's routes, the credentials, which
--- never reach Lua), reached through core.fs_open / core.fs_op; this file
+-- never reach Lua), reached through core.ops_open / core.ops_call; this file
 -- says what the answers mean. Requests run on the loop: they yield in a
 -- task and block in a script.
 local core = require "sandkit.core"
@@ -64,7 +64,7 @@ function Backend:request(method, key, o)
       scheduler.complete(r, stream == nil and true or nil, stream)
     end
   end)
-  rec.handle = core.fs_op(self.client, { method = method, key = key, query = o.query, headers = o.headers,
+  rec.handle = core.ops_call(self.client, { method = method, key = key, query = o.query, headers = o.headers,
     collect = o.collect, max_collect = o.max_collect, bulk = o.bulk }, o.body, rec.token)
   local ok, err = scheduler.await(rec)
   if rec.cb_err then error(rec.cb_err, 0) end
@@ -73,7 +73,7 @@ function Backend:request(method, key, o)
     return nil, err
   end
   if o.collect then
-    local body, msg = core.fs_body(rec.handle)
+    local body, msg = core.ops_body(rec.handle)
     if not body then return nil, errors.new("OutOfMemoryError", msg, { method = method }) end
     resp.body = body
   else
@@ -356,14 +356,14 @@ OPTIONS.options.request_timeout_ms = { type = "integer", ms = true, min = 1 }
 function M.PlatformFilesystem(opts)
   opts = options.check(OPTIONS, opts, 1)
   -- the settings, the environment's fallbacks and the token stay in C
-  local ok, client = pcall(core.fs_open, "platform", {
+  local ok, client = pcall(core.ops_open, "platform", "fs", {
     access_token = opts.access_token, project_id = opts.project_id, bucket_name = opts.bucket_name,
     base_url = opts.base_url, acting_user_id = opts.acting_user_id,
     request_timeout_ms = opts.request_timeout_ms and math.floor(opts.request_timeout_ms),
   })
   if not ok then errors.misuse(client) end
   local b = setmetatable({
-    client = client, bucket = core.fs_info(client).bucket_name,
+    client = client, bucket = core.ops_info(client).bucket_name,
     icon = opts.icon or "cloud", display_name = opts.display_name, description = opts.description,
   }, Backend)
   return fs.new(b, { id = opts.id or fs.random_id("platform-fs"), name = "PlatformFilesystem",

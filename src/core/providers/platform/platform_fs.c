@@ -1,6 +1,6 @@
 /* PlatformFilesystem's wire: the bucket routes of the workspace proxy
- * (docs/platform-filesystem.md), as the platform provider's sk_fs_ops
- * (fs_ops.h). open makes a bucket standing alone from options (the
+ * (docs/platform-filesystem.md), as the platform provider's sk_ops
+ * (provider_ops.h). open makes a bucket standing alone from options (the
  * settings every Platform client resolves, platform_api.h, plus
  * bucket_name else MASTRA_PLATFORM_BUCKET_NAME, request_timeout_ms,
  * ca_file, insecure_skip_verify); the token never leaves C, info() shows
@@ -30,9 +30,9 @@ typedef struct platform_bucket {
     char *route; /* "/fs/<enc(bucket)>/" */
 } platform_bucket;
 
-struct sk_fs_op {
+struct sk_op {
     sk_http *http;
-    sk_fs_events ev;
+    sk_op_events ev;
     void *ud;
 };
 
@@ -128,7 +128,7 @@ static const char *pair_at(const json_t *list, size_t i, int which)
 static void bucket_on_head(sk_http *req, int status, const sk_http_header *h, size_t n, void *ud)
 {
     (void)req;
-    sk_fs_op *op = ud;
+    sk_op *op = ud;
     sk_buf b = { 0 };
     char line[32];
     int len = snprintf(line, sizeof line, "%d\n", status);
@@ -152,14 +152,14 @@ static void bucket_on_head(sk_http *req, int status, const sk_http_header *h, si
 static void bucket_on_data(sk_http *req, const char *data, size_t len, void *ud)
 {
     (void)req;
-    sk_fs_op *op = ud;
+    sk_op *op = ud;
     op->ev.output(op->ud, 1, data, len);
 }
 
 static void bucket_on_done(sk_http *req, const sk_http_result *res, void *ud)
 {
     (void)req;
-    sk_fs_op *op = ud;
+    sk_op *op = ud;
     sk_error *err = NULL;
     if (res->err != SK_HTTP_OK)
         err = sk_error_new(SK_ERR_HTTP_TRANSPORT, json_pack("{s:s}", "reason", sk_http_err_name(res->err)),
@@ -169,7 +169,7 @@ static void bucket_on_done(sk_http *req, const sk_http_result *res, void *ud)
     free(op);
 }
 
-static sk_fs_op *bucket_start(void *fs, const json_t *req, const char *body, size_t len, const sk_fs_events *ev,
+static sk_op *bucket_start(void *fs, const json_t *req, const char *body, size_t len, const sk_op_events *ev,
                               void *ud, sk_error **err)
 {
     platform_bucket *b = fs;
@@ -199,7 +199,7 @@ static sk_fs_op *bucket_start(void *fs, const json_t *req, const char *body, siz
     for (size_t i = 0; h && i < nh; i++)
         if (pair_at(headers, i, 0) && pair_at(headers, i, 1))
             h[n++] = (sk_http_header){ pair_at(headers, i, 0), pair_at(headers, i, 1) };
-    sk_fs_op *op = calloc(1, sizeof *op);
+    sk_op *op = calloc(1, sizeof *op);
     if (rc != 0 || !h || !op) {
         sk_buf_free(&path);
         free(h);
@@ -225,7 +225,7 @@ static sk_fs_op *bucket_start(void *fs, const json_t *req, const char *body, siz
     return op;
 }
 
-static void bucket_cancel(sk_fs_op *op)
+static void bucket_cancel(sk_op *op)
 {
     if (!op)
         return;
@@ -239,7 +239,7 @@ static json_t *bucket_info(void *fs)
     return json_pack("{s:s}", "bucket_name", b->name);
 }
 
-const sk_fs_ops sk_platform_fs_ops = {
+const sk_ops sk_platform_fs_ops = {
     .open = bucket_open,
     .start = bucket_start,
     .cancel = bucket_cancel,

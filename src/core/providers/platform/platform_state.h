@@ -72,8 +72,8 @@ typedef struct platform_sandbox {
 /* platform.c: forget the platform sandbox (id, record, cached lease). */
 void sk_platform_forget(platform_sandbox *ps);
 
-/* platform_fs.c: the bucket routes of PlatformFilesystem (fs_ops.h) */
-extern const sk_fs_ops sk_platform_fs_ops;
+/* platform_fs.c: the bucket routes of PlatformFilesystem (provider_ops.h) */
+extern const sk_ops sk_platform_fs_ops;
 
 /* platform_exec.c */
 int sk_platform_exec_spawn(sk_sandbox *sb, sk_process *p, const sk_spawn_opts *o, sk_error **err);

@@ -1,14 +1,15 @@
-/* Every provider's own filesystem operations (src/core/fs_ops.h), for Lua:
- * the one binding of them, so that no binding file is any provider's own.
+/* Every provider's own operations (src/core/provider_ops.h), for Lua: the
+ * one binding of them, so that no binding file is any provider's own.
  *
- * core.fs_open(target, options) -> a sandkit.ProviderFs: target is a
- * sandbox (the files of it, through its provider's sk_fs_ops) or a
- * provider id with options (a filesystem standing alone, e.g. "platform":
- * a bucket); raises the provider's ConfigError.
- * core.fs_info(fs) -> what the filesystem says of itself (a table).
- * core.fs_op(fs, req, body, token) -> a handle: starts one operation, req
- * a table as the provider's ops document it (req.collect: gather stream 1
- * here, without per-chunk strings, for core.fs_body once done;
+ * core.ops_open(target, which[, options]) -> a sandkit.ProviderOps: which
+ * is "fs" (the provider's files) or "calls" (the calls behind its own
+ * sandbox methods); target is a sandbox (its provider's table, on it) or a
+ * provider id with options (a resource standing alone, e.g. "platform",
+ * "fs": a bucket); raises the provider's ConfigError.
+ * core.ops_info(ops) -> what the opened state says of itself (a table).
+ * core.ops_call(ops, req, body, token) -> a handle: starts one operation,
+ * req a table as the provider's table documents it (req.collect: gather
+ * stream 1 here, without per-chunk strings, for core.ops_body once done;
  * req.max_collect: a longer stream 1, or a size hint above it, ends the
  * operation with ResponseTooLargeError { limit } at once),
  * body a string or nil, sent in place: the handle holds it until it is
@@ -16,8 +17,8 @@
  * inside a core callback, so a transfer is never mid-send then). Events to
  * the token: "output" with the stream and its bytes, then "lifecycle" with
  * nil or the error. The handle cancels the operation when cancelled or
- * collected; it keeps its filesystem (and the sandbox) alive meanwhile.
- * core.fs_body(handle) -> the collected stream 1 of a finished operation
+ * collected; it keeps its ProviderOps (and the sandbox) alive meanwhile.
+ * core.ops_body(handle) -> the collected stream 1 of a finished operation
  * (handed over: the handle keeps no copy; "" when there was none), or nil,
  * message when Lua has no memory for the string. */
 #include <stdint.h>
@@ -29,8 +30,8 @@
 
 #include "binding.h"
 
-#define FS_NAME "sandkit.ProviderFs"
-#define FS_OP_NAME "sandkit.FsOp"
+#define OPS_NAME "sandkit.ProviderOps"
+#define OP_NAME "sandkit.ProviderOp"
 
 /* Presizing the collected body trusts a size hint (Content-Length) up to
  * this; past it the buffer grows as bytes arrive (a lying header costs
@@ -42,21 +43,21 @@
 #define COLLECT_HUGE_MIN ((size_t)4 << 20)
 
 /* A collected stream 1: plain malloc'd memory (realloc'd as it grows, huge
- * pages for a large one), kept until core.fs_body takes it. */
+ * pages for a large one), kept until core.ops_body takes it. */
 typedef struct {
     char *data;
     size_t len, cap;
 } collected;
 
 typedef struct {
-    const sk_fs_ops *ops; /* NULL once closed */
-    void *fs;
+    const sk_ops *ops; /* NULL once closed */
+    void *state;       /* what ops->open made */
     const void *scope; /* whose secrets errors are redacted against: the sandbox, or NULL (all) */
-} fs_box;
+} ops_box;
 
 typedef struct {
-    const sk_fs_ops *ops;
-    sk_fs_op *op; /* NULL once done or cancelled */
+    const sk_ops *ops;
+    sk_op *op; /* NULL once done or cancelled */
     const void *scope;
     skl_target target;
     bool collect;  /* stream 1 gathered here, handed over whole */
@@ -108,8 +109,8 @@ static int body_append(collected *b, const char *data, size_t len)
 }
 
 /* Stream 1 passed max_collect: the error now. A callback may not cancel
- * its op (fs_ops.h): the rest is dropped as it comes, until Lua, woken by
- * the error, cancels the handle. */
+ * its op (provider_ops.h): the rest is dropped as it comes, until Lua,
+ * woken by the error, cancels the handle. */
 static void too_large(op_box *box)
 {
     box->too_large = true;
@@ -159,13 +160,13 @@ static void on_done(void *ud, const sk_error *err)
     if (!err && box->oom)
         box->target.lost = true; /* skl_finish reports it */
     if (err || box->oom || !box->collect)
-        body_free(&box->body); /* else kept for core.fs_body */
+        body_free(&box->body); /* else kept for core.ops_body */
     skl_finish(&box->target, SKL_EV_LIFECYCLE, err, box->scope);
 }
 
 static int op_cancel(lua_State *L)
 {
-    op_box *box = luaL_checkudata(L, 1, FS_OP_NAME);
+    op_box *box = luaL_checkudata(L, 1, OP_NAME);
     if (box->op) {
         box->ops->cancel(box->op);
         box->op = NULL;
@@ -175,62 +176,65 @@ static int op_cancel(lua_State *L)
     return 0;
 }
 
-static int fs_gc(lua_State *L)
+static int ops_gc(lua_State *L)
 {
-    fs_box *box = luaL_checkudata(L, 1, FS_NAME);
+    ops_box *box = luaL_checkudata(L, 1, OPS_NAME);
     if (box->ops) {
-        box->ops->close(box->fs);
+        box->ops->close(box->state);
         box->ops = NULL;
     }
     return 0;
 }
 
-int skl_fs_open(lua_State *L)
+int skl_ops_open(lua_State *L)
 {
+    static const char *const which_names[] = { "fs", "calls", NULL };
     skl_state *st = skl_state_get(L);
     const sk_provider *prov;
     sk_sandbox *sb = NULL;
+    int which = luaL_checkoption(L, 2, NULL, which_names);
     if (lua_type(L, 1) == LUA_TSTRING) {
         const char *id = lua_tostring(L, 1);
         if (!(prov = sk_provider_find(id)))
-            return luaL_error(L, "fs_open: unknown provider '%s'", id);
-        luaL_checktype(L, 2, LUA_TTABLE);
+            return luaL_error(L, "ops_open: unknown provider '%s'", id);
+        luaL_checktype(L, 3, LUA_TTABLE);
     } else {
         sb = skl_check_sandbox(L, 1);
         prov = sk_sandbox_provider(sb);
     }
-    const sk_fs_ops *ops = sk_provider_fs(prov);
+    const sk_ops *ops = which == 0 ? sk_provider_fs(prov) : sk_provider_calls(prov);
     if (!ops)
-        return luaL_error(L, "fs_open: %s has no filesystem operations of its own", sk_provider_name(prov));
-    fs_box *box = lua_newuserdatauv(L, sizeof *box, 1);
-    *box = (fs_box){ 0 };
-    if (luaL_newmetatable(L, FS_NAME)) {
-        lua_pushcfunction(L, fs_gc);
+        return luaL_error(L, "ops_open: %s has no '%s' operations of its own", sk_provider_name(prov),
+                          which_names[which]);
+    ops_box *box = lua_newuserdatauv(L, sizeof *box, 1);
+    *box = (ops_box){ 0 };
+    if (luaL_newmetatable(L, OPS_NAME)) {
+        lua_pushcfunction(L, ops_gc);
         lua_setfield(L, -2, "__gc");
     }
     lua_setmetatable(L, -2);
     lua_pushvalue(L, 1);
-    lua_setiuservalue(L, -2, 1); /* the sandbox outlives its filesystem */
-    json_t *opts = sb ? NULL : skl_to_json(L, 2, "options");
+    lua_setiuservalue(L, -2, 1); /* the sandbox outlives its operations */
+    json_t *opts = sb ? NULL : skl_to_json(L, 3, "options");
     sk_error *err = NULL;
-    void *fs = ops->open(st->loop, sb, opts, &err);
+    void *state = ops->open(st->loop, sb, opts, &err);
     json_decref(opts);
-    if (!fs) {
+    if (!state) {
         static const char tokens_only; /* no sandbox's env values apply */
         skl_push_error_take(L, st, err, sb ? (const void *)sb : &tokens_only);
         return lua_error(L);
     }
     box->ops = ops;
-    box->fs = fs;
+    box->state = state;
     box->scope = sb;
     return 1;
 }
 
-int skl_fs_info(lua_State *L)
+int skl_ops_info(lua_State *L)
 {
-    fs_box *fs = luaL_checkudata(L, 1, FS_NAME);
-    luaL_argcheck(L, fs->ops != NULL, 1, "closed filesystem");
-    json_t *info = fs->ops->info ? fs->ops->info(fs->fs) : NULL;
+    ops_box *ob = luaL_checkudata(L, 1, OPS_NAME);
+    luaL_argcheck(L, ob->ops != NULL, 1, "closed operations");
+    json_t *info = ob->ops->info ? ob->ops->info(ob->state) : NULL;
     if (info)
         skl_push_json_take(L, info);
     else
@@ -238,15 +242,15 @@ int skl_fs_info(lua_State *L)
     return 1;
 }
 
-int skl_fs_op(lua_State *L)
+int skl_ops_call(lua_State *L)
 {
     skl_state *st = skl_state_get(L);
-    fs_box *fs = luaL_checkudata(L, 1, FS_NAME);
+    ops_box *ob = luaL_checkudata(L, 1, OPS_NAME);
     luaL_checktype(L, 2, LUA_TTABLE);
     size_t body_len = 0;
     const char *body = luaL_optlstring(L, 3, NULL, &body_len);
     lua_Integer token = luaL_checkinteger(L, 4);
-    luaL_argcheck(L, fs->ops != NULL, 1, "closed filesystem");
+    luaL_argcheck(L, ob->ops != NULL, 1, "closed operations");
     lua_getfield(L, 2, "collect");
     bool collect = lua_toboolean(L, -1);
     lua_getfield(L, 2, "max_collect");
@@ -255,33 +259,33 @@ int skl_fs_op(lua_State *L)
     lua_pop(L, 2);
     op_box *box = lua_newuserdatauv(L, sizeof *box, 2);
     memset(box, 0, sizeof *box);
-    box->ops = fs->ops;
-    box->scope = fs->scope;
+    box->ops = ob->ops;
+    box->scope = ob->scope;
     box->collect = collect;
     box->max_collect = (size_t)max_collect;
-    skl_push_cancel_meta(L, FS_OP_NAME, op_cancel, op_cancel);
+    skl_push_cancel_meta(L, OP_NAME, op_cancel, op_cancel);
     lua_setmetatable(L, -2);
     lua_pushvalue(L, 1);
-    lua_setiuservalue(L, -2, 1); /* the filesystem outlives its operations */
+    lua_setiuservalue(L, -2, 1); /* the ProviderOps outlives its operations */
     lua_pushvalue(L, 3);
     lua_setiuservalue(L, -2, 2); /* the borrowed body lives as long as the handle */
     if (skl_target_init(&box->target, st, token) != 0)
         return luaL_error(L, "out of memory");
-    json_t *req = skl_to_json(L, 2, "fs_op");
-    static const sk_fs_events ev = { .output = on_output, .size_hint = on_size, .done = on_done };
+    json_t *req = skl_to_json(L, 2, "ops_call");
+    static const sk_op_events ev = { .output = on_output, .size_hint = on_size, .done = on_done };
     sk_error *err = NULL;
-    box->op = fs->ops->start(fs->fs, req, body, body_len, &ev, box, &err);
+    box->op = ob->ops->start(ob->state, req, body, body_len, &ev, box, &err);
     json_decref(req);
     if (!box->op) {
-        skl_push_error_take(L, st, err, fs->scope);
+        skl_push_error_take(L, st, err, ob->scope);
         return lua_error(L);
     }
     return 1;
 }
 
-int skl_fs_body(lua_State *L)
+int skl_ops_body(lua_State *L)
 {
-    op_box *box = luaL_checkudata(L, 1, FS_OP_NAME);
+    op_box *box = luaL_checkudata(L, 1, OP_NAME);
     luaL_argcheck(L, !box->op, 1, "the operation is still running");
     int rc = skl_push_lstring_protected(L, box->body.data, box->body.len);
     body_free(&box->body);
