@@ -33,7 +33,7 @@ describe("examples/platform_fleet.lua", function()
     finally(function() os.execute("rm -rf " .. q(tmp)) end)
     assert(os.execute("mkdir -p " .. q(tmp .. "/tree/spec/servers") .. " " .. q(tmp .. "/bin") ..
       " && cp -R " .. q(ROOT .. "/examples") .. " " .. q(tmp .. "/tree/") ..
-      " && cd " .. q(ROOT .. "/spec/servers") .. " && tar cf - --exclude=node_modules platform | (cd " ..
+      " && cd " .. q(ROOT .. "/spec/servers") .. " && tar cf - --exclude=node_modules platform shared | (cd " ..
       q(tmp .. "/tree/spec/servers") .. " && tar xf -)"))
     local npm = io.open(tmp .. "/bin/npm", "w")
     npm:write("#!/bin/sh\necho \"npm $*\" >> " .. q(tmp .. "/npm.log") .. "\ncp -R " ..
