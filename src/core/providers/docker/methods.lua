@@ -9,8 +9,8 @@
 local compat = require "sandkit.compat"
 local core = require "sandkit.core"
 local errors = require "sandkit.errors"
+local ops = require "sandkit.ops"
 local options = require "sandkit.options"
-local scheduler = require "sandkit.scheduler"
 
 local M = {}
 
@@ -24,27 +24,11 @@ local COMMIT_TIMEOUT_MS = 10 * 60000
 -- One call: status, decoded body (or the raw text); or nil, err.
 local function call(sb, req)
   local status, body
-  local rec = scheduler.record(function(r, kind, stream, data)
-    if kind == "output" and stream == 0 then
-      status = tonumber(data)
-    elseif kind == "output" then
-      body = data
-    elseif kind == "lifecycle" then
-      scheduler.complete(r, stream == nil and true or nil, stream)
-    end
-  end)
-  -- no container yet (never started, destroyed): the core's error, returned
-  local started, handle = pcall(function()
+  local rec, err = ops.call(function()
     clients[sb] = clients[sb] or core.ops_open(sb, "calls")
-    return core.ops_call(clients[sb], req, nil, rec.token)
-  end)
-  if not started then
-    if type(handle) == "table" and handle.kind then return nil, handle end
-    error(handle, 0)
-  end
-  rec.handle = handle
-  local ok, err = scheduler.await(rec)
-  if not ok then return nil, err end
+    return clients[sb]
+  end, req, nil, function(_, head) status = tonumber(head) end, function(_, data) body = data end)
+  if not rec then return nil, err end
   local doc = body and body ~= "" and core.json_decode(body)
   return status, doc or body
 end
