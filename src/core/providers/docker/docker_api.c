@@ -389,6 +389,22 @@ static void call_on_data(sk_http *req, const char *data, size_t len, void *ud)
 }
 
 static sk_error *call_start_http(dk_call *c);
+
+/* The API version is settled: the calls that waited for it start now,
+ * each failing with a copy of err when there is one (the version could
+ * not be had) or with its own error when it cannot start. */
+static void api_release_waiting(dk_api *api, const sk_error *err)
+{
+    while (api->waiting) {
+        dk_call *w = api->waiting;
+        api->waiting = w->wnext;
+        w->wnext = NULL;
+        sk_error *werr = err ? sk_error_copy(err) : call_start_http(w);
+        if (werr)
+            call_deliver(w, NULL, werr);
+    }
+}
+
 static dk_call *call_new(dk_api *api, const char *method, const char *path, const json_t *body, unsigned flags,
                          long timeout_ms, dk_call_cb cb, void *ud);
 
@@ -426,14 +442,8 @@ static void call_on_done(sk_http *req, const sk_http_result *res, void *ud)
         free(vpath);
         if (c->api->negotiating == c) {
             /* the calls waiting for the version fail with it */
-            dk_api *api = c->api;
-            api->negotiating = NULL;
-            while (api->waiting) {
-                dk_call *w = api->waiting;
-                api->waiting = w->wnext;
-                w->wnext = NULL;
-                call_deliver(w, NULL, sk_error_copy(err));
-            }
+            c->api->negotiating = NULL;
+            api_release_waiting(c->api, err);
         }
         call_deliver(c, NULL, err);
         return;
@@ -483,12 +493,7 @@ static void call_on_done(sk_http *req, const sk_http_result *res, void *ud)
                 call_deliver(c, NULL, NULL);
                 return;
             }
-            while (api->waiting) {
-                dk_call *w = api->waiting;
-                api->waiting = w->wnext;
-                w->wnext = NULL;
-                call_deliver(w, NULL, sk_error_copy(nerr));
-            }
+            api_release_waiting(api, nerr);
             call_deliver(c, NULL, NULL);
             sk_error_free(nerr);
             return;
@@ -519,15 +524,7 @@ static void call_on_done(sk_http *req, const sk_http_result *res, void *ud)
                 snprintf(api->version, sizeof api->version, "%d.%d", maj, min);
         }
         json_decref(doc);
-        /* the calls waiting for it go now (or fail with it) */
-        while (api->waiting) {
-            dk_call *w = api->waiting;
-            api->waiting = w->wnext;
-            w->wnext = NULL;
-            sk_error *werr = err ? sk_error_copy(err) : call_start_http(w);
-            if (werr)
-                call_deliver(w, NULL, werr);
-        }
+        api_release_waiting(api, err); /* the calls waiting for it go now (or fail with it) */
         call_deliver(c, NULL, NULL); /* the negotiation call has no callback of its own */
         sk_error_free(err);
         return;
