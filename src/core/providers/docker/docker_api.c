@@ -286,6 +286,18 @@ void sk_dk_api_conn_opts(const dk_api *api, dk_conn_opts *o)
     o->connect_timeout_ms = api->timeout_ms;
 }
 
+void sk_dk_api_http_target(const dk_api *api, sk_http_request *rq)
+{
+    rq->ca_file = api->ca_file;
+    rq->client_cert = api->client_cert;
+    rq->client_key = api->client_key;
+    rq->insecure_skip_verify = api->insecure;
+    rq->unix_socket = api->unix_socket;
+    rq->version = SK_HTTP_1_1;
+    if (!rq->timeout_ms)
+        rq->timeout_ms = api->timeout_ms;
+}
+
 const char *sk_dk_reply_message(const dk_reply *r)
 {
     const char *m = json_string_value(json_object_get(r->json, "message"));
@@ -552,14 +564,9 @@ static sk_error *call_start_http(dk_call *c)
         .body = c->payload,
         .body_len = c->payload ? strlen(c->payload) : 0,
         .body_borrowed = c->payload != NULL,
-        .timeout_ms = c->timeout_ms ? c->timeout_ms : c->api->timeout_ms,
-        .ca_file = c->api->ca_file,
-        .client_cert = c->api->client_cert,
-        .client_key = c->api->client_key,
-        .insecure_skip_verify = c->api->insecure,
-        .unix_socket = c->api->unix_socket,
-        .version = SK_HTTP_1_1,
+        .timeout_ms = c->timeout_ms,
     };
+    sk_dk_api_http_target(c->api, &rq);
     static const sk_http_callbacks plain = { .done = call_on_done };
     static const sk_http_callbacks streamed = { .data = call_on_data, .done = call_on_done };
     const char *why = NULL;
