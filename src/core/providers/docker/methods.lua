@@ -14,9 +14,6 @@ local options = require "sandkit.options"
 
 local M = {}
 
--- Each sandbox's handle on its operations, opened at its first call.
-local clients = setmetatable({}, { __mode = "k" })
-
 local SNAPSHOT_REPO = "localhost/sandkit-snapshot"
 -- A commit copies the container's filesystem: minutes for a large one.
 local COMMIT_TIMEOUT_MS = 10 * 60000
@@ -24,10 +21,11 @@ local COMMIT_TIMEOUT_MS = 10 * 60000
 -- One call: status, decoded body (or the raw text); or nil, err.
 local function call(sb, req)
   local status, body
-  local rec, err = ops.call(function()
-    clients[sb] = clients[sb] or core.ops_open(sb, "calls")
-    return clients[sb]
-  end, req, nil, function(_, head) status = tonumber(head) end, function(_, data) body = data end)
+  -- opened for the call: opening costs nothing (docker_methods.c), and a
+  -- cache keyed by the sandbox would keep it alive under Lua 5.1, whose
+  -- weak keys do not let go of a value that refers to its key
+  local rec, err = ops.call(function() return core.ops_open(sb, "calls") end, req, nil,
+    function(_, head) status = tonumber(head) end, function(_, data) body = data end)
   if not rec then return nil, err end
   local doc = body and body ~= "" and core.json_decode(body)
   return status, doc or body
