@@ -162,6 +162,7 @@ build = {
     ["sandkit.fs.json"] = "lua/sandkit/fs/json.lua",
     ["sandkit.fs.local"] = "lua/sandkit/fs/local.lua",
     ["sandkit.fs.path"] = "lua/sandkit/fs/path.lua",
+    ["sandkit.ops"] = "lua/sandkit/ops.lua",
     ["sandkit.options"] = "lua/sandkit/options.lua",
     ["sandkit.providers.apple_container"] = "src/core/providers/apple_container/provider.lua",
     ["sandkit.providers.docker"] = "src/core/providers/docker/provider.lua",

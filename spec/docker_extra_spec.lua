@@ -13,16 +13,6 @@ local shell = require "helpers.sh"
 if not podman.usable(pending, "DockerSandbox port and snapshot specs") then return end
 
 local env
-local made = {}
-
-local function new(opts)
-  opts = opts or {}
-  opts.docker_host = opts.docker_host or env.docker_host
-  opts.image = opts.image or podman.IMAGE
-  local sb = sandkit.DockerSandbox(opts)
-  made[#made + 1] = sb
-  return sb
-end
 
 -- The images this service holds whose name starts with `prefix`.
 local function images(prefix)
@@ -40,18 +30,15 @@ end
 setup(function() env = podman.new() end)
 
 teardown(function()
-  for _, sb in ipairs(made) do pcall(sb.destroy, sb) end
-  if env then
-    -- the snapshots this suite made, removed through the API
-    for _, tag in ipairs(images("localhost/sandkit-snapshot")) do
-      env:api("DELETE", "/v1.41/images/" .. tag .. "?force=1")
-    end
-    local left_images = images("localhost/sandkit-snapshot")
-    local left = env:containers()
-    env:teardown()
-    assert.same({}, left_images, "snapshot images left behind")
-    assert.equal(0, #left, "containers left behind")
+  if not env then return end
+  env:destroy_sandboxes()
+  -- the snapshots this suite made, removed through the API
+  for _, tag in ipairs(images("localhost/sandkit-snapshot")) do
+    env:api("DELETE", "/v1.41/images/" .. tag .. "?force=1")
   end
+  local left_images = images("localhost/sandkit-snapshot")
+  env:close()
+  assert.same({}, left_images, "snapshot images left behind")
 end)
 
 describe("DockerSandbox ports option", function()
@@ -74,7 +61,7 @@ describe("DockerSandbox ports option", function()
   end)
 
   it("publishes to 127.0.0.1 on a port the engine chooses, and get_port_url fetches what the container serves", function()
-    local sb = new({ network = "slirp4netns", ports = { 8080, { port = 9090, protocol = "udp" } } })
+    local sb = env:sandbox({ network = "slirp4netns", ports = { 8080, { port = 9090, protocol = "udp" } } })
     -- not running: upstream's contract is null
     assert.is_nil(sb:get_port_url(8080))
     assert(sb:start())
@@ -109,14 +96,15 @@ describe("DockerSandbox ports option", function()
 
   it("takes a host port and address given", function()
     local free = tonumber((shell.capture([[python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])']])))
-    local sb = new({ network = "slirp4netns", ports = { { port = 8080, host_port = free, host_ip = "127.0.0.1" } } })
+    local sb = env:sandbox({ network = "slirp4netns",
+      ports = { { port = 8080, host_port = free, host_ip = "127.0.0.1" } } })
     assert(sb:start())
     assert.equal("http://127.0.0.1:" .. free, sb:get_port_url(8080))
     assert(sb:destroy())
   end)
 
   it("get_port_url checks its argument, and other providers have no such method", function()
-    local sb = new({})
+    local sb = env:sandbox()
     assert.has_error(function() sb:get_port_url(0) end, "bad argument #1 to 'get_port_url' (port number 1-65535 expected)")
     assert.has_error(function() sb:get_port_url("http") end)
     local loc = sandkit.LocalSandbox {}
@@ -129,7 +117,7 @@ end)
 
 describe("DockerSandbox snapshot()", function()
   it("commits the container: a clone started from the image finds the file written before", function()
-    local sb = new({})
+    local sb = env:sandbox()
     assert(sb:start())
     assert(sb:exec("mkdir -p /data && echo before-snapshot > /data/f"))
     local image = assert(sb:snapshot())
@@ -140,8 +128,7 @@ describe("DockerSandbox snapshot()", function()
 
     -- written after: not in the snapshot
     assert(sb:exec("echo after > /data/g"))
-    local copy = sb:clone({ image = image, pull = "never" })
-    made[#made + 1] = copy
+    local copy = env:track(sb:clone({ image = image, pull = "never" }))
     assert(copy:start())
     assert.are_not.equal(sb.id, copy.id)
     assert.equal("before-snapshot\n", assert(copy:exec("cat /data/f")).stdout)
@@ -154,7 +141,7 @@ describe("DockerSandbox snapshot()", function()
     -- a new sandbox with a name of the caller's choosing
     local named = assert(sb:snapshot({ image = "localhost/sandkit-snapshot:named" }))
     assert.equal("localhost/sandkit-snapshot:named", named)
-    local fresh = new({ image = named, pull = "never" })
+    local fresh = env:sandbox({ image = named, pull = "never" })
     assert(fresh:start())
     assert.equal("before-snapshot\n", assert(fresh:exec("cat /data/f")).stdout)
     assert.equal("after\n", assert(fresh:exec("cat /data/g")).stdout)
@@ -163,7 +150,7 @@ describe("DockerSandbox snapshot()", function()
   end)
 
   it("of a stopped sandbox works; of a destroyed or never started one is an error", function()
-    local sb = new({})
+    local sb = env:sandbox()
     local ok, e = sb:snapshot()
     assert.is_nil(ok)
     assert.equal("SandboxNotReadyError", e.kind)
@@ -181,7 +168,7 @@ describe("DockerSandbox snapshot()", function()
   end)
 
   it("of a container removed behind sandkit's back is a DockerApiError naming it", function()
-    local sb = new({})
+    local sb = env:sandbox()
     assert(sb:start())
     local cid = assert(sb:info()).metadata.container_id
     env:run("rm -f -t 0 " .. cid)

@@ -24,7 +24,6 @@ end
 
 local q = podman.q
 local env
-local made = {}
 
 -- Upstream's DockerSandbox, one operation: the decoded JSON line.
 local function upstream(req)
@@ -34,14 +33,6 @@ local function upstream(req)
   local ok, doc = pcall(cjson.decode, out:match("[^\n]*\n?$") or out)
   assert(ok and code == 0 and not doc.error, "upstream's DockerSandbox failed: " .. out)
   return doc
-end
-
-local function new(opts)
-  opts.docker_host = env.docker_host
-  opts.image = opts.image or podman.IMAGE
-  local sb = sandkit.DockerSandbox(opts)
-  made[#made + 1] = sb
-  return sb
 end
 
 local function containers_of(id)
@@ -60,12 +51,7 @@ local ARGS = { "hello  world", "$HOME", "it's" }
 setup(function() env = podman.new() end)
 
 teardown(function()
-  for _, sb in ipairs(made) do pcall(sb.destroy, sb) end
-  if env then
-    local left = env:containers()
-    env:teardown()
-    assert.equal(0, #left, "containers left behind")
-  end
+  if env then env:close() end
 end)
 
 describe("DockerSandbox and upstream's @mastra/docker 0.3.0", function()
@@ -75,7 +61,7 @@ describe("DockerSandbox and upstream's @mastra/docker 0.3.0", function()
     assert.same({ up.containerId }, containers_of(id))
     assert.same({ ["mastra.sandbox"] = "true", ["mastra.sandbox.id"] = id }, up.labels)
 
-    local sb = new({ id = id, env = { GREETING = "hi" } })
+    local sb = env:sandbox({ id = id, env = { GREETING = "hi" } })
     assert(sb:start())
     assert.equal(up.containerId, assert(sb:info()).metadata.container_id)
     assert.same({ up.containerId }, containers_of(id))
@@ -91,7 +77,7 @@ describe("DockerSandbox and upstream's @mastra/docker 0.3.0", function()
 
   it("upstream adopts a container sandkit made, results agree, and upstream's destroy finds it by label", function()
     local id = "interop-sk-" .. tostring(math.floor(sandkit.now()))
-    local sb = new({ id = id })
+    local sb = env:sandbox({ id = id })
     assert(sb:start())
     local cid = assert(sb:info()).metadata.container_id
     local mine = assert(sb:exec("sh -c 'echo out; echo err >&2; exit 3'"))

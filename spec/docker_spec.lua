@@ -18,16 +18,6 @@ if not podman.usable(pending, "DockerSandbox specs") then return end
 local q = podman.q
 
 local env
-local made = {}
-
-local function new(opts)
-  opts = opts or {}
-  opts.docker_host = opts.docker_host or env.docker_host
-  opts.image = opts.image or podman.IMAGE
-  local sb = sandkit.DockerSandbox(opts)
-  made[#made + 1] = sb
-  return sb
-end
 
 local function inspect(id)
   local body, status = env:api("GET", "/v1.41/containers/" .. id .. "/json")
@@ -61,18 +51,13 @@ end
 setup(function() env = podman.new() end)
 
 teardown(function()
-  for _, sb in ipairs(made) do pcall(sb.destroy, sb) end
   require("helpers.tmp").cleanup()
-  if env then
-    local left = env:containers()
-    env:teardown()
-    assert.equal(0, #left, "containers left behind")
-  end
+  if env then env:close() end
 end)
 
 describe("DockerSandbox lifecycle", function()
   it("creates the container as upstream: name, labels, env, working dir, stdin open, host config", function()
-    local sb = new { id = "Spec Box/1", env = { GREETING = "hello there" }, labels = { team = "qa" },
+    local sb = env:sandbox { id = "Spec Box/1", env = { GREETING = "hello there" }, labels = { team = "qa" },
       memory = 64 * 1024 * 1024, pids_limit = 64, cpu_shares = 512, cpu_quota = 50000, cpu_period = 100000,
       cap_drop = { "NET_RAW" }, security_opt = { "no-new-privileges" }, tmpfs = { ["/scratch"] = "size=1m" },
       -- nproc too: given ulimits replace the service's defaults, and runc
@@ -110,13 +95,13 @@ describe("DockerSandbox lifecycle", function()
   end)
 
   it("reconnects by label: a stopped container is started again, never recreated", function()
-    local sb = new {}
+    local sb = env:sandbox()
     assert(sb:start())
     local id = container_of(sb)
     assert.equal(0, assert(sb:exec("echo kept > /tmp/mark")).exit_code)
     assert(sb:stop())
     assert.equal("exited", inspect(id).State.Status)
-    local again = new { id = sb.id }
+    local again = env:sandbox { id = sb.id }
     assert(again:start())
     assert.equal(id, container_of(again))
     assert.equal("kept\n", assert(again:exec("cat /tmp/mark")).stdout)
@@ -131,7 +116,7 @@ describe("DockerSandbox lifecycle", function()
     local out, status = env:api("POST", "/v1.41/containers/create?name=made-elsewhere", body)
     assert.equal(201, status, out)
     local id = cjson.decode(out).Id
-    local sb = new { id = "made-elsewhere" }
+    local sb = env:sandbox { id = "made-elsewhere" }
     assert(sb:start())
     assert.equal(id, container_of(sb))
     assert.equal("running", assert(sb:info()).metadata.state)
@@ -139,10 +124,10 @@ describe("DockerSandbox lifecycle", function()
   end)
 
   it("stops and destroys through a fresh instance that never started (found by label)", function()
-    local sb = new {}
+    local sb = env:sandbox()
     assert(sb:start())
     local id = container_of(sb)
-    local other = new { id = sb.id }
+    local other = env:sandbox { id = sb.id }
     assert(other:stop())
     assert.equal("exited", inspect(id).State.Status)
     assert(sandkit.DockerSandbox({ id = sb.id, docker_host = env.docker_host }):destroy())
@@ -151,7 +136,7 @@ describe("DockerSandbox lifecycle", function()
   end)
 
   it("info() reports the container as upstream's getInfo does", function()
-    local sb = new {}
+    local sb = env:sandbox()
     assert(sb:start())
     local info = assert(sb:info())
     local c = inspect(info.metadata.container_id)
@@ -164,7 +149,7 @@ describe("DockerSandbox lifecycle", function()
   end)
 
   it("runs a fleet of containers", function()
-    local fleet = sandkit.fleet(new {}, 3)
+    local fleet = sandkit.fleet(env:sandbox(), 3)
     local results = fleet:exec("hostname")
     local names = {}
     for _, r in ipairs(results) do
@@ -181,7 +166,7 @@ end)
 describe("DockerSandbox commands", function()
   local sb
   setup(function()
-    sb = new {}
+    sb = env:sandbox()
     assert(sb:start())
   end)
   teardown(function() sb:destroy() end)
@@ -278,7 +263,7 @@ describe("DockerSandbox from the command line", function()
   end)
 
   it("cp copies to and from docker:PATH of the sandbox its id names", function()
-    local sb = new {}
+    local sb = env:sandbox()
     assert(sb:start())
     local host = require("helpers.tmp").dir() .. "/in.txt"
     require("helpers.files").write(host, "through the CLI\n")
@@ -350,7 +335,7 @@ end)
 
 describe("DockerSandbox faults", function()
   it("a missing image with pull = never: a clear error, no pull, no container", function()
-    local sb = new { image = "localhost/sandkit-nothing:here", pull = "never" }
+    local sb = env:sandbox { image = "localhost/sandkit-nothing:here", pull = "never" }
     local okk, err = sb:start()
     assert.is_nil(okk)
     assert.equal("DockerApiError", err.kind)
@@ -360,7 +345,7 @@ describe("DockerSandbox faults", function()
   end)
 
   it("a failed pull that Podman reports inside a 200 stream is an error", function()
-    local sb = new { image = "localhost:1/sandkit-nope:x" }
+    local sb = env:sandbox { image = "localhost:1/sandkit-nope:x" }
     local okk, err = sb:start()
     assert.is_nil(okk)
     assert.equal("DockerApiError", err.kind)
@@ -370,7 +355,7 @@ describe("DockerSandbox faults", function()
   end)
 
   it("a container removed behind sandkit's back: exec fails clearly, destroy still succeeds", function()
-    local sb = new {}
+    local sb = env:sandbox()
     assert(sb:start())
     local out, code = env:run("rm -f -t 0 " .. container_of(sb))
     assert.equal(0, code, out)

@@ -25,16 +25,13 @@ describe("DockerSandbox sb.fs through the archive endpoints", function()
 
   setup(function()
     env = podman.new()
-    sb = sandkit.DockerSandbox { docker_host = env.docker_host, image = podman.IMAGE, timeout = 60000 }
+    sb = env:sandbox { timeout = 60000 }
     assert(sb:start())
     fs = sb.fs
   end)
 
   teardown(function()
-    if sb then sb:destroy() end
-    local left = env:containers()
-    env:teardown()
-    assert(#left == 0, "containers left behind: " .. table.concat(left, " "))
+    if env then env:close() end
   end)
 
   it("writes, reads, stats a new file with no command in the container, byte for byte", function()
@@ -85,7 +82,7 @@ describe("DockerSandbox sb.fs through the archive endpoints", function()
   end)
 
   it("a container removed behind its back: an error saying so, not a missing file", function()
-    local other = sandkit.DockerSandbox { docker_host = env.docker_host, image = podman.IMAGE, timeout = 60000 }
+    local other = env:sandbox { timeout = 60000 }
     assert(other:start())
     local id = other:info().metadata.container_id
     local _, status = env:api("DELETE", "/v1.41/containers/" .. id .. "?force=1")

@@ -55,7 +55,7 @@ end
 -- is absent: documentation), secret (never on a command line: the CLI
 -- refuses it), flag (a `sandkit exec` flag setting it: { name, arg, help,
 -- host_dir }), lua_type (the stub's annotation, when the type says too
--- little).
+-- little), fill (check() sets the default when the option is absent).
 M.common = {
   id = { type = "string", description = "Sandbox id; a fresh one is generated when absent." },
   env = { type = "env", lua_type = "table<string, string|number|boolean>",
@@ -78,6 +78,14 @@ M.capabilities = {
   reconnection = true, concurrency = true, env_vars = true, working_directory = true,
   timeout = true, streaming = true, stdin = true, close_stdin = true, mounting = false,
 }
+
+--- A provider's `timeout` option: the timeout of each command that gives
+-- none, in whole milliseconds, 0 for none. With a default, check() fills
+-- it in, so that every command has one unless the caller gives 0.
+function M.command_timeout(description, default)
+  return { type = "integer", ms = true, zero = "no timeout", default = default, fill = default ~= nil,
+    description = description }
+end
 
 --- Checks an exec option `max_output_bytes`; returns an error message or nil.
 function M.check_max_output(v)
@@ -351,6 +359,9 @@ function M.check(schema, opts, argn, fname)
     out[k] = check_value(function(problem)
       errors.config(provider, k, ("%s option '%s' %s"):format(fname, k, problem))
     end, spec, v)
+  end
+  for k, spec in pairs(schema.options) do
+    if spec.fill and out[k] == nil then out[k] = spec.default end
   end
   if schema.validate then
     schema.validate(out, function(key, problem)

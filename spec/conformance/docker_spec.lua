@@ -26,8 +26,6 @@ suite({
   end,
   cleanup = function(sb)
     sb:destroy()
-    local left = env:containers()
-    env:teardown()
-    assert(#left == 0, "containers left behind: " .. table.concat(left, " "))
+    env:close()
   end,
 }, _ENV)

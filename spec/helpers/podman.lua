@@ -118,7 +118,7 @@ function M.new(opts)
   opts = opts or {}
   local dir = sh("mktemp -d /tmp/sandkit-podman.XXXXXX"):gsub("%s+$", "")
   local self = setmetatable({ dir = dir, root = dir .. "/root", runroot = dir .. "/run", tmpdir = dir .. "/tmp",
-    conf = dir .. "/containers.conf", socket = dir .. "/podman.sock", log = dir .. "/service.log" }, Env)
+    conf = dir .. "/containers.conf", socket = dir .. "/podman.sock", log = dir .. "/service.log", made = {} }, Env)
   self.docker_host = "unix://" .. self.socket
   os.execute("mkdir -p " .. q(self.root) .. " " .. q(self.runroot) .. " " .. q(self.tmpdir))
   files.write(self.conf, CONF)
@@ -227,6 +227,36 @@ function Env:containers()
   local ids = {}
   for id in out:gmatch("%x+") do ids[#ids + 1] = id end
   return ids
+end
+
+--- A DockerSandbox on this service, with its busybox image unless opts
+-- names another; Env:close destroys it.
+function Env:sandbox(opts)
+  opts = opts or {}
+  opts.docker_host = opts.docker_host or self.docker_host
+  opts.image = opts.image or M.IMAGE
+  return self:track(require("sandkit").DockerSandbox(opts))
+end
+
+--- Has Env:close destroy sb too (a clone, say). Returns sb.
+function Env:track(sb)
+  self.made[#self.made + 1] = sb
+  return sb
+end
+
+--- Destroys the sandboxes Env:sandbox made and Env:track was given.
+function Env:destroy_sandboxes()
+  for _, sb in ipairs(self.made) do pcall(sb.destroy, sb) end
+  self.made = {}
+end
+
+--- A suite's end: its sandboxes destroyed, the service torn down, and an
+-- error naming any container that outlived its sandbox's destroy.
+function Env:close()
+  self:destroy_sandboxes()
+  local left = self:containers()
+  self:teardown()
+  assert(#left == 0, "containers left behind: " .. table.concat(left, " "))
 end
 
 --- Removes every container, stops the service, ends what is left (by

@@ -11,8 +11,6 @@
 -- sandkit.new("apple-container", ...).
 local options = require "sandkit.options"
 
-local DEFAULT_TIMEOUT = 300000
-
 local specific = {
   name = { type = "string", description = "Apple container name. Defaults to the sandbox ID." },
   image = { type = "string", default = "node:22-slim", description = "OCI image to use" },
@@ -44,8 +42,8 @@ local specific = {
     description = "Working directory inside the container (wins over working_dir)" },
   working_dir = { type = "string", default = "/workspace",
     description = "Working directory inside the container (deprecated alias of working_directory)" },
-  timeout = { type = "integer", ms = true, zero = "no timeout", default = DEFAULT_TIMEOUT,
-    description = "Timeout of each command that gives none, in milliseconds (0: none), enforced inside the container (124 on expiry); also bounds each lifecycle CLI call" },
+  timeout = options.command_timeout("Timeout of each command that gives none, in milliseconds (0: none), enforced "
+    .. "inside the container (124 on expiry); also bounds each lifecycle CLI call", 300000),
   delete_on_destroy = { type = "boolean", default = true, description = "Delete the Apple container on destroy" },
   container_binary = { type = "string", default = "container", non_empty = true,
     description = "Path or name for the Apple container CLI" },
@@ -63,12 +61,6 @@ local desc = {
   -- name would address the template's container)
   clone_drops = { "name" },
 }
-
--- The sandbox default is what exec and background processes use when they
--- give no timeout; 0 (given explicitly) means none, as upstream.
-function desc.validate(out)
-  if out.timeout == nil then out.timeout = DEFAULT_TIMEOUT end
-end
 
 -- ---- the editor descriptor (docs/protocols/apple-container.md §6) -------
 

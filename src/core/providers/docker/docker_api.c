@@ -286,6 +286,18 @@ void sk_dk_api_conn_opts(const dk_api *api, dk_conn_opts *o)
     o->connect_timeout_ms = api->timeout_ms;
 }
 
+void sk_dk_api_http_target(const dk_api *api, sk_http_request *rq)
+{
+    rq->ca_file = api->ca_file;
+    rq->client_cert = api->client_cert;
+    rq->client_key = api->client_key;
+    rq->insecure_skip_verify = api->insecure;
+    rq->unix_socket = api->unix_socket;
+    rq->version = SK_HTTP_1_1;
+    if (!rq->timeout_ms)
+        rq->timeout_ms = api->timeout_ms;
+}
+
 const char *sk_dk_reply_message(const dk_reply *r)
 {
     const char *m = json_string_value(json_object_get(r->json, "message"));
@@ -389,6 +401,22 @@ static void call_on_data(sk_http *req, const char *data, size_t len, void *ud)
 }
 
 static sk_error *call_start_http(dk_call *c);
+
+/* The API version is settled: the calls that waited for it start now,
+ * each failing with a copy of err when there is one (the version could
+ * not be had) or with its own error when it cannot start. */
+static void api_release_waiting(dk_api *api, const sk_error *err)
+{
+    while (api->waiting) {
+        dk_call *w = api->waiting;
+        api->waiting = w->wnext;
+        w->wnext = NULL;
+        sk_error *werr = err ? sk_error_copy(err) : call_start_http(w);
+        if (werr)
+            call_deliver(w, NULL, werr);
+    }
+}
+
 static dk_call *call_new(dk_api *api, const char *method, const char *path, const json_t *body, unsigned flags,
                          long timeout_ms, dk_call_cb cb, void *ud);
 
@@ -426,14 +454,8 @@ static void call_on_done(sk_http *req, const sk_http_result *res, void *ud)
         free(vpath);
         if (c->api->negotiating == c) {
             /* the calls waiting for the version fail with it */
-            dk_api *api = c->api;
-            api->negotiating = NULL;
-            while (api->waiting) {
-                dk_call *w = api->waiting;
-                api->waiting = w->wnext;
-                w->wnext = NULL;
-                call_deliver(w, NULL, sk_error_copy(err));
-            }
+            c->api->negotiating = NULL;
+            api_release_waiting(c->api, err);
         }
         call_deliver(c, NULL, err);
         return;
@@ -483,12 +505,7 @@ static void call_on_done(sk_http *req, const sk_http_result *res, void *ud)
                 call_deliver(c, NULL, NULL);
                 return;
             }
-            while (api->waiting) {
-                dk_call *w = api->waiting;
-                api->waiting = w->wnext;
-                w->wnext = NULL;
-                call_deliver(w, NULL, sk_error_copy(nerr));
-            }
+            api_release_waiting(api, nerr);
             call_deliver(c, NULL, NULL);
             sk_error_free(nerr);
             return;
@@ -519,15 +536,7 @@ static void call_on_done(sk_http *req, const sk_http_result *res, void *ud)
                 snprintf(api->version, sizeof api->version, "%d.%d", maj, min);
         }
         json_decref(doc);
-        /* the calls waiting for it go now (or fail with it) */
-        while (api->waiting) {
-            dk_call *w = api->waiting;
-            api->waiting = w->wnext;
-            w->wnext = NULL;
-            sk_error *werr = err ? sk_error_copy(err) : call_start_http(w);
-            if (werr)
-                call_deliver(w, NULL, werr);
-        }
+        api_release_waiting(api, err); /* the calls waiting for it go now (or fail with it) */
         call_deliver(c, NULL, NULL); /* the negotiation call has no callback of its own */
         sk_error_free(err);
         return;
@@ -555,14 +564,9 @@ static sk_error *call_start_http(dk_call *c)
         .body = c->payload,
         .body_len = c->payload ? strlen(c->payload) : 0,
         .body_borrowed = c->payload != NULL,
-        .timeout_ms = c->timeout_ms ? c->timeout_ms : c->api->timeout_ms,
-        .ca_file = c->api->ca_file,
-        .client_cert = c->api->client_cert,
-        .client_key = c->api->client_key,
-        .insecure_skip_verify = c->api->insecure,
-        .unix_socket = c->api->unix_socket,
-        .version = SK_HTTP_1_1,
+        .timeout_ms = c->timeout_ms,
     };
+    sk_dk_api_http_target(c->api, &rq);
     static const sk_http_callbacks plain = { .done = call_on_done };
     static const sk_http_callbacks streamed = { .data = call_on_data, .done = call_on_done };
     const char *why = NULL;

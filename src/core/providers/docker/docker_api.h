@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "../../error.h"
+#include "../../http.h"
 #include "../../loop.h"
 #include "docker_conn.h"
 
@@ -82,6 +83,10 @@ const char *sk_dk_reply_message(const dk_reply *reply);
 /* The options for a raw connection to the daemon (docker_conn.h); valid
  * while api lives. */
 void sk_dk_api_conn_opts(const dk_api *api, dk_conn_opts *o);
+/* Sets how rq reaches the daemon (its unix socket or TLS files, HTTP/1.1)
+ * and, when rq has none, api's timeout; rq's strings are borrowed from
+ * api. */
+void sk_dk_api_http_target(const dk_api *api, sk_http_request *rq);
 /* "/v1.41" + path, malloc'd (NULL on ENOMEM). */
 char *sk_dk_api_versioned(const dk_api *api, const char *path);
 /* A NetworkError (or TimeoutError) naming the daemon's address and where it

@@ -331,15 +331,10 @@ static sk_op *fs_start(void *fs, const json_t *req, const char *body, size_t len
         .body = op->kind == DK_FS_WRITE ? (op->upload.data ? op->upload.data : "") : NULL,
         .body_len = op->kind == DK_FS_WRITE ? op->upload.len : 0,
         .body_borrowed = true,
-        .timeout_ms = timeout_ms ? timeout_ms : ds->api.timeout_ms,
-        .ca_file = ds->api.ca_file,
-        .client_cert = ds->api.client_cert,
-        .client_key = ds->api.client_key,
-        .insecure_skip_verify = ds->api.insecure,
-        .unix_socket = ds->api.unix_socket,
-        .version = SK_HTTP_1_1,
+        .timeout_ms = timeout_ms,
         .recv_buffer_bytes = op->kind == DK_FS_READ ? (size_t)256 << 10 : 0,
     };
+    sk_dk_api_http_target(&ds->api, &rq);
     static const sk_http_callbacks cbs = { .head = op_on_head, .data = op_on_data, .done = op_on_done };
     const char *why = NULL;
     op->http = sk_http_start(sb->loop, &rq, &cbs, op, &why);

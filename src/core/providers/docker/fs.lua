@@ -27,7 +27,7 @@ local errors = require "sandkit.errors"
 local fserrors = require "sandkit.fs.errors"
 local fs = require "sandkit.fs"
 local pathmod = require "sandkit.fs.path"
-local scheduler = require "sandkit.scheduler"
+local ops = require "sandkit.ops"
 
 local M = {}
 
@@ -67,25 +67,11 @@ function Backend:op(o, body)
   local t = self.options.timeout
   o.timeout_ms = (t and t > 0) and t or OP_TIMEOUT_MS
   o.collect = o.kind == "read"
-  local rec = scheduler.record(function(r, kind, stream, data)
-    if kind == "output" and stream == 0 then
-      r.status, r.info = data:match("^(%d+) ?(.*)$")
-    elseif kind == "lifecycle" then
-      scheduler.complete(r, stream == nil and true or nil, stream)
-    end
-  end)
-  -- a destroyed sandbox's container is gone: the core's error, returned
-  local started, handle = pcall(function()
+  local rec, oerr = ops.call(function()
     self.client = self.client or core.ops_open(self.sb, "fs")
-    return core.ops_call(self.client, o, body, rec.token)
-  end)
-  if not started then
-    if type(handle) == "table" and handle.kind then return nil, handle end
-    error(handle, 0)
-  end
-  rec.handle = handle
-  local done, oerr = scheduler.await(rec)
-  if not done then return nil, oerr end
+    return self.client
+  end, o, body, function(r, head) r.status, r.info = head:match("^(%d+) ?(.*)$") end)
+  if not rec then return nil, oerr end
   local got
   if o.collect then
     local msg

@@ -9,13 +9,10 @@
 local compat = require "sandkit.compat"
 local core = require "sandkit.core"
 local errors = require "sandkit.errors"
+local ops = require "sandkit.ops"
 local options = require "sandkit.options"
-local scheduler = require "sandkit.scheduler"
 
 local M = {}
-
--- Each sandbox's handle on its operations, opened at its first call.
-local clients = setmetatable({}, { __mode = "k" })
 
 local SNAPSHOT_REPO = "localhost/sandkit-snapshot"
 -- A commit copies the container's filesystem: minutes for a large one.
@@ -24,27 +21,12 @@ local COMMIT_TIMEOUT_MS = 10 * 60000
 -- One call: status, decoded body (or the raw text); or nil, err.
 local function call(sb, req)
   local status, body
-  local rec = scheduler.record(function(r, kind, stream, data)
-    if kind == "output" and stream == 0 then
-      status = tonumber(data)
-    elseif kind == "output" then
-      body = data
-    elseif kind == "lifecycle" then
-      scheduler.complete(r, stream == nil and true or nil, stream)
-    end
-  end)
-  -- no container yet (never started, destroyed): the core's error, returned
-  local started, handle = pcall(function()
-    clients[sb] = clients[sb] or core.ops_open(sb, "calls")
-    return core.ops_call(clients[sb], req, nil, rec.token)
-  end)
-  if not started then
-    if type(handle) == "table" and handle.kind then return nil, handle end
-    error(handle, 0)
-  end
-  rec.handle = handle
-  local ok, err = scheduler.await(rec)
-  if not ok then return nil, err end
+  -- opened for the call: opening costs nothing (docker_methods.c), and a
+  -- cache keyed by the sandbox would keep it alive under Lua 5.1, whose
+  -- weak keys do not let go of a value that refers to its key
+  local rec, err = ops.call(function() return core.ops_open(sb, "calls") end, req, nil,
+    function(_, head) status = tonumber(head) end, function(_, data) body = data end)
+  if not rec then return nil, err end
   local doc = body and body ~= "" and core.json_decode(body)
   return status, doc or body
 end

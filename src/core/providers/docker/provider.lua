@@ -6,8 +6,6 @@
 local compat = require "sandkit.compat"
 local options = require "sandkit.options"
 
-local DEFAULT_TIMEOUT = 300000
-
 -- ulimits: { { name = "nofile", soft = 1024, hard = 2048 }, ... }
 local ULIMIT_KEYS = { name = true, soft = true, hard = true }
 
@@ -86,8 +84,7 @@ local specific = {
   working_dir = { type = "string", default = "/workspace",
     description = "Working directory inside the container (upstream's workingDir)" },
   privileged = { type = "boolean", default = false, description = "Run in privileged mode" },
-  timeout = { type = "integer", ms = true, zero = "no timeout", default = DEFAULT_TIMEOUT,
-    description = "Timeout of each command that gives none, in milliseconds (0: none)" },
+  timeout = options.command_timeout("Timeout of each command that gives none, in milliseconds (0: none)", 300000),
   volumes = { type = "map", description = "Host-to-container bind mounts (host path -> container path)" },
   network = { type = "string", description = "Docker network to join (HostConfig.NetworkMode)" },
   memory = int("Memory limit in bytes", 0),
@@ -135,7 +132,6 @@ local desc = {
 }
 
 function desc.validate(out)
-  if out.timeout == nil then out.timeout = DEFAULT_TIMEOUT end
   if out.ports then
     local norm = {}
     for i, p in ipairs(out.ports) do

@@ -40,8 +40,7 @@ return {
         -- enter a temporary parent to reach the directory inside
         temp_mode = function(o) return o.isolation == "bwrap" and "711" or nil end },
       description = "Directory commands run in; created on start (~ expanded, relative to the current directory)." },
-    timeout = { type = "integer", ms = true, zero = "no timeout",
-      description = "Default per-command timeout in milliseconds (none when absent or 0)." },
+    timeout = options.command_timeout("Default per-command timeout in milliseconds (none when absent or 0)."),
     isolation = { type = "string", enum = { "none", "bwrap" }, default = "none",
       flag = { name = "isolation", arg = "MODE", help = "none (default) or bwrap" },
       description = "none: plain processes; bwrap: bubblewrap with a read-only system, writable working directory and private /tmp." },

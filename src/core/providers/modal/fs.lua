@@ -10,8 +10,8 @@ local compat = require "sandkit.compat"
 local core = require "sandkit.core"
 local fs = require "sandkit.fs"
 local fserrors = require "sandkit.fs.errors"
+local ops = require "sandkit.ops"
 local pathmod = require "sandkit.fs.path"
-local scheduler = require "sandkit.scheduler"
 
 local M = {}
 
@@ -31,17 +31,7 @@ function Backend:start(o, on_data, body)
   local ok, err = self.sb:ensure_running()
   if not ok then return nil, err end
   o.timeout_ms = self.options.timeout or fs.DEFAULT_OP_TIMEOUT_MS
-  local rec = scheduler.record(function(r, kind, stream, data)
-    if kind == "output" and stream == 0 then
-      r.fd = data
-    elseif kind == "output" then
-      if r.cb_err then return end
-      local cok, e = pcall(on_data, data)
-      if not cok then r.cb_err = e; r.handle:cancel(); scheduler.complete(r, nil) end
-    elseif kind == "lifecycle" then
-      scheduler.complete(r, stream == nil and true or nil, stream)
-    end
-  end)
+  local rec = ops.record(function(r, fd) r.fd = fd end, function(_, data) on_data(data) end)
   self.client = self.client or core.ops_open(self.sb, "fs")
   rec.handle = core.ops_call(self.client, o, body, rec.token)
   return rec
@@ -50,8 +40,7 @@ end
 -- Waits for a started operation: its values (fd for open, true else) or
 -- nil, err.
 function Backend:finish(rec)
-  local done, oerr = scheduler.await(rec)
-  if rec.cb_err then error(rec.cb_err, 0) end
+  local done, oerr = ops.await(rec)
   if not done then return nil, oerr end
   return rec.fd or true
 end

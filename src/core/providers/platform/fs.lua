@@ -11,8 +11,8 @@ local fs = require "sandkit.fs"
 local fserrors = require "sandkit.fs.errors"
 local options = require "sandkit.options"
 local json = require "sandkit.fs.json"
+local ops = require "sandkit.ops"
 local pathmod = require "sandkit.fs.path"
-local scheduler = require "sandkit.scheduler"
 
 local M = {}
 
@@ -47,27 +47,20 @@ function Backend:request(method, key, o)
   o = o or {}
   local resp = { headers = {} }
   local parts = {}
-  local rec = scheduler.record(function(r, kind, stream, data)
-    if kind == "output" and stream == 0 then
-      local status, rest = data:match("^(%d+)\n(.*)$")
-      resp.status = tonumber(status)
-      for name, value in (rest or ""):gmatch("([^:\n]+): ([^\n]*)\n") do resp.headers[name:lower()] = value end
-    elseif kind == "output" then
-      if o.on_body and resp.status and resp.status < 300 then
-        if r.cb_err then return end
-        local ok, e = pcall(o.on_body, data)
-        if not ok then r.cb_err = e; r.handle:cancel(); scheduler.complete(r, nil) end
-      else
-        parts[#parts + 1] = data
-      end
-    elseif kind == "lifecycle" then
-      scheduler.complete(r, stream == nil and true or nil, stream)
+  local rec = ops.record(function(_, head)
+    local status, rest = head:match("^(%d+)\n(.*)$")
+    resp.status = tonumber(status)
+    for name, value in (rest or ""):gmatch("([^:\n]+): ([^\n]*)\n") do resp.headers[name:lower()] = value end
+  end, function(_, data)
+    if o.on_body and resp.status and resp.status < 300 then
+      o.on_body(data)
+    else
+      parts[#parts + 1] = data
     end
   end)
   rec.handle = core.ops_call(self.client, { method = method, key = key, query = o.query, headers = o.headers,
     collect = o.collect, max_collect = o.max_collect, bulk = o.bulk }, o.body, rec.token)
-  local ok, err = scheduler.await(rec)
-  if rec.cb_err then error(rec.cb_err, 0) end
+  local ok, err = ops.await(rec)
   if not ok then
     rec.handle:cancel() -- past max_collect the transfer is still running
     return nil, err

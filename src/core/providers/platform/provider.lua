@@ -37,8 +37,8 @@ return {
       description = "Idle window before the platform may destroy the sandbox (sent at create)." },
     network_isolation = { type = "string", enum = { "ISOLATED", "PRIVATE" },
       description = "ISOLATED (platform default): outbound internet only; PRIVATE: joins the environment's private network." },
-    timeout = { type = "integer", ms = true, zero = "no timeout",
-      description = "Default per-command timeout in milliseconds, enforced by the client (none when absent or 0)." },
+    timeout = options.command_timeout(
+      "Default per-command timeout in milliseconds, enforced by the client (none when absent or 0)."),
     working_directory = { type = "string",
       description = "Default cwd of commands inside the sandbox, passed as is (not created)." },
     acting_user_id = { type = "string",
