@@ -33,4 +33,19 @@ function M.paths()
   return copied.path, copied.cpath
 end
 
+--- Why a child run as `uid` cannot load this run's build, or nil when it
+-- can: under a sanitizer wrapper (SANDKIT_WRAP, `make test-asan`) the
+-- wrapper and the libraries it preloads live in the checkout, which that
+-- user may not enter, and the sanitized core.so aborts without them.
+function M.blocked_for(uid)
+  local wrap = os.getenv("SANDKIT_WRAP")
+  local prog = wrap and wrap:match("^%S+")
+  if not prog then return nil end
+  if sh.ok(("setpriv --reuid=%d --regid=%d --clear-groups sh -c 'test -x \"$(command -v \"$1\")\"' sh %s"
+    .. " >/dev/null 2>&1"):format(uid, uid, sh.quote(prog))) then
+    return nil
+  end
+  return "uid " .. uid .. " cannot run the sanitizer wrapper " .. prog .. " inside this checkout"
+end
+
 return M
